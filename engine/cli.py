@@ -1,0 +1,292 @@
+"""The ``linkwork`` command (contract section 2).
+
+::
+
+    linkwork                                   # opens the desktop application
+    linkwork FILE.mech.json                    # opens the application on that file
+    linkwork run FILE.mech.json [options]      # headless simulation -> CSV
+    linkwork info FILE.mech.json [--json]      # topology, loops, coordinates, DOF, ...
+    linkwork examples                          # the bundled example files
+    linkwork bench [...]                       # benchmarks (see docs/benchmarks.md)
+    linkwork study NAME [...]                  # the papers' studies (docs/studies.md)
+
+Exit status: 0 success; 2 refused input (file or options), message on stderr;
+3 the simulation failed (message with the simulated time on stderr; every row
+computed before the failure is in the output); 130 interrupted (Ctrl-C; rows
+computed so far are in the output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_REFUSED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
+SUBCOMMANDS = ("run", "info", "examples", "bench", "study")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with status 2 and a one-line message (refused options)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"linkwork: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_REFUSED)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    from . import config
+    from .formulations import PLANNED, REGISTRY
+
+    p = _Parser(prog="linkwork run", description="Simulate a mechanism headless and write the results CSV.")
+    p.add_argument("file", help="mechanism file (*.mech.json)")
+    names = sorted(set(REGISTRY) | set(PLANNED))
+    p.add_argument("--formulation", metavar="NAME", help=f"{', '.join(names)} [default per mechanism]")
+    p.add_argument("--integrator", metavar="NAME",
+                   help="rk4, rk45, rk23, dop853, lsoda, radau, bdf; trapezoidal for index3")
+    p.add_argument("--dt", type=_float, default=config.DEFAULT_DT, metavar="S",
+                   help="fixed step, or output interval of adaptive integrators [%(default)s]")
+    p.add_argument("--t-end", type=_float, default=config.DEFAULT_T_END, metavar="S",
+                   help="simulated time [%(default)s]")
+    p.add_argument("--rtol", type=_float, default=config.DEFAULT_RTOL, metavar="X", help="[%(default)s]")
+    p.add_argument("--atol", type=_float, default=config.DEFAULT_ATOL, metavar="X", help="[%(default)s]")
+    p.add_argument("--penalty", type=_float, default=config.DEFAULT_PENALTY, metavar="X",
+                   help="index3 penalty factor alpha [%(default)s]")
+    p.add_argument("--newton-iters", type=_int, default=config.DEFAULT_NEWTON_ITERS, metavar="N",
+                   help="index3 Newton iterations [%(default)s]")
+    p.add_argument("--newton-tol", type=_float, default=config.DEFAULT_NEWTON_TOL, metavar="X",
+                   help="index3 Newton tolerance on |dq| [%(default)s]")
+    p.add_argument("--threads", type=_int, metavar="N", help="engine threads [all cores]")
+    p.add_argument("--out", metavar="FILE.csv", help="results file [stdout]")
+    p.add_argument("--projection", choices=("on", "off"),
+                   help="dense: project onto the constraints at every output instant [on with loops]")
+    p.add_argument("--baumgarte", nargs=2, type=_float, metavar=("ALPHA", "BETA"),
+                   help="dca: Baumgarte stabilisation of loop closures [off]")
+    p.add_argument("--tangent-hold", type=_int, default=1, metavar="N",
+                   help="index3: reuse the Newton tangent for N iterations (modified Newton) [1]")
+    p.add_argument("--geometric-stiffness", action="store_true",
+                   help="index3: add the geometric-stiffness terms to the tangent")
+    p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    return p
+
+
+def _refuse(msg: str) -> int:
+    print(f"linkwork: {msg}", file=sys.stderr)
+    return EXIT_REFUSED
+
+
+def _load(path: str):
+    from .errors import MechanismError
+    from .model import build_model
+    from .mechfile import load
+
+    spec = load(path)
+    try:
+        return build_model(spec)
+    except MechanismError:
+        raise
+
+
+def cmd_run(argv: list[str]) -> int:
+    from .errors import MechanismError, SettingsError, SimulationError
+    from .formulations import PLANNED, REGISTRY
+    from .results import CsvWriter
+    from .simulation import Settings, Simulation
+
+    args = _run_parser().parse_args(argv)
+    try:
+        model = _load(args.file)
+    except MechanismError as exc:
+        return _refuse(f"{args.file}: {exc}")
+    if args.formulation and args.formulation not in REGISTRY:
+        if args.formulation in PLANNED:
+            return _refuse(f"formulation {args.formulation!r} is not available in this version of "
+                           f"Linkwork (available: {', '.join(REGISTRY)})")
+        return _refuse(f"unknown formulation {args.formulation!r} (available: {', '.join(REGISTRY)})")
+    settings = Settings(
+        formulation=args.formulation, integrator=args.integrator, dt=args.dt, t_end=args.t_end,
+        rtol=args.rtol, atol=args.atol, penalty=args.penalty, newton_iters=args.newton_iters,
+        newton_tol=args.newton_tol, threads=args.threads,
+        projection=None if args.projection is None else args.projection == "on",
+        baumgarte=tuple(args.baumgarte) if args.baumgarte else None,
+        tangent_hold=args.tangent_hold, geometric_stiffness=args.geometric_stiffness,
+    )
+    try:
+        sim = Simulation(model, settings)
+    except SettingsError as exc:
+        return _refuse(str(exc))
+    verbose = not args.quiet and sys.stderr.isatty()
+    for w in model.spec.warnings:
+        print(f"linkwork: warning: {w}", file=sys.stderr)
+    try:
+        out = open(args.out, "w", encoding="utf-8", newline="\n") if args.out else sys.stdout
+    except OSError as exc:
+        return _refuse(f"cannot write {args.out}: {exc.strerror}")
+    writer = CsvWriter(out, sim.columns)
+    status = EXIT_OK
+    t_start = time.perf_counter()
+    s = sim.settings
+    try:
+        for chunk in sim.run():
+            writer.write_rows(chunk.rows)
+            if verbose:
+                t = chunk.stats["t"]
+                wall = time.perf_counter() - t_start
+                print(f"\r  t = {t:8.3f} / {s.t_end:g} s   {100 * t / s.t_end:5.1f} %   "
+                      f"wall {wall:6.1f} s", end="", file=sys.stderr, flush=True)
+        form = sim.formulation
+        ini = getattr(form, "initial", None)
+        if verbose:
+            print("", file=sys.stderr)
+            st = sim.stats
+            print(f"linkwork: {s.formulation}/{s.integrator}: {st.get('rows', 0)} rows, "
+                  f"{st.get('rhs_evaluations', 0)} evaluations, {st.get('wall_time', 0):.3g} s wall",
+                  file=sys.stderr)
+        if ini is not None and ini.correction_max > 0 and not args.quiet:
+            print(f"linkwork: {ini.report()}", file=sys.stderr)
+    except SimulationError as exc:
+        if verbose:
+            print("", file=sys.stderr)
+        print(f"linkwork: {exc}", file=sys.stderr)
+        status = EXIT_FAILED
+    except KeyboardInterrupt:
+        print("\nlinkwork: interrupted; the rows computed so far are written", file=sys.stderr)
+        status = EXIT_INTERRUPTED
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            try:
+                out.flush()
+            except BrokenPipeError:
+                pass
+    return status
+
+
+def _info_text(model, topo) -> str:
+    d = topo.as_dict(model)
+    lines = [
+        f"mechanism      {model.name or '(unnamed)'}",
+        f"bodies         {d['bodies']}",
+        f"joints         {d['joints']}  ({', '.join(f'{n} {t}' for t, n in d['joint_types'].items())})",
+        f"loops          {d['loops']}" + (f"  (cut joints: {', '.join(d['cut_joints'])})" if d['loops'] else ""),
+    ]
+    for k, lb in enumerate(d["loop_bodies"]):
+        lines.append(f"  loop {k + 1}       {' - '.join(lb)}")
+    lines += [
+        f"coordinates    {d['absolute_coordinates']} absolute (7 per body: position + Euler parameters)",
+        f"equations      {d['constraint_equations']} ({d['joint_equations']} joint + "
+        f"{d['normalisation_equations']} normalisation)",
+        f"DOF            {d['dof']}",
+        f"redundant      {d['redundant_constraints']} constraint equations",
+        f"tree coords    nq = {d['tree_coordinates']['nq']}, nv = {d['tree_coordinates']['nv']}; "
+        f"loop closure: {d['loop_closure']['equations']} equations, rank {d['loop_closure']['rank']}",
+        f"assembly tree  {d['assembly_tree']['nodes']} nodes, {d['assembly_tree']['levels']} levels, "
+        f"at most {d['assembly_tree']['max_handles']} handles per node",
+    ]
+    for lvl, merges in enumerate(d["assembly_tree"]["merges"]):
+        desc = "; ".join(
+            f"{m['node']} = {m['left']} + {'ground' if m['right'] < 0 else m['right']}"
+            + (f" [{', '.join(m['joints'])}]" if m["joints"] else "") for m in merges[:6])
+        more = f"; ... ({len(merges)} merges)" if len(merges) > 6 else ""
+        lines.append(f"  level {lvl}      {desc}{more}")
+    for w in model.spec.warnings:
+        lines.append(f"warning        {w}")
+    return "\n".join(lines)
+
+
+def cmd_info(argv: list[str]) -> int:
+    from .errors import MechanismError
+    from .topology import analyze
+
+    p = _Parser(prog="linkwork info",
+                description="Topology, loops, coordinates, DOF and redundant constraints of a mechanism.")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    args = p.parse_args(argv)
+    try:
+        model = _load(args.file)
+    except MechanismError as exc:
+        return _refuse(f"{args.file}: {exc}")
+    topo = analyze(model)
+    if args.json:
+        d = topo.as_dict(model)
+        d["warnings"] = list(model.spec.warnings)
+        print(json.dumps(d, indent=2))
+    else:
+        print(_info_text(model, topo))
+    return EXIT_OK
+
+
+def cmd_examples(argv: list[str]) -> int:
+    from .paths import examples_dir
+    from .mechfile import load
+
+    _Parser(prog="linkwork examples", description="List the bundled example mechanisms.").parse_args(argv)
+    d = examples_dir()
+    for f in sorted(d.glob("*.mech.json")):
+        spec = load(f)
+        print(f"{f}\n    {spec.name}: {spec.description}")
+    return EXIT_OK
+
+
+def cmd_gui(argv: list[str]) -> int:
+    try:
+        from app.main import main as gui_main
+    except ImportError as exc:
+        return _refuse(f"the desktop application is not available ({exc})")
+    return gui_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return EXIT_OK
+    if argv and argv[0] in ("--version",):
+        from . import __version__
+
+        print(f"linkwork {__version__}")
+        return EXIT_OK
+    try:
+        if argv and argv[0] == "run":
+            return cmd_run(argv[1:])
+        if argv and argv[0] == "info":
+            return cmd_info(argv[1:])
+        if argv and argv[0] == "examples":
+            return cmd_examples(argv[1:])
+        if argv and argv[0] == "bench":
+            from .bench import main as bench_main
+
+            return bench_main(argv[1:])
+        if argv and argv[0] == "study":
+            from .studies import main as study_main
+
+            return study_main(argv[1:])
+        return cmd_gui(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_REFUSED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Engine tunables, in one place (conventions 5).
+
+Everything numerical that is a choice rather than a law of mechanics lives
+here, with the reason for its value.
+"""
+
+#: Relative tolerance of singular values when counting the rank of the
+#: constraint Jacobian (degrees of freedom, redundant constraints).  The
+#: Jacobian is assembled from unit-free directions and lever arms of order of
+#: the link lengths; 1e-9 separates exact rank loss (redundant constraints,
+#: ~1e-15) from merely ill-conditioned but independent rows (>= 1e-6 in every
+#: mechanism we ship).
+RANK_RTOL = 1e-9
+
+#: Pivot tolerance of the semi-definite LDL^T used by the divide-and-conquer
+#: solvers, relative to the largest pivot of the same matrix.  Pivots below it
+#: are dependent (redundant closure equations): their multiplier is set to zero.
+PIVOT_RTOL = 1e-11
+
+#: A solve whose acceleration-level constraint residual exceeds this (relative
+#: to the acceleration scale of the mechanism) is declared singular instead of
+#: being returned silently.
+SINGULAR_RESIDUAL_RTOL = 1e-5
+
+#: Unit quaternions in a mechanism file must have |q| within this of 1.
+QUATERNION_TOL = 1e-9
+
+#: Universal-joint axes must be orthogonal: |a1 . a2| <= this (unit axes).
+AXES_ORTHOGONAL_TOL = 1e-6
+
+#: Gauss-Newton position projection (dense formulation): iterations and
+#: tolerance on the position residual.
+PROJECTION_MAX_ITER = 10
+PROJECTION_TOL = 1e-13
+
+#: Rows per result chunk handed to callers (CLI writer, GUI worker).
+CHUNK_ROWS = 64
+
+#: Default numerical settings of ``linkwork run`` (contract section 2).
+DEFAULT_DT = 0.01
+DEFAULT_T_END = 10.0
+DEFAULT_RTOL = 1e-8
+DEFAULT_ATOL = 1e-8
+DEFAULT_PENALTY = 1e9
+DEFAULT_NEWTON_ITERS = 3
+DEFAULT_NEWTON_TOL = 1e-12
+
+#: Dense formulation: every least-squares solve on the mass-whitened loop
+#: Jacobian uses the filtered inverse s^3 / (s^4 + mu^4), mu = this * s_max:
+#: exact to (mu/s)^4 away from singular configurations, redundant rows give
+#: nothing, and a vanishing direction is switched off smoothly within ~mu of a
+#: singular configuration.  See docs/derivations.md, "Dense reference:
+#: singular configurations".
+DENSE_FILTER_RTOL = 1e-4
+#: Singular values below this fraction of the largest are redundancies, not a
+#: nearby singular configuration (exact rank loss shows at round-off level).
+REDUNDANT_RTOL = 1e-12
+
+#: Step bound near singular configurations (dense): below this singularity
+#: measure the integrator's step is limited so that the measure changes by at
+#: most SINGULAR_STEP_FRACTION of itself per step (until it is inside the
+#: filtered window, 10 * DENSE_FILTER_RTOL).
+SINGULAR_WINDOW = 0.05
+SINGULAR_STEP_FRACTION = 0.2

@@ -1,0 +1,83 @@
+"""The small interface every formulation implements (conventions 7).
+
+A formulation owns its state layout and workspace.  ODE formulations expose
+``rhs(t, y)`` for an integrator; stepping formulations (index-3) expose
+``step(t, y, dt)``.  Both give an :class:`Evaluation` of any state -- body
+poses, twists, accelerations and joint reactions -- from which the recorder
+writes the contract's CSV columns, so output never depends on who computed it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import Model
+
+
+@dataclass
+class Evaluation:
+    """Everything the recorder needs at one instant (world frame, SI).
+
+    ``reactions[j]`` is the wrench ``[f; n]`` that joint ``j``'s predecessor
+    exerts on its successor through the constraint, about the joint point
+    ``P[j]`` (the anchor fixed in the predecessor).
+    """
+
+    t: float
+    x: np.ndarray  # (nb, 3)
+    R: np.ndarray  # (nb, 3, 3)
+    V: np.ndarray  # (nb, 6) [v_C; w]
+    acc: np.ndarray  # (nb, 6) classical [a_C; alpha]
+    P: np.ndarray  # (nj, 3)
+    reactions: np.ndarray  # (nj, 6)
+    jq: np.ndarray  # (nj,) one-freedom joint coordinates where known (nan otherwise)
+    extra: dict = field(default_factory=dict)
+
+
+class Formulation(ABC):
+    """Base class; subclasses set ``name``, ``kind`` and ``integrators``."""
+
+    name: str = ""
+    title: str = ""
+    kind: str = "ode"  # "ode" or "stepper"
+    integrators: tuple[str, ...] = ("rk4", "rk45", "rk23", "dop853", "lsoda", "radau", "bdf")
+    default_integrator: str = "rk4"
+
+    def __init__(self, model: Model, settings):
+        self.model = model
+        self.settings = settings
+        self.nfev = 0
+
+    @classmethod
+    def supports(cls, model: Model) -> tuple[bool, str]:
+        """Whether this formulation can run ``model``, and if not, why."""
+        return True, ""
+
+    @abstractmethod
+    def initial_state(self) -> np.ndarray:
+        """The state vector at t = 0 (initial velocities already projected)."""
+
+    def rhs(self, t: float, y: np.ndarray) -> np.ndarray:  # pragma: no cover - ODE kinds override
+        raise TypeError(f"{self.name} is not an ODE formulation")
+
+    def step(self, t: float, y: np.ndarray, dt: float) -> np.ndarray:  # pragma: no cover
+        raise TypeError(f"{self.name} is not a stepping formulation")
+
+    def post_step(self, t: float, y: np.ndarray) -> np.ndarray:
+        """Called on each accepted output state; may project or renormalise (returns y)."""
+        return y
+
+    @property
+    def projects(self) -> bool:
+        """True if :meth:`post_step` changes the state (adaptive integrators restart then)."""
+        return False
+
+    @abstractmethod
+    def evaluate(self, t: float, y: np.ndarray) -> Evaluation:
+        """Poses, twists, accelerations and reactions of state ``y`` at time ``t``."""
+
+    def stats(self) -> dict:
+        return {"rhs_evaluations": self.nfev}

@@ -1,0 +1,534 @@
+"""Formulation ``dense``: the O(n^3) textbook reference.
+
+Tree joint coordinates ``q`` (quaternions for spherical joints) and
+velocities ``v``; the joint-space mass matrix by the composite-rigid-body
+algorithm, the bias forces by a recursive Newton-Euler pass, loop closures
+from the absolute-coordinate constraints of the cut joints
+(:mod:`engine.constraints`), and the Lagrange multipliers from a dense
+least-squares solve, so redundant closure equations need no special case:
+
+    M vdot + K^T lam = -h,     K vdot = gamma
+    (K M^-1 K^T) lam = -K M^-1 h - gamma      (minimum-norm least squares)
+
+Stabilisation by projection (on by default): at every output instant the
+positions are brought back onto ``Phi_cut(q) = 0`` by mass-weighted
+Gauss-Newton steps and the velocities are projected mass-orthogonally onto
+``K v = 0`` (docs/derivations.md, "Dense reference").
+
+Nothing here is shared with the divide-and-conquer machinery: only the model,
+the joint kinematics and the constraint functions, each tested on its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+from numba import njit
+
+from .. import config
+from ..constraints import con_arrays, joint_constraint
+from ..errors import SingularSystemError
+from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..initial import initial_state, tree_velocities
+from ..kinematics import (
+    classical_accelerations, fk_accelerations, fk_positions, fk_velocities, kin_arrays,
+    motion_subspace, normalize_quaternions, qdot_from_v,
+)
+from ..model import SPHERICAL, Model
+from ..spatial import shift_force
+from .base import Evaluation, Formulation
+
+
+@njit(cache=True)
+def _body_terms(mass, inertia, R, V, A, Fext, Fbias):
+    """Per body: I A + V x* I V - F_ext about the COM (world)."""
+    nb = mass.shape[0]
+    Jw = np.empty((3, 3))
+    tmp = np.empty((3, 3))
+    for i in range(nb):
+        for a in range(3):
+            for b in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += inertia[i, a, k] * R[i, b, k]
+                tmp[a, b] = s
+        for a in range(3):
+            for b in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += R[i, a, k] * tmp[k, b]
+                Jw[a, b] = s
+        w = V[i, 3:]
+        m = mass[i]
+        Jw_w = Jw @ w
+        Jw_al = Jw @ A[i, 3:]
+        # linear: m (A_lin + w x v_C)
+        Fbias[i, 0] = m * (A[i, 0] + w[1] * V[i, 2] - w[2] * V[i, 1]) - Fext[i, 0]
+        Fbias[i, 1] = m * (A[i, 1] + w[2] * V[i, 0] - w[0] * V[i, 2]) - Fext[i, 1]
+        Fbias[i, 2] = m * (A[i, 2] + w[0] * V[i, 1] - w[1] * V[i, 0]) - Fext[i, 2]
+        Fbias[i, 3] = Jw_al[0] + w[1] * Jw_w[2] - w[2] * Jw_w[1] - Fext[i, 3]
+        Fbias[i, 4] = Jw_al[1] + w[2] * Jw_w[0] - w[0] * Jw_w[2] - Fext[i, 4]
+        Fbias[i, 5] = Jw_al[2] + w[0] * Jw_w[1] - w[1] * Jw_w[0] - Fext[i, 5]
+
+
+@njit(cache=True)
+def _joint_forces(parent, x, P, Fbody, fj):
+    """Backward pass: wrench transmitted by each tree joint, about its point."""
+    nb = parent.shape[0]
+    tmp = np.empty(6)
+    l = np.empty(3)
+    for i in range(nb):
+        for k in range(3):
+            l[k] = x[i, k] - P[i, k]
+        shift_force(Fbody[i], l, fj[i])
+    for i in range(nb - 1, -1, -1):
+        p = parent[i]
+        if p >= 0:
+            for k in range(3):
+                l[k] = P[i, k] - P[p, k]
+            shift_force(fj[i], l, tmp)
+            for k in range(6):
+                fj[p, k] += tmp[k]
+
+
+@njit(cache=True)
+def _project_columns(nb, v_adr, nv_j, S, fj, out):
+    for i in range(nb):
+        for c in range(v_adr[i], v_adr[i] + nv_j[i]):
+            s = 0.0
+            for k in range(6):
+                s += S[c, k] * fj[i, k]
+            out[c] = s
+
+
+@njit(cache=True)
+def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
+    """Joint-space mass matrix by the composite-rigid-body algorithm (world frame)."""
+    nb = parent.shape[0]
+    Ic = np.zeros((nb, 6, 6))
+    X = np.zeros((6, 6))
+    for i in range(nb):
+        # body inertia about P_i:  [[m, -m~c], [m~c, Jw - m~c~c]], c = x_i - P_i
+        Jw = R[i] @ inertia[i] @ R[i].T
+        c0 = x[i, 0] - P[i, 0]
+        c1 = x[i, 1] - P[i, 1]
+        c2 = x[i, 2] - P[i, 2]
+        m = mass[i]
+        C = np.array([[0.0, -c2, c1], [c2, 0.0, -c0], [-c1, c0, 0.0]])
+        for a in range(3):
+            Ic[i, a, a] += m
+        mC = m * C
+        for a in range(3):
+            for b in range(3):
+                Ic[i, a, 3 + b] += -mC[a, b]
+                Ic[i, 3 + a, b] += mC[a, b]
+        CC = C @ C
+        for a in range(3):
+            for b in range(3):
+                Ic[i, 3 + a, 3 + b] += Jw[a, b] - m * CC[a, b]
+    for i in range(nb - 1, 0, -1):
+        p = parent[i]
+        if p < 0:
+            continue
+        # shift composite inertia from P_i to P_p: X Ic X^T, X = shift_matrix(P_i - P_p)
+        l0 = P[i, 0] - P[p, 0]
+        l1 = P[i, 1] - P[p, 1]
+        l2 = P[i, 2] - P[p, 2]
+        for a in range(6):
+            for b in range(6):
+                X[a, b] = 1.0 if a == b else 0.0
+        X[3, 1] = -l2
+        X[3, 2] = l1
+        X[4, 0] = l2
+        X[4, 2] = -l0
+        X[5, 0] = -l1
+        X[5, 1] = l0
+        Ic[p] += X @ Ic[i] @ X.T
+    F = np.empty(6)
+    Fs = np.empty(6)
+    l = np.empty(3)
+    for i in range(nb):
+        for ci in range(v_adr[i], v_adr[i] + nv_j[i]):
+            for k in range(6):
+                s = 0.0
+                for m_ in range(6):
+                    s += Ic[i, k, m_] * S[ci, m_]
+                F[k] = s
+            j = i
+            while j >= 0:
+                for cj in range(v_adr[j], v_adr[j] + nv_j[j]):
+                    s = 0.0
+                    for k in range(6):
+                        s += S[cj, k] * F[k]
+                    M[cj, ci] = s
+                    M[ci, cj] = s
+                p = parent[j]
+                if p < 0:
+                    break
+                for k in range(3):
+                    l[k] = P[j, k] - P[p, k]
+                shift_force(F, l, Fs)
+                for k in range(6):
+                    F[k] = Fs[k]
+                j = p
+
+
+def _lstsq(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Filtered minimum-norm least squares: ``x = V diag(s^3 / (s^4 + mu^4)) U^T b``.
+
+    ``mu = DENSE_FILTER_RTOL * s_max``.  For ``s >> mu`` this is the exact
+    pseudo-inverse (relative error (mu/s)^4); dependent rows (redundant
+    constraints, s ~ 0) contribute nothing; near a singular configuration the
+    vanishing direction is switched off smoothly, so round-off is amplified by at
+    most ~0.6/mu instead of 1/s, and the right-hand side stays smooth for the
+    integrator (docs/derivations.md, "Dense reference: singular configurations").
+    """
+    if A.size == 0:
+        return np.zeros(A.shape[1])
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    if s[0] == 0.0:
+        return np.zeros(A.shape[1])
+    mu4 = (config.DENSE_FILTER_RTOL * s[0]) ** 4
+    f = s**3 / (s**4 + mu4)
+    return Vt.T @ (f * (U.T @ b))
+
+
+def _body_jacobian(model: Model, b: int, x, P, S) -> np.ndarray:
+    J = np.zeros((6, model.nv))
+    i = b
+    while i >= 0:
+        va, n = model.v_adr[i], model.nv_j[i]
+        l = x[b] - P[i]
+        for c in range(va, va + n):
+            J[:3, c] = S[c, :3] + np.cross(S[c, 3:], l)
+            J[3:, c] = S[c, 3:]
+        i = model.parent[i]
+    return J
+
+
+class DenseFormulation(Formulation):
+    name = "dense"
+    title = "dense reference (joint coordinates, Lagrange multipliers)"
+    kind = "ode"
+
+    def __init__(self, model: Model, settings):
+        super().__init__(model, settings)
+        m = model
+        self.mk = kin_arrays(m)
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.spring_joints = spring_joints(m)
+        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
+        self.jq_ref = np.zeros(m.nj)
+        proj = getattr(settings, "projection", None)
+        self._project = (m.ncut > 0) if proj is None else bool(proj)
+        # workspace (position -> velocity -> acceleration -> constraint)
+        self.x = np.zeros((m.nb, 3))  # filled by fk_positions
+        self.R = np.zeros((m.nb, 3, 3))  # filled by fk_positions
+        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+        self.S = np.zeros((m.nv, 6))  # motion subspace, motion_subspace
+        self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
+        self.c = np.zeros((m.nb, 6))  # velocity-product terms, fk_velocities
+        self.A = np.zeros((m.nb, 6))  # spatial accelerations, fk_accelerations
+        self.Fext = np.zeros((m.nb, 6))  # applied wrenches, applied_forces
+        self.Fbody = np.zeros((m.nb, 6))  # body force balance, _body_terms
+        self.fj = np.zeros((m.nb, 6))  # transmitted joint wrenches, _joint_forces
+        self.h = np.zeros(m.nv)  # generalized bias forces
+        self.M = np.zeros((m.nv, m.nv))  # mass matrix, _crba
+        self.jq = np.full(m.nj, np.nan)
+        ncut_rows = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
+        self.ncr = ncut_rows
+        self.K = np.zeros((ncut_rows, m.nv))  # loop Jacobian
+        self.gamma = np.zeros(ncut_rows)
+        self.phi = np.zeros(ncut_rows)
+        self.lam = np.zeros(ncut_rows)
+        self.residual = 0.0  # acceleration residual of the last least-squares solve
+        self._cache_y = None
+        self._cache = None
+        self._sing_prev = None
+
+    # ------------------------------------------------------------------ state
+    def initial_state(self) -> np.ndarray:
+        m = self.model
+        ini = initial_state(m)
+        self.initial = ini
+        q = m.q_zero()
+        fk_positions(self.mk, q, self.x, self.R, self.P)
+        motion_subspace(self.mk, q, self.R, self.S)
+        v = tree_velocities(m, ini.V, self.x, self.R, self.P)
+        return np.concatenate([q, v])
+
+    def _split(self, y):
+        m = self.model
+        return y[: m.nq], y[m.nq:]
+
+    # --------------------------------------------------------------- kernels
+    def _kinematics(self, q, v):
+        fk_positions(self.mk, q, self.x, self.R, self.P)
+        motion_subspace(self.mk, q, self.R, self.S)
+        fk_velocities(self.mk, self.x, self.P, self.S, v, self.V, self.c)
+
+    def _joint_coords(self, q):
+        m = self.model
+        for j in self.spring_joints:
+            if j < m.nb:
+                self.jq[j] = q[m.q_adr[j]]
+        if len(self.cut_spring):
+            joint_coordinates_from_poses(self.fa, self.cut_spring, self.x, self.R, self.jq_ref, self.jq)
+
+    def _loop_terms(self, A_bias):
+        """K (loop Jacobian), Phi and gamma = -(Phi_ddot at vdot = 0)."""
+        m = self.model
+        acc = classical_accelerations(self.V, A_bias)
+        row = 0
+        x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
+        for j in range(m.nb, m.nj):
+            n = m.nc_j[j]
+            a, b = m.pred[j], m.succ[j]
+            phi = np.zeros(n)
+            Ga = np.zeros((n, 6))
+            Gb = np.zeros((n, 6))
+            g = np.zeros(n)
+            xa, Ra, Va = (x0, R0, V0) if a < 0 else (self.x[a], self.R[a], self.V[a])
+            joint_constraint(self.ca, j, xa, Ra, Va, self.x[b], self.R[b], self.V[b], phi, Ga, Gb, g)
+            Kj = Gb @ _body_jacobian(m, b, self.x, self.P, self.S)
+            gam = -(g + Gb @ acc[b])
+            if a >= 0:
+                Kj += Ga @ _body_jacobian(m, a, self.x, self.P, self.S)
+                gam -= Ga @ acc[a]
+            self.K[row:row + n] = Kj
+            self.gamma[row:row + n] = gam
+            self.phi[row:row + n] = phi
+            row += n
+
+    def _dynamics(self, t, y):
+        m = self.model
+        q, v = self._split(y)
+        self._kinematics(q, v)
+        self.M[:] = 0.0
+        _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
+        self._joint_coords(q)
+        applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
+        # bias: accelerations with vdot = 0
+        zero = np.zeros(m.nv)
+        fk_accelerations(self.mk, self.x, self.P, self.S, self.c, zero, self.A)
+        A_bias = self.A.copy()
+        _body_terms(m.mass, m.inertia, self.R, self.V, A_bias, self.Fext, self.Fbody)
+        _joint_forces(m.parent, self.x, self.P, self.Fbody, self.fj)
+        _project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, self.h)
+        L = self._cholesky(t)
+        u0 = scipy.linalg.solve_triangular(L, -self.h, lower=True)
+        if self.ncr:
+            self._loop_terms(A_bias)
+            Kt = self._whitened_K(L)
+            # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
+            # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
+            # that a singular configuration amplifies round-off by 1/d, not 1/d^2
+            z = _lstsq(Kt, Kt @ u0 - self.gamma)
+            u = u0 - z
+            vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
+            self.lam[:] = _lstsq(Kt.T, z)
+            # In a singular configuration the closure equations lose a direction: the
+            # least-squares solution then gives the instantaneous dynamics of the freed
+            # direction, and any residual shows in violation.acceleration.
+            self.residual = float(np.abs(self.K @ vdot - self.gamma).max())
+        else:
+            vdot = scipy.linalg.solve_triangular(L, u0, lower=True, trans="T")
+        if not np.all(np.isfinite(vdot)):
+            raise SingularSystemError(t, "accelerations are not finite")
+        return q, v, vdot
+
+    def rhs(self, t, y):
+        self.nfev += 1
+        m = self.model
+        q, v, vdot = self._dynamics(t, y)
+        self._cache_y = y.copy()
+        self._cache = (t, vdot.copy(), self.lam.copy())
+        qd = np.empty(m.nq)
+        qdot_from_v(self.mk, q, v, qd)
+        return np.concatenate([qd, vdot])
+
+    # ------------------------------------------------------------ projection
+    @property
+    def projects(self) -> bool:
+        return self._project
+
+    def _cut_phi_K(self, q, v):
+        m = self.model
+        self._kinematics(q, v)
+        row = 0
+        x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
+        for j in range(m.nb, m.nj):
+            n = m.nc_j[j]
+            a, b = m.pred[j], m.succ[j]
+            phi = np.zeros(n)
+            Ga = np.zeros((n, 6))
+            Gb = np.zeros((n, 6))
+            g = np.zeros(n)
+            xa, Ra, Va = (x0, R0, V0) if a < 0 else (self.x[a], self.R[a], self.V[a])
+            joint_constraint(self.ca, j, xa, Ra, Va, self.x[b], self.R[b], self.V[b], phi, Ga, Gb, g)
+            Kj = Gb @ _body_jacobian(m, b, self.x, self.P, self.S)
+            if a >= 0:
+                Kj += Ga @ _body_jacobian(m, a, self.x, self.P, self.S)
+            self.K[row:row + n] = Kj
+            self.phi[row:row + n] = phi
+            row += n
+        self.M[:] = 0.0
+        _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
+
+    def _apply_increment(self, q, dv):
+        """q (+) dv: joint increments, quaternions rotated by the pred-frame vector."""
+        m = self.model
+        q = q.copy()
+        for j in range(m.nb):
+            qa, va, n = m.q_adr[j], m.v_adr[j], m.nv_j[j]
+            if n == 0:
+                continue
+            if m.jtype[j] == SPHERICAL:
+                w = dv[va:va + 3]
+                ang = np.linalg.norm(w)
+                if ang > 0:
+                    ax = w / ang
+                    dq = np.r_[np.cos(ang / 2), np.sin(ang / 2) * ax]
+                    Q = q[qa:qa + 4]
+                    q[qa:qa + 4] = [
+                        dq[0] * Q[0] - dq[1] * Q[1] - dq[2] * Q[2] - dq[3] * Q[3],
+                        dq[0] * Q[1] + dq[1] * Q[0] + dq[2] * Q[3] - dq[3] * Q[2],
+                        dq[0] * Q[2] - dq[1] * Q[3] + dq[2] * Q[0] + dq[3] * Q[1],
+                        dq[0] * Q[3] + dq[1] * Q[2] - dq[2] * Q[1] + dq[3] * Q[0],
+                    ]
+            else:
+                q[qa:qa + n] += dv[va:va + n]
+        return q
+
+    def _cholesky(self, t=0.0):
+        try:
+            return scipy.linalg.cholesky(self.M, lower=True, check_finite=True)
+        except (np.linalg.LinAlgError, ValueError) as exc:
+            raise SingularSystemError(t, f"joint-space mass matrix is not positive definite ({exc})") from None
+
+    def _whitened_K(self, L):
+        """K L^-T: the loop Jacobian in mass-whitened velocity coordinates."""
+        return scipy.linalg.solve_triangular(L, self.K.T, lower=True).T
+
+    def _project_state(self, q, v, iterations=config.PROJECTION_MAX_ITER):
+        """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0.
+
+        Leaves the workspace (kinematics, K, M) at the projected state.
+        """
+        for _ in range(iterations):
+            self._cut_phi_K(q, v)
+            if np.abs(self.phi).max(initial=0.0) < config.PROJECTION_TOL:
+                break
+            L = self._cholesky()
+            u = -_lstsq(self._whitened_K(L), self.phi)
+            q = self._apply_increment(q, scipy.linalg.solve_triangular(L, u, lower=True, trans="T"))
+        else:
+            self._cut_phi_K(q, v)
+        L = self._cholesky()
+        Kt = self._whitened_K(L)
+        u = L.T @ v
+        u -= _lstsq(Kt, Kt @ u)
+        v = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
+        return q, v
+
+    def post_step(self, t, y):
+        m = self.model
+        y = y.copy()
+        q, v = y[: m.nq], y[m.nq:]
+        normalize_quaternions(self.mk, q)
+        if self._project and self.ncr:
+            q, v = self._project_state(q, v)
+        y[: m.nq] = q
+        y[m.nq:] = v
+        return y
+
+    def singularity(self, y) -> float:
+        """Distance measure to a singular configuration: the smallest singular value of
+        the mass-whitened loop Jacobian that is not a redundancy, over the largest."""
+        if not self.ncr:
+            return 1.0
+        q, v = self._split(y)
+        self._cut_phi_K(q, v)
+        s = np.linalg.svd(self._whitened_K(self._cholesky()), compute_uv=False)
+        if s.size == 0 or s[0] == 0.0:
+            return 1.0
+        live = s[s > config.REDUNDANT_RTOL * s[0]]
+        return float(live[-1] / s[0])
+
+    def step_bound(self, t, y) -> float | None:
+        """Largest step the integrator may take from (t, y), or None for no bound.
+
+        While the mechanism approaches a singular configuration (singularity measure
+        s below SINGULAR_WINDOW and falling) the step is limited so that s falls by
+        at most SINGULAR_STEP_FRACTION of itself per step: the drift of Runge-Kutta
+        stage states (~h^2) then stays far below their distance to the singular
+        configuration (~h), so projecting them cannot pick another branch.
+        """
+        if not (self._project and self.ncr):
+            return None
+        s = self.singularity(y)
+        prev = self._sing_prev
+        self._sing_prev = (t, s)
+        if s >= config.SINGULAR_WINDOW or prev is None or t <= prev[0]:
+            return None
+        if s < 10.0 * config.DENSE_FILTER_RTOL:
+            return None  # inside the filtered window: cross it freely
+        rate = (prev[1] - s) / (t - prev[0])
+        if rate <= 0.0:
+            return None
+        return config.SINGULAR_STEP_FRACTION * s / rate
+
+    # --------------------------------------------------------------- output
+    def evaluate(self, t, y) -> Evaluation:
+        m = self.model
+        if self._cache_y is not None and self._cache[0] == t and np.array_equal(self._cache_y, y):
+            vdot = self._cache[1]
+            q, v = self._split(y)
+            # workspace still holds this state's kinematics unless projection ran
+            self._kinematics(q, v)
+            self._joint_coords(q)
+            applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
+            self.lam[:] = self._cache[2]
+        else:
+            q, v, vdot = self._dynamics(t, y)
+        # update the branch reference of cut-joint spring angles
+        for j in self.cut_spring:
+            self.jq_ref[j] = self.jq[j]
+        fk_accelerations(self.mk, self.x, self.P, self.S, self.c, vdot, self.A)
+        acc = classical_accelerations(self.V, self.A)
+        reactions = self._reactions()
+        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(), acc=acc,
+                          P=self.P.copy(), reactions=reactions, jq=self.jq.copy(),
+                          extra={"vdot": vdot.copy(), "q": y[: m.nq].copy(), "v": y[m.nq:].copy()})
+
+    def _reactions(self) -> np.ndarray:
+        """Constraint wrenches of every joint from the force balance of each subtree."""
+        m = self.model
+        react = np.zeros((m.nj, 6))
+        Fcut = np.zeros((m.nb, 6))
+        row = 0
+        x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
+        for j in range(m.nb, m.nj):
+            n = m.nc_j[j]
+            a, b = m.pred[j], m.succ[j]
+            phi = np.zeros(n)
+            Ga = np.zeros((n, 6))
+            Gb = np.zeros((n, 6))
+            g = np.zeros(n)
+            xa, Ra, Va = (x0, R0, V0) if a < 0 else (self.x[a], self.R[a], self.V[a])
+            joint_constraint(self.ca, j, xa, Ra, Va, self.x[b], self.R[b], self.V[b], phi, Ga, Gb, g)
+            lam = self.lam[row:row + n]
+            Fb = -Gb.T @ lam  # wrench on b about its COM
+            Fcut[b] += Fb
+            if a >= 0:
+                Fcut[a] += -Ga.T @ lam
+            out = np.empty(6)
+            shift_force(Fb, self.x[b] - self.P[j], out)
+            react[j] = out
+            row += n
+        # tree joints: force balance of the subtree, cut-joint wrenches counted as applied
+        _body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext + Fcut, self.Fbody)
+        _joint_forces(m.parent, self.x, self.P, self.Fbody, self.fj)
+        react[: m.nb] = self.fj
+        return react

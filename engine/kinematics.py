@@ -1,0 +1,301 @@
+"""Tree kinematics in joint coordinates (numba kernels).
+
+``jcalc`` is the only place that switches on the joint type for tree joints.
+The kernels take the model's kinematic arrays as one tuple ``mk`` (see
+:func:`kin_arrays`) and write into preallocated workspace arrays:
+
+- positions:  ``x`` (nb, 3) centres of mass, ``R`` (nb, 3, 3) orientations,
+  ``P`` (nj, 3) joint points (the anchor fixed in the predecessor, world);
+- velocities: ``S`` (nv, 6) motion-subspace columns about the joint point,
+  ``V`` (nb, 6) twists ``[v_C; w]`` about each centre of mass,
+  ``c`` (nb, 6) velocity-product term of each tree joint about its point;
+- accelerations: ``A`` (nb, 6) spatial accelerations about each centre of mass.
+
+Relations (docs/derivations.md, section "Joint kinematics"):
+``V_succ(P) = V_pred(P) + S v_j`` and
+``A_succ(P) = A_pred(P) + S vdot_j + c_j`` with ``c_j = V_pred(P) x_m S v_j``
+(plus ``v1 v2 s1 x_m s2`` for a universal joint, whose second axis is carried
+by the successor).
+"""
+
+import numpy as np
+from numba import njit
+
+from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
+from .spatial import axis_angle_rot, crm, matmul3, quat_to_rot, shift_motion
+
+
+def kin_arrays(model: Model):
+    """The tuple of model arrays the kinematic kernels read."""
+    return (
+        model.parent, model.jtype, model.q_adr, model.v_adr, model.pred, model.succ,
+        model.anchor_pred, model.anchor_succ, model.axis_pred, model.axis2_pred, model.R0_rel,
+    )
+
+
+@njit(cache=True)
+def jcalc(jt, q, qa, ax, ax2, Rrel, d):
+    """Relative rotation ``Rrel`` and translation ``d`` (both in the pred frame)
+    of a tree joint of type ``jt`` whose coordinates start at ``q[qa]``."""
+    for k in range(3):
+        d[k] = 0.0
+    if jt == REVOLUTE:
+        axis_angle_rot(ax, q[qa], Rrel)
+    elif jt == PRISMATIC:
+        for i in range(3):
+            for k in range(3):
+                Rrel[i, k] = 1.0 if i == k else 0.0
+        for k in range(3):
+            d[k] = ax[k] * q[qa]
+    elif jt == CYLINDRICAL:
+        axis_angle_rot(ax, q[qa], Rrel)
+        for k in range(3):
+            d[k] = ax[k] * q[qa + 1]
+    elif jt == UNIVERSAL:
+        R1 = np.empty((3, 3))
+        R2 = np.empty((3, 3))
+        axis_angle_rot(ax, q[qa], R1)
+        axis_angle_rot(ax2, q[qa + 1], R2)
+        matmul3(R1, R2, Rrel)
+    elif jt == SPHERICAL:
+        Q = np.empty(4)
+        n = np.sqrt(q[qa] ** 2 + q[qa + 1] ** 2 + q[qa + 2] ** 2 + q[qa + 3] ** 2)
+        for k in range(4):
+            Q[k] = q[qa + k] / n
+        quat_to_rot(Q, Rrel)
+    else:  # FIXED
+        for i in range(3):
+            for k in range(3):
+                Rrel[i, k] = 1.0 if i == k else 0.0
+
+
+@njit(cache=True)
+def fk_positions(mk, q, x, R, P):
+    """Body poses and joint points from tree coordinates ``q``."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    nb = parent.shape[0]
+    nj = jtype.shape[0]
+    Rrel = np.empty((3, 3))
+    tmp = np.empty((3, 3))
+    d = np.empty(3)
+    for i in range(nb):
+        p = parent[i]
+        jt = jtype[i]
+        jcalc(jt, q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d)
+        if p < 0:
+            for k in range(3):
+                P[i, k] = anchor_pred[i, k]
+            matmul3(Rrel, R0_rel[i], R[i])
+            for k in range(3):
+                ca = P[i, k] + d[k]
+                x[i, k] = ca - (R[i, k, 0] * anchor_succ[i, 0] + R[i, k, 1] * anchor_succ[i, 1]
+                                + R[i, k, 2] * anchor_succ[i, 2])
+        else:
+            Rp = R[p]
+            for k in range(3):
+                P[i, k] = x[p, k] + Rp[k, 0] * anchor_pred[i, 0] + Rp[k, 1] * anchor_pred[i, 1] \
+                    + Rp[k, 2] * anchor_pred[i, 2]
+            matmul3(Rp, Rrel, tmp)
+            matmul3(tmp, R0_rel[i], R[i])
+            for k in range(3):
+                ca = P[i, k] + Rp[k, 0] * d[0] + Rp[k, 1] * d[1] + Rp[k, 2] * d[2]
+                x[i, k] = ca - (R[i, k, 0] * anchor_succ[i, 0] + R[i, k, 1] * anchor_succ[i, 1]
+                                + R[i, k, 2] * anchor_succ[i, 2])
+    for j in range(nb, nj):
+        a = pred[j]
+        if a < 0:
+            for k in range(3):
+                P[j, k] = anchor_pred[j, k]
+        else:
+            for k in range(3):
+                P[j, k] = x[a, k] + R[a, k, 0] * anchor_pred[j, 0] + R[a, k, 1] * anchor_pred[j, 1] \
+                    + R[a, k, 2] * anchor_pred[j, 2]
+
+
+@njit(cache=True)
+def motion_subspace(mk, q, R, S):
+    """Columns of every tree joint's motion subspace, world frame, about its point."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    nb = parent.shape[0]
+    aw = np.empty(3)
+    R1 = np.empty((3, 3))
+    t = np.empty(3)
+    for i in range(nb):
+        jt = jtype[i]
+        if jt == FIXED:
+            continue
+        p = parent[i]
+        va = v_adr[i]
+        ax = axis_pred[i]
+        # axis in world
+        for k in range(3):
+            if p < 0:
+                aw[k] = ax[k]
+            else:
+                aw[k] = R[p, k, 0] * ax[0] + R[p, k, 1] * ax[1] + R[p, k, 2] * ax[2]
+        if jt == REVOLUTE:
+            for k in range(3):
+                S[va, k] = 0.0
+                S[va, 3 + k] = aw[k]
+        elif jt == PRISMATIC:
+            for k in range(3):
+                S[va, k] = aw[k]
+                S[va, 3 + k] = 0.0
+        elif jt == CYLINDRICAL:
+            for k in range(3):
+                S[va, k] = 0.0
+                S[va, 3 + k] = aw[k]
+                S[va + 1, k] = aw[k]
+                S[va + 1, 3 + k] = 0.0
+        elif jt == UNIVERSAL:
+            axis_angle_rot(ax, q[q_adr[i]], R1)
+            ax2 = axis2_pred[i]
+            for k in range(3):
+                t[k] = R1[k, 0] * ax2[0] + R1[k, 1] * ax2[1] + R1[k, 2] * ax2[2]
+            for k in range(3):
+                S[va, k] = 0.0
+                S[va, 3 + k] = aw[k]
+                S[va + 1, k] = 0.0
+                if p < 0:
+                    S[va + 1, 3 + k] = t[k]
+                else:
+                    S[va + 1, 3 + k] = R[p, k, 0] * t[0] + R[p, k, 1] * t[1] + R[p, k, 2] * t[2]
+        else:  # SPHERICAL: relative angular velocity in the pred frame
+            for c in range(3):
+                for k in range(3):
+                    S[va + c, k] = 0.0
+                    if p < 0:
+                        S[va + c, 3 + k] = 1.0 if k == c else 0.0
+                    else:
+                        S[va + c, 3 + k] = R[p, k, c]
+
+
+@njit(cache=True)
+def fk_velocities(mk, x, P, S, v, V, c):
+    """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    nb = parent.shape[0]
+    Vp = np.empty(6)
+    Sv = np.empty(6)
+    Vi = np.empty(6)
+    l = np.empty(3)
+    tmp = np.empty(6)
+    s0 = np.empty(6)
+    s1 = np.empty(6)
+    for i in range(nb):
+        p = parent[i]
+        if p < 0:
+            for k in range(6):
+                Vp[k] = 0.0
+        else:
+            for k in range(3):
+                l[k] = P[i, k] - x[p, k]
+            shift_motion(V[p], l, Vp)
+        for k in range(6):
+            Sv[k] = 0.0
+        va = v_adr[i]
+        nv = 0
+        jt = jtype[i]
+        if jt == REVOLUTE or jt == PRISMATIC:
+            nv = 1
+        elif jt == CYLINDRICAL or jt == UNIVERSAL:
+            nv = 2
+        elif jt == SPHERICAL:
+            nv = 3
+        for col in range(nv):
+            for k in range(6):
+                Sv[k] += S[va + col, k] * v[va + col]
+        crm(Vp, Sv, c[i])
+        if jt == UNIVERSAL:
+            for k in range(6):
+                s0[k] = S[va, k]
+                s1[k] = S[va + 1, k]
+            crm(s0, s1, tmp)
+            w = v[va] * v[va + 1]
+            for k in range(6):
+                c[i, k] += w * tmp[k]
+        for k in range(6):
+            Vi[k] = Vp[k] + Sv[k]
+        for k in range(3):
+            l[k] = x[i, k] - P[i, k]
+        shift_motion(Vi, l, V[i])
+
+
+@njit(cache=True)
+def fk_accelerations(mk, x, P, S, c, vdot, A):
+    """Spatial accelerations ``A`` about each COM from joint accelerations ``vdot``
+    (``vdot = 0`` gives the velocity-product bias accelerations)."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    nb = parent.shape[0]
+    Ap = np.empty(6)
+    Ai = np.empty(6)
+    l = np.empty(3)
+    for i in range(nb):
+        p = parent[i]
+        if p < 0:
+            for k in range(6):
+                Ap[k] = 0.0
+        else:
+            for k in range(3):
+                l[k] = P[i, k] - x[p, k]
+            shift_motion(A[p], l, Ap)
+        jt = jtype[i]
+        va = v_adr[i]
+        nv = 0
+        if jt == REVOLUTE or jt == PRISMATIC:
+            nv = 1
+        elif jt == CYLINDRICAL or jt == UNIVERSAL:
+            nv = 2
+        elif jt == SPHERICAL:
+            nv = 3
+        for k in range(6):
+            Ai[k] = Ap[k] + c[i, k]
+        for col in range(nv):
+            for k in range(6):
+                Ai[k] += S[va + col, k] * vdot[va + col]
+        for k in range(3):
+            l[k] = x[i, k] - P[i, k]
+        shift_motion(Ai, l, A[i])
+
+
+@njit(cache=True)
+def qdot_from_v(mk, q, v, qd):
+    """Time derivative of the tree coordinates (quaternion kinematics for spherical joints)."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    nb = parent.shape[0]
+    for i in range(nb):
+        jt = jtype[i]
+        qa = q_adr[i]
+        va = v_adr[i]
+        if jt == REVOLUTE or jt == PRISMATIC:
+            qd[qa] = v[va]
+        elif jt == CYLINDRICAL or jt == UNIVERSAL:
+            qd[qa] = v[va]
+            qd[qa + 1] = v[va + 1]
+        elif jt == SPHERICAL:
+            # Qdot = 1/2 [0, w] (x) Q, w = relative angular velocity, pred frame
+            w0, w1, w2 = v[va], v[va + 1], v[va + 2]
+            a, b, cc, dd = q[qa], q[qa + 1], q[qa + 2], q[qa + 3]
+            qd[qa] = 0.5 * (-w0 * b - w1 * cc - w2 * dd)
+            qd[qa + 1] = 0.5 * (w0 * a + w1 * dd - w2 * cc)
+            qd[qa + 2] = 0.5 * (-w0 * dd + w1 * a + w2 * b)
+            qd[qa + 3] = 0.5 * (w0 * cc - w1 * b + w2 * a)
+
+
+@njit(cache=True)
+def normalize_quaternions(mk, q):
+    """Renormalise the quaternion coordinates of spherical joints in place."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    for i in range(parent.shape[0]):
+        if jtype[i] == SPHERICAL:
+            qa = q_adr[i]
+            n = np.sqrt(q[qa] ** 2 + q[qa + 1] ** 2 + q[qa + 2] ** 2 + q[qa + 3] ** 2)
+            for k in range(4):
+                q[qa + k] /= n
+
+
+def classical_accelerations(V: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``[a_C; alpha]`` from spatial accelerations about the COM: a_C = A_lin + w x v_C."""
+    out = A.copy()
+    out[:, :3] += np.cross(V[:, 3:], V[:, :3])
+    return out

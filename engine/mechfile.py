@@ -1,0 +1,694 @@
+"""Mechanism files (``*.mech.json``): load, validate, save.
+
+The format is contract section 1 (``../shared/spec/contract.md``); the
+extensions Linkwork adds are documented in ``docs/file-format.md``.  A file is
+read into a :class:`MechanismSpec` -- plain, immutable Python values that the
+GUI editor also manipulates -- and every rule the file breaks is reported as a
+:class:`~engine.errors.MechanismError` whose message starts with the JSON path
+(``bodies[2].mass: must be > 0 (got -1)``).
+
+The spec describes the mechanism at t = 0 in world coordinates; turning it into
+flat arrays for the kernels is :mod:`engine.model`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import config
+from .errors import MechanismError
+
+FORMAT_NAME = "linkwork-mechanism"
+FORMAT_VERSION = 1
+GROUND = "ground"
+
+#: joint type -> (number of freedoms, axis field: None, "axis" or "axes")
+JOINT_TYPES = {
+    "revolute": (1, "axis"),
+    "prismatic": (1, "axis"),
+    "cylindrical": (2, "axis"),
+    "universal": (2, "axes"),
+    "spherical": (3, None),
+    "fixed": (0, None),
+}
+FORCE_TYPES = ("spring", "joint-spring", "joint-torque")
+SHAPE_KINDS = ("rod", "box", "sphere", "cylinder", "mesh")
+
+Vec3 = tuple[float, float, float]
+
+
+# ----------------------------------------------------------------------------- spec
+
+
+@dataclass(frozen=True)
+class ShapeSpec:
+    """How a body is drawn (never used by the dynamics).
+
+    ``rod``: ``p_from``/``p_to`` (world, t = 0), ``radius``; ``box``: ``size``;
+    ``sphere``: ``radius``; ``cylinder``: ``radius``, ``length``, ``axis``
+    (world, t = 0, through the centre of mass); ``mesh``: ``path`` relative to
+    the file, ``scale``.
+    """
+
+    kind: str
+    p_from: Vec3 | None = None
+    p_to: Vec3 | None = None
+    radius: float | None = None
+    size: Vec3 | None = None
+    length: float | None = None
+    axis: Vec3 | None = None
+    path: str | None = None
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    name: str
+    mass: float
+    inertia: tuple[Vec3, Vec3, Vec3]  # central inertia, body frame, 3x3
+    position: Vec3
+    orientation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    velocity: Vec3 = (0.0, 0.0, 0.0)
+    angular_velocity: Vec3 = (0.0, 0.0, 0.0)
+    shape: ShapeSpec | None = None
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    name: str
+    type: str
+    parent: str
+    child: str
+    anchor: Vec3
+    axis: Vec3 | None = None  # unit, for revolute / prismatic / cylindrical
+    axes: tuple[Vec3, Vec3] | None = None  # unit, orthogonal, for universal
+    rate: tuple[float, ...] | None = None
+    cut: bool = False
+
+    @property
+    def dof(self) -> int:
+        return JOINT_TYPES[self.type][0]
+
+
+@dataclass(frozen=True)
+class ForceSpec:
+    """One force element; which fields are used depends on ``type``.
+
+    spring: body1, point1, body2, point2 (world, t = 0), stiffness, damping,
+    rest_length.  joint-spring: joint, stiffness, damping, rest.
+    joint-torque: joint, value (one number per freedom of the joint).
+    """
+
+    type: str
+    body1: str | None = None
+    point1: Vec3 | None = None
+    body2: str | None = None
+    point2: Vec3 | None = None
+    stiffness: float = 0.0
+    damping: float = 0.0
+    rest_length: float | None = None
+    joint: str | None = None
+    rest: float = 0.0
+    value: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    bodies: tuple[BodySpec, ...]
+    joints: tuple[JointSpec, ...]
+    forces: tuple[ForceSpec, ...] = ()
+    gravity: Vec3 = (0.0, -9.81, 0.0)
+    name: str = ""
+    description: str = ""
+    #: Warnings found while reading (unknown keys, unusual inertia, ...).
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def body(self, name: str) -> BodySpec:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def joint(self, name: str) -> JointSpec:
+        for j in self.joints:
+            if j.name == name:
+                return j
+        raise KeyError(name)
+
+    def with_(self, **changes) -> "MechanismSpec":
+        return replace(self, **changes)
+
+
+# ----------------------------------------------------------------------- validation
+
+
+class _Reader:
+    """Typed access to untrusted JSON values, raising path-named errors."""
+
+    def __init__(self):
+        self.warnings: list[str] = []
+
+    # -- primitives
+    def obj(self, path: str, v: Any) -> dict:
+        if not isinstance(v, dict):
+            raise MechanismError(path or "(file)", f"must be a JSON object (got {_kind(v)})")
+        return v
+
+    def lst(self, path: str, v: Any) -> list:
+        if not isinstance(v, list):
+            raise MechanismError(path, f"must be a list (got {_kind(v)})")
+        return v
+
+    def string(self, path: str, v: Any, nonempty: bool = True) -> str:
+        if not isinstance(v, str):
+            raise MechanismError(path, f"must be a string (got {_kind(v)})")
+        if nonempty and not v.strip():
+            raise MechanismError(path, "must not be empty")
+        return v
+
+    def boolean(self, path: str, v: Any) -> bool:
+        if not isinstance(v, bool):
+            raise MechanismError(path, f"must be true or false (got {_kind(v)})")
+        return v
+
+    def number(self, path: str, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise MechanismError(path, f"must be a number (got {_kind(v)})")
+        try:
+            x = float(v)
+        except OverflowError:
+            raise MechanismError(path, "must be a finite number (got a number too large)") from None
+        if not math.isfinite(x):
+            raise MechanismError(path, f"must be a finite number (got {x})")
+        return x
+
+    def positive(self, path: str, v: Any) -> float:
+        x = self.number(path, v)
+        if not x > 0.0:
+            raise MechanismError(path, f"must be > 0 (got {_fmt(x)})")
+        return x
+
+    def nonneg(self, path: str, v: Any) -> float:
+        x = self.number(path, v)
+        if x < 0.0:
+            raise MechanismError(path, f"must be >= 0 (got {_fmt(x)})")
+        return x
+
+    def vector(self, path: str, v: Any, n: int) -> tuple[float, ...]:
+        items = self.lst(path, v)
+        if len(items) != n:
+            raise MechanismError(path, f"must be a list of {n} numbers (got {len(items)} items)")
+        return tuple(self.number(f"{path}[{i}]", x) for i, x in enumerate(items))
+
+    def vec3(self, path: str, v: Any) -> Vec3:
+        return self.vector(path, v, 3)  # type: ignore[return-value]
+
+    def direction(self, path: str, v: Any) -> Vec3:
+        a = np.array(self.vec3(path, v))
+        n = float(np.linalg.norm(a))
+        if not n > 1e-12 or not math.isfinite(n):
+            raise MechanismError(path, "must be a non-zero direction")
+        a = a / n
+        return (float(a[0]), float(a[1]), float(a[2]))
+
+    def keys(self, path: str, d: dict, allowed: set[str]) -> None:
+        for k in d:
+            if k not in allowed:
+                where = f"{path}.{k}" if path else str(k)
+                self.warnings.append(f"{where}: unknown key, ignored")
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def _read_inertia(r: _Reader, path: str, v: Any) -> tuple[Vec3, Vec3, Vec3]:
+    items = r.lst(path, v)
+    if len(items) == 3 and all(not isinstance(x, list) for x in items):
+        moments = [r.number(f"{path}[{i}]", x) for i, x in enumerate(items)]
+        for i, x in enumerate(moments):
+            if not x > 0.0:
+                raise MechanismError(
+                    path, f"must be positive definite (principal moment [{i}] = {_fmt(x)})"
+                )
+        a, b, c = moments
+        if a + b < c * (1 - 1e-9) or b + c < a * (1 - 1e-9) or a + c < b * (1 - 1e-9):
+            r.warnings.append(
+                f"{path}: principal moments break the triangle inequality; no rigid body has them"
+            )
+        return ((a, 0.0, 0.0), (0.0, b, 0.0), (0.0, 0.0, c))
+    if len(items) != 3:
+        raise MechanismError(
+            path, f"must be 3 principal moments or a 3x3 matrix (got {len(items)} items)"
+        )
+    rows = [r.vec3(f"{path}[{i}]", row) for i, row in enumerate(items)]
+    m = np.array(rows, dtype=float)
+    scale = float(np.max(np.abs(m)))
+    if not np.allclose(m, m.T, rtol=0.0, atol=1e-9 * max(scale, 1e-300)):
+        raise MechanismError(path, "must be a symmetric matrix")
+    m = 0.5 * (m + m.T)
+    try:
+        w = np.linalg.eigvalsh(m)
+    except np.linalg.LinAlgError:
+        raise MechanismError(path, "must be positive definite") from None
+    if not (np.all(np.isfinite(w)) and w[0] > 1e-12 * max(w[-1], 0.0) and w[0] > 0.0):
+        raise MechanismError(path, f"must be positive definite (smallest eigenvalue {w[0]:.3g})")
+    return tuple(tuple(float(x) for x in row) for row in m)  # type: ignore[return-value]
+
+
+def _read_shape(r: _Reader, path: str, v: Any) -> ShapeSpec:
+    d = r.obj(path, v)
+    if "kind" not in d:
+        raise MechanismError(f"{path}.kind", "is required")
+    kind = r.string(f"{path}.kind", d["kind"])
+    if kind not in SHAPE_KINDS:
+        raise MechanismError(f"{path}.kind", f"must be one of {', '.join(SHAPE_KINDS)} (got {kind!r})")
+    allowed = {"kind", "color"}
+
+    def need(key):
+        if key not in d:
+            raise MechanismError(f"{path}.{key}", f"is required for a {kind}")
+        return d[key]
+
+    if kind == "rod":
+        allowed |= {"from", "to", "radius"}
+        s = ShapeSpec(
+            kind,
+            p_from=r.vec3(f"{path}.from", need("from")),
+            p_to=r.vec3(f"{path}.to", need("to")),
+            radius=r.positive(f"{path}.radius", d.get("radius", 0.03)),
+        )
+    elif kind == "box":
+        allowed |= {"size"}
+        size = r.vec3(f"{path}.size", need("size"))
+        for i, x in enumerate(size):
+            if not x > 0:
+                raise MechanismError(f"{path}.size[{i}]", f"must be > 0 (got {_fmt(x)})")
+        s = ShapeSpec(kind, size=size)
+    elif kind == "sphere":
+        allowed |= {"radius"}
+        s = ShapeSpec(kind, radius=r.positive(f"{path}.radius", need("radius")))
+    elif kind == "cylinder":
+        allowed |= {"radius", "length", "axis"}
+        s = ShapeSpec(
+            kind,
+            radius=r.positive(f"{path}.radius", need("radius")),
+            length=r.positive(f"{path}.length", need("length")),
+            axis=r.direction(f"{path}.axis", d.get("axis", [0.0, 0.0, 1.0])),
+        )
+    else:  # mesh
+        allowed |= {"path", "scale"}
+        s = ShapeSpec(
+            kind,
+            path=r.string(f"{path}.path", need("path")),
+            scale=r.positive(f"{path}.scale", d.get("scale", 1.0)),
+        )
+    r.keys(path, d, allowed)
+    return s
+
+
+def _read_body(r: _Reader, path: str, v: Any) -> BodySpec:
+    d = r.obj(path, v)
+    for key in ("name", "mass", "inertia", "position"):
+        if key not in d:
+            raise MechanismError(f"{path}.{key}", "is required")
+    r.keys(
+        path,
+        d,
+        {"name", "mass", "inertia", "position", "orientation", "velocity", "angular_velocity",
+         "shape", "color"},
+    )
+    name = r.string(f"{path}.name", d["name"])
+    if name == GROUND:
+        raise MechanismError(f"{path}.name", '"ground" is reserved for the fixed base')
+    mass = r.positive(f"{path}.mass", d["mass"])
+    inertia = _read_inertia(r, f"{path}.inertia", d["inertia"])
+    position = r.vec3(f"{path}.position", d["position"])
+    q = r.vector(f"{path}.orientation", d.get("orientation", [1.0, 0.0, 0.0, 0.0]), 4)
+    nq = math.sqrt(sum(x * x for x in q))
+    if abs(nq - 1.0) > config.QUATERNION_TOL:
+        raise MechanismError(
+            f"{path}.orientation", f"must be a unit quaternion (|q| = {nq:.12g}, tolerance 1e-9)"
+        )
+    q = tuple(x / nq for x in q)
+    velocity = r.vec3(f"{path}.velocity", d.get("velocity", [0.0, 0.0, 0.0]))
+    omega = r.vec3(f"{path}.angular_velocity", d.get("angular_velocity", [0.0, 0.0, 0.0]))
+    shape = _read_shape(r, f"{path}.shape", d["shape"]) if d.get("shape") is not None else None
+    return BodySpec(name, mass, inertia, position, q, velocity, omega, shape)  # type: ignore[arg-type]
+
+
+def _read_joint(r: _Reader, path: str, v: Any, index: int, names: set[str]) -> JointSpec:
+    d = r.obj(path, v)
+    for key in ("type", "parent", "child", "anchor"):
+        if key not in d:
+            raise MechanismError(f"{path}.{key}", "is required")
+    jtype = r.string(f"{path}.type", d["type"])
+    if jtype not in JOINT_TYPES:
+        raise MechanismError(
+            f"{path}.type", f"must be one of {', '.join(JOINT_TYPES)} (got {jtype!r})"
+        )
+    dof, axis_field = JOINT_TYPES[jtype]
+    allowed = {"name", "type", "parent", "child", "anchor", "rate", "cut"}
+    name = r.string(f"{path}.name", d["name"]) if "name" in d else f"J{index + 1}"
+    parent = r.string(f"{path}.parent", d["parent"])
+    child = r.string(f"{path}.child", d["child"])
+    for key, who in (("parent", parent), ("child", child)):
+        if who != GROUND and who not in names:
+            raise MechanismError(f"{path}.{key}", f"unknown body {who!r}")
+    if parent == child:
+        raise MechanismError(f"{path}.child", f"a joint cannot connect {parent!r} to itself")
+    anchor = r.vec3(f"{path}.anchor", d["anchor"])
+    axis = axes = None
+    if axis_field == "axis":
+        allowed.add("axis")
+        if "axis" not in d:
+            raise MechanismError(f"{path}.axis", f"is required for a {jtype} joint")
+        axis = r.direction(f"{path}.axis", d["axis"])
+    elif axis_field == "axes":
+        allowed.add("axes")
+        if "axes" not in d:
+            raise MechanismError(f"{path}.axes", f"is required for a {jtype} joint")
+        items = r.lst(f"{path}.axes", d["axes"])
+        if len(items) != 2:
+            raise MechanismError(f"{path}.axes", f"must be two axes [a1, a2] (got {len(items)})")
+        a1 = r.direction(f"{path}.axes[0]", items[0])
+        a2 = r.direction(f"{path}.axes[1]", items[1])
+        dot = abs(sum(x * y for x, y in zip(a1, a2)))
+        if dot > config.AXES_ORTHOGONAL_TOL:
+            raise MechanismError(
+                f"{path}.axes", f"a1 and a2 must be orthogonal (|a1.a2| = {dot:.3g} for unit axes)"
+            )
+        axes = (a1, a2)
+    rate = None
+    if d.get("rate") is not None:
+        raw = d["rate"]
+        if dof == 0:
+            raise MechanismError(f"{path}.rate", "a fixed joint has no freedom to give a rate to")
+        if isinstance(raw, list):
+            if len(raw) != dof:
+                raise MechanismError(
+                    f"{path}.rate", f"must have {dof} value(s) for a {jtype} joint (got {len(raw)})"
+                )
+            rate = tuple(r.number(f"{path}.rate[{i}]", x) for i, x in enumerate(raw))
+        else:
+            if dof != 1:
+                raise MechanismError(
+                    f"{path}.rate", f"must be a list of {dof} values for a {jtype} joint"
+                )
+            rate = (r.number(f"{path}.rate", raw),)
+    cut = r.boolean(f"{path}.cut", d["cut"]) if "cut" in d else False
+    r.keys(path, d, allowed)
+    return JointSpec(name, jtype, parent, child, anchor, axis, axes, rate, cut)  # type: ignore[arg-type]
+
+
+def _read_force(
+    r: _Reader, path: str, v: Any, bodies: dict[str, BodySpec], joints: dict[str, JointSpec]
+) -> ForceSpec:
+    d = r.obj(path, v)
+    if "type" not in d:
+        raise MechanismError(f"{path}.type", "is required")
+    ftype = r.string(f"{path}.type", d["type"])
+    if ftype not in FORCE_TYPES:
+        raise MechanismError(f"{path}.type", f"must be one of {', '.join(FORCE_TYPES)} (got {ftype!r})")
+
+    def need(key):
+        if key not in d:
+            raise MechanismError(f"{path}.{key}", f"is required for a {ftype}")
+        return d[key]
+
+    def body_ref(key):
+        name = r.string(f"{path}.{key}", need(key))
+        if name != GROUND and name not in bodies:
+            raise MechanismError(f"{path}.{key}", f"unknown body {name!r}")
+        return name
+
+    def joint_ref():
+        name = r.string(f"{path}.joint", need("joint"))
+        if name not in joints:
+            raise MechanismError(f"{path}.joint", f"unknown joint {name!r}")
+        return joints[name]
+
+    if ftype == "spring":
+        r.keys(path, d, {"type", "body1", "point1", "body2", "point2", "stiffness", "damping",
+                         "rest_length"})
+        b1, b2 = body_ref("body1"), body_ref("body2")
+        if b1 == b2:
+            raise MechanismError(f"{path}.body2", "a spring must connect two different bodies")
+        p1 = r.vec3(f"{path}.point1", need("point1"))
+        p2 = r.vec3(f"{path}.point2", need("point2"))
+        rest = d.get("rest_length")
+        rest_length = None if rest is None else r.nonneg(f"{path}.rest_length", rest)
+        return ForceSpec(
+            ftype, body1=b1, point1=p1, body2=b2, point2=p2,
+            stiffness=r.nonneg(f"{path}.stiffness", need("stiffness")),
+            damping=r.nonneg(f"{path}.damping", d.get("damping", 0.0)),
+            rest_length=rest_length,
+        )
+    if ftype == "joint-spring":
+        r.keys(path, d, {"type", "joint", "stiffness", "damping", "rest"})
+        j = joint_ref()
+        if j.dof != 1:
+            raise MechanismError(
+                f"{path}.joint", f"a joint-spring needs a one-freedom joint ({j.name!r} is {j.type})"
+            )
+        return ForceSpec(
+            ftype, joint=j.name,
+            stiffness=r.nonneg(f"{path}.stiffness", need("stiffness")),
+            damping=r.nonneg(f"{path}.damping", d.get("damping", 0.0)),
+            rest=r.number(f"{path}.rest", d.get("rest", 0.0)),
+        )
+    # joint-torque
+    r.keys(path, d, {"type", "joint", "value"})
+    j = joint_ref()
+    if j.dof == 0:
+        raise MechanismError(f"{path}.joint", f"{j.name!r} is a fixed joint: it has no freedom")
+    raw = need("value")
+    if isinstance(raw, list):
+        if len(raw) != j.dof:
+            raise MechanismError(
+                f"{path}.value", f"must have {j.dof} value(s) for {j.type} joint {j.name!r}"
+            )
+        value = tuple(r.number(f"{path}.value[{i}]", x) for i, x in enumerate(raw))
+    else:
+        if j.dof != 1:
+            raise MechanismError(f"{path}.value", f"must be a list of {j.dof} values for a {j.type} joint")
+        value = (r.number(f"{path}.value", raw),)
+    return ForceSpec(ftype, joint=j.name, value=value)
+
+
+def spec_from_dict(data: Any) -> MechanismSpec:
+    """Validate a parsed JSON document and return its :class:`MechanismSpec`.
+
+    Raises :class:`MechanismError` naming the JSON path of the first broken rule.
+    """
+    r = _Reader()
+    d = r.obj("", data)
+    if "format" not in d:
+        raise MechanismError("format", f'is required and must be "{FORMAT_NAME}"')
+    if d["format"] != FORMAT_NAME:
+        raise MechanismError("format", f'must be "{FORMAT_NAME}" (got {json.dumps(d["format"])[:60]})')
+    if "version" not in d:
+        raise MechanismError("version", "is required")
+    version = d["version"]
+    if isinstance(version, bool) or not isinstance(version, (int, float)) or version != FORMAT_VERSION:
+        raise MechanismError(
+            "version", f"this Linkwork reads version {FORMAT_VERSION} (got {json.dumps(version)[:40]})"
+        )
+    r.keys("", d, {"format", "version", "name", "description", "gravity", "bodies", "joints", "forces"})
+    name = r.string("name", d["name"], nonempty=False) if "name" in d else ""
+    description = r.string("description", d["description"], nonempty=False) if "description" in d else ""
+    gravity = r.vec3("gravity", d["gravity"]) if "gravity" in d else (0.0, -9.81, 0.0)
+
+    if "bodies" not in d:
+        raise MechanismError("bodies", "is required")
+    raw_bodies = r.lst("bodies", d["bodies"])
+    if not raw_bodies:
+        raise MechanismError("bodies", "must contain at least one body")
+    bodies: list[BodySpec] = []
+    seen: dict[str, int] = {}
+    for i, b in enumerate(raw_bodies):
+        body = _read_body(r, f"bodies[{i}]", b)
+        if body.name in seen:
+            raise MechanismError(
+                f"bodies[{i}].name", f"duplicate body name {body.name!r} (also bodies[{seen[body.name]}])"
+            )
+        seen[body.name] = i
+        bodies.append(body)
+    names = set(seen)
+
+    if "joints" not in d:
+        raise MechanismError("joints", "is required")
+    joints: list[JointSpec] = []
+    jseen: dict[str, int] = {}
+    for i, j in enumerate(r.lst("joints", d["joints"])):
+        joint = _read_joint(r, f"joints[{i}]", j, i, names)
+        if joint.name in jseen:
+            raise MechanismError(
+                f"joints[{i}].name", f"duplicate joint name {joint.name!r} (also joints[{jseen[joint.name]}])"
+            )
+        jseen[joint.name] = i
+        joints.append(joint)
+
+    forces: list[ForceSpec] = []
+    if d.get("forces") is not None:
+        bmap = {b.name: b for b in bodies}
+        jmap = {j.name: j for j in joints}
+        for i, f in enumerate(r.lst("forces", d["forces"])):
+            forces.append(_read_force(r, f"forces[{i}]", f, bmap, jmap))
+
+    _check_connected(bodies, joints)
+    return MechanismSpec(
+        bodies=tuple(bodies), joints=tuple(joints), forces=tuple(forces), gravity=gravity,
+        name=name, description=description, warnings=tuple(r.warnings),
+    )
+
+
+def _check_connected(bodies: list[BodySpec], joints: list[JointSpec]) -> None:
+    """Refuse bodies with no path of joints to ground (contract section 1)."""
+    adj: dict[str, list[str]] = {b.name: [] for b in bodies}
+    adj[GROUND] = []
+    for j in joints:
+        adj[j.parent].append(j.child)
+        adj[j.child].append(j.parent)
+    reached = {GROUND}
+    stack = [GROUND]
+    while stack:
+        for nb in adj[stack.pop()]:
+            if nb not in reached:
+                reached.add(nb)
+                stack.append(nb)
+    for i, b in enumerate(bodies):
+        if b.name not in reached:
+            raise MechanismError(f"bodies[{i}]", f"body {b.name!r} is not connected to ground by any joint")
+
+
+def loads(text: str) -> MechanismSpec:
+    """Parse and validate the text of a mechanism file."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MechanismError("(file)", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise MechanismError("(file)", "not valid JSON (nested too deeply)") from None
+    return spec_from_dict(data)
+
+
+def load(path: str | Path) -> MechanismSpec:
+    """Read, parse and validate a ``*.mech.json`` file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MechanismError("(file)", f"no such file: {p}") from None
+    except UnicodeDecodeError:
+        raise MechanismError("(file)", f"{p} is not UTF-8 text") from None
+    except OSError as exc:
+        raise MechanismError("(file)", f"cannot read {p}: {exc.strerror}") from None
+    return loads(text)
+
+
+# ---------------------------------------------------------------------------- saving
+
+
+def _vec(v) -> list[float]:
+    return [float(x) for x in v]
+
+
+def _shape_to_dict(s: ShapeSpec) -> dict:
+    d: dict[str, Any] = {"kind": s.kind}
+    if s.kind == "rod":
+        d.update({"from": _vec(s.p_from), "to": _vec(s.p_to), "radius": s.radius})
+    elif s.kind == "box":
+        d["size"] = _vec(s.size)
+    elif s.kind == "sphere":
+        d["radius"] = s.radius
+    elif s.kind == "cylinder":
+        d.update({"radius": s.radius, "length": s.length, "axis": _vec(s.axis)})
+    else:
+        d.update({"path": s.path, "scale": s.scale})
+    return d
+
+
+def spec_to_dict(spec: MechanismSpec) -> dict:
+    """The JSON document of ``spec`` (inverse of :func:`spec_from_dict`)."""
+    bodies = []
+    for b in spec.bodies:
+        I = np.array(b.inertia)
+        inertia = _vec(np.diag(I)) if np.count_nonzero(I - np.diag(np.diag(I))) == 0 else [
+            _vec(row) for row in I
+        ]
+        d: dict[str, Any] = {
+            "name": b.name, "mass": b.mass, "inertia": inertia, "position": _vec(b.position),
+            "orientation": _vec(b.orientation), "velocity": _vec(b.velocity),
+            "angular_velocity": _vec(b.angular_velocity),
+        }
+        if b.shape is not None:
+            d["shape"] = _shape_to_dict(b.shape)
+        bodies.append(d)
+    joints = []
+    for j in spec.joints:
+        d = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
+             "anchor": _vec(j.anchor)}
+        if j.axis is not None:
+            d["axis"] = _vec(j.axis)
+        if j.axes is not None:
+            d["axes"] = [_vec(j.axes[0]), _vec(j.axes[1])]
+        if j.rate is not None:
+            d["rate"] = j.rate[0] if len(j.rate) == 1 else list(j.rate)
+        if j.cut:
+            d["cut"] = True
+        joints.append(d)
+    forces = []
+    for f in spec.forces:
+        if f.type == "spring":
+            d = {"type": f.type, "body1": f.body1, "point1": _vec(f.point1), "body2": f.body2,
+                 "point2": _vec(f.point2), "stiffness": f.stiffness, "damping": f.damping}
+            if f.rest_length is not None:
+                d["rest_length"] = f.rest_length
+        elif f.type == "joint-spring":
+            d = {"type": f.type, "joint": f.joint, "stiffness": f.stiffness, "damping": f.damping,
+                 "rest": f.rest}
+        else:
+            d = {"type": f.type, "joint": f.joint,
+                 "value": f.value[0] if len(f.value) == 1 else list(f.value)}
+        forces.append(d)
+    out: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": spec.name}
+    if spec.description:
+        out["description"] = spec.description
+    out.update({"gravity": _vec(spec.gravity), "bodies": bodies, "joints": joints, "forces": forces})
+    return out
+
+
+def dumps(spec: MechanismSpec) -> str:
+    """The file text of ``spec``; floats are written with ``repr`` precision."""
+    return json.dumps(spec_to_dict(spec), indent=2) + "\n"
+
+
+def save(spec: MechanismSpec, path: str | Path) -> None:
+    """Write ``spec`` to ``path`` atomically (a failed write leaves the old file)."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(dumps(spec), encoding="utf-8")
+    tmp.replace(p)

@@ -1,0 +1,206 @@
+"""One simulation pipeline (conventions 7): model + settings -> result chunks.
+
+:class:`Simulation` owns the model, a formulation, an integrator and a
+recorder.  :meth:`Simulation.run` is a generator of immutable
+:class:`ResultChunk` objects; it honours :meth:`Simulation.cancel` between
+steps and, when the simulation fails, first yields every row computed so far
+and then raises :class:`~engine.errors.SimulationError` with the simulated
+time of the failure.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from . import config
+from .errors import SettingsError, SimulationError
+from .formulations import REGISTRY, default_formulation
+from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, rk4, scipy_ode
+from .model import Model
+from .results import Recorder
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Solver settings (contract section 2; defaults in brackets there)."""
+
+    formulation: str | None = None  # None: the default for the mechanism
+    integrator: str | None = None  # None: the formulation's default
+    dt: float = config.DEFAULT_DT
+    t_end: float = config.DEFAULT_T_END
+    rtol: float = config.DEFAULT_RTOL
+    atol: float = config.DEFAULT_ATOL
+    penalty: float = config.DEFAULT_PENALTY
+    newton_iters: int = config.DEFAULT_NEWTON_ITERS
+    newton_tol: float = config.DEFAULT_NEWTON_TOL
+    threads: int | None = None
+    #: dense: project positions/velocities at output instants (None: when there are loops)
+    projection: bool | None = None
+    #: dca: Baumgarte stabilisation (alpha, beta) of the loop closures; None = off
+    baumgarte: tuple[float, float] | None = None
+    #: index3: keep the tangent for this many Newton iterations (modified Newton)
+    tangent_hold: int = 1
+    #: index3: add the geometric-stiffness terms to the tangent
+    geometric_stiffness: bool = False
+
+    def replace(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def resolve_settings(model: Model, settings: Settings) -> Settings:
+    """Fill in defaults and check every setting; raises :class:`SettingsError`."""
+    name = settings.formulation or default_formulation(model)
+    if name not in REGISTRY:
+        raise SettingsError(f"unknown formulation {name!r} (available: {', '.join(REGISTRY)})")
+    cls = REGISTRY[name]
+    ok, why = cls.supports(model)
+    if not ok:
+        raise SettingsError(f"formulation {name!r} cannot simulate this mechanism: {why}")
+    integ = settings.integrator or cls.default_integrator
+    if integ not in cls.integrators:
+        kind = "ODE formulations" if cls.kind == "ode" else f"formulation {name!r}"
+        allowed = ", ".join(cls.integrators)
+        if integ not in ODE_INTEGRATORS + STEPPER_INTEGRATORS:
+            raise SettingsError(f"unknown integrator {integ!r} (available: {allowed})")
+        raise SettingsError(f"integrator {integ!r} does not apply to {kind} (use one of: {allowed})")
+
+    def positive(label, v):
+        if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+            raise SettingsError(f"{label} must be a positive number (got {v!r})")
+
+    positive("--dt", settings.dt)
+    positive("--t-end", settings.t_end)
+    positive("--rtol", settings.rtol)
+    positive("--atol", settings.atol)
+    positive("--penalty", settings.penalty)
+    positive("--newton-tol", settings.newton_tol)
+    if settings.dt > settings.t_end:
+        raise SettingsError(f"--dt ({settings.dt:g}) must not exceed --t-end ({settings.t_end:g})")
+    if settings.t_end / settings.dt > 1e8:
+        raise SettingsError("--t-end / --dt exceeds 1e8 output rows")
+    if not (isinstance(settings.newton_iters, int) and settings.newton_iters >= 1):
+        raise SettingsError(f"--newton-iters must be an integer >= 1 (got {settings.newton_iters!r})")
+    if settings.threads is not None and not (isinstance(settings.threads, int) and settings.threads >= 1):
+        raise SettingsError(f"--threads must be an integer >= 1 (got {settings.threads!r})")
+    if settings.tangent_hold < 1:
+        raise SettingsError("tangent_hold must be >= 1")
+    return settings.replace(formulation=name, integrator=integ)
+
+
+@dataclass(frozen=True)
+class ResultChunk:
+    """Consecutive result rows (read-only), with run statistics so far."""
+
+    rows: np.ndarray  # (n, ncols)
+    columns: tuple[str, ...]
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def t(self) -> np.ndarray:
+        return self.rows[:, 0]
+
+
+class Simulation:
+    """A model, resolved settings, a formulation and an integrator."""
+
+    def __init__(self, model: Model, settings: Settings | None = None):
+        self.model = model
+        self.settings = resolve_settings(model, settings or Settings())
+        if self.settings.threads is not None:
+            import numba
+
+            numba.set_num_threads(min(self.settings.threads, numba.config.NUMBA_NUM_THREADS))
+        self.formulation = REGISTRY[self.settings.formulation](model, self.settings)
+        self.recorder = Recorder(model)
+        self._cancel = threading.Event()
+        self.stats: dict = {}
+
+    @property
+    def columns(self) -> list[str]:
+        return self.recorder.columns
+
+    def cancel(self) -> None:
+        """Ask a running :meth:`run` to stop after the current step."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _steps(self, y0):
+        s = self.settings
+        form = self.formulation
+        if form.kind == "stepper":
+            from .integrators import output_times
+
+            ts = output_times(s.dt, s.t_end)
+            y = y0
+            yield ts[0], y
+            for k in range(1, len(ts)):
+                if self._cancel.is_set():
+                    return
+                y = form.step(ts[k - 1], y, ts[k] - ts[k - 1])
+                yield ts[k], y
+        elif s.integrator == "rk4":
+            yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set)
+        else:
+            yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
+                                 self._cancel.is_set)
+
+    def run(self, chunk_rows: int = config.CHUNK_ROWS, max_interval: float | None = None):
+        """Yield :class:`ResultChunk` objects until ``t_end``, a cancel, or a failure.
+
+        A chunk is handed over when it has ``chunk_rows`` rows or, if given,
+        ``max_interval`` seconds of wall time have passed since the last one.
+        """
+        cols = tuple(self.columns)
+        rows: list[np.ndarray] = []
+        t_wall0 = time.perf_counter()
+        last = t_wall0
+        n_rows = 0
+        t_now = 0.0
+        form = self.formulation
+
+        def chunk():
+            nonlocal rows
+            arr = np.array(rows)
+            arr.setflags(write=False)
+            rows = []
+            wall = time.perf_counter() - t_wall0
+            self.stats = {"t": t_now, "rows": n_rows, "wall_time": wall, **form.stats()}
+            return ResultChunk(arr, cols, dict(self.stats))
+
+        try:
+            y0 = form.initial_state()
+            for t, y in self._steps(y0):
+                t_now = float(t)
+                ev = form.evaluate(t, y)
+                rows.append(self.recorder.row(ev))
+                n_rows += 1
+                now = time.perf_counter()
+                if len(rows) >= chunk_rows or (max_interval is not None and now - last >= max_interval):
+                    last = now
+                    yield chunk()
+        except SimulationError:
+            if rows:
+                yield chunk()
+            raise
+        except (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError) as exc:
+            if rows:
+                yield chunk()
+            raise SimulationError(t_now, f"numerical failure: {exc}") from exc
+        if rows:
+            yield chunk()
+        self.stats["cancelled"] = self._cancel.is_set()
+
+    def run_all(self) -> tuple[list[str], np.ndarray]:
+        """Run to the end and return (columns, all rows)."""
+        parts = [c.rows for c in self.run()]
+        return self.columns, (np.vstack(parts) if parts else np.zeros((0, len(self.columns))))

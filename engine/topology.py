@@ -1,0 +1,390 @@
+"""Topology: loops, degrees of freedom, redundant constraints, assembly tree.
+
+Counting (docs/derivations.md, "Counting freedoms"): in absolute coordinates
+with Euler parameters a mechanism of ``n`` bodies has ``7n`` coordinates and
+``m + n`` equations (``m`` joint equations, ``n`` normalisations), so
+
+    DOF = 7n - rank,   redundant = (m + n) - rank.
+
+The normalisation rows are independent of the joint rows, and the tree
+joints' rows are independent of each other, which reduces both numbers to the
+rank of the loop-closure Jacobian in tree coordinates ``K = Phi_cut,v``:
+
+    DOF = nv - rank(K),   redundant = m_cut - rank(K).
+
+:func:`absolute_counts` computes the same numbers from the full (m, 6n)
+Jacobian; the tests check that both agree.
+
+The assembly tree is a binary tree over the bodies stored as flat arrays
+(conventions 3): level 0 merges every body that touches ground with ground
+(eliminating its ground joints), then each level merges disjoint pairs of
+adjacent subassemblies chosen by greedy matching, so chains give a balanced
+tree of ceil(log2 n) levels.  A subassembly's *handles* are the joints with
+exactly one end inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import config
+from .constraints import constraint_jacobian
+from .kinematics import fk_positions, kin_arrays, motion_subspace
+from .model import TYPE_NAME, Model
+
+
+# ------------------------------------------------------------------------ counts
+
+
+def _frame_at_zero(model: Model):
+    x = np.zeros((model.nb, 3))
+    R = np.zeros((model.nb, 3, 3))
+    P = np.zeros((model.nj, 3))
+    q = model.q_zero()
+    fk_positions(kin_arrays(model), q, x, R, P)
+    S = np.zeros((model.nv, 6))
+    motion_subspace(kin_arrays(model), q, R, S)
+    return x, R, P, S
+
+
+def body_jacobian(model: Model, b: int, x, P, S) -> np.ndarray:
+    """(6, nv) map from tree velocities to the COM twist of body ``b``."""
+    J = np.zeros((6, model.nv))
+    i = b
+    while i >= 0:
+        va, nv = model.v_adr[i], model.nv_j[i]
+        l = x[b] - P[i]
+        for c in range(va, va + nv):
+            s = S[c]
+            J[:3, c] = s[:3] + np.cross(s[3:], l)
+            J[3:, c] = s[3:]
+        i = model.parent[i]
+    return J
+
+
+def loop_jacobian(model: Model) -> np.ndarray:
+    """(m_cut, nv) Jacobian of the cut joints' constraints in tree velocities, at t = 0."""
+    x, R, P, S = _frame_at_zero(model)
+    Jac, _, _ = constraint_jacobian(model, x, R)
+    rows = []
+    for j in range(model.nb, model.nj):
+        r, n = model.c_adr[j], model.nc_j[j]
+        K = np.zeros((n, model.nv))
+        for side, b in ((0, model.pred[j]), (1, model.succ[j])):
+            if b < 0:
+                continue
+            K += Jac[r:r + n, 6 * b:6 * b + 6] @ body_jacobian(model, b, x, P, S)
+        rows.append(K)
+    if not rows:
+        return np.zeros((0, model.nv))
+    return np.vstack(rows)
+
+
+def _rank(A: np.ndarray) -> int:
+    if A.size == 0:
+        return 0
+    s = np.linalg.svd(A, compute_uv=False)
+    if s[0] == 0.0:
+        return 0
+    return int(np.sum(s > config.RANK_RTOL * s[0]))
+
+
+def absolute_counts(model: Model) -> tuple[int, int, int, int]:
+    """(coordinates, equations, DOF, redundant) from the full absolute Jacobian.
+
+    Slow (SVD of an (m + n, 7n) matrix): for checks and small mechanisms.
+    """
+    x, R, P, S = _frame_at_zero(model)
+    Jac, _, _ = constraint_jacobian(model, x, R)
+    n, m = model.nb, model.nc
+    rank = _rank(Jac) + n  # Euler-parameter normalisations: one independent row per body
+    return 7 * n, m + n, 7 * n - rank, m + n - rank
+
+
+# ------------------------------------------------------------------------- loops
+
+
+def loop_bodies(model: Model, j: int) -> list[int]:
+    """Bodies on the loop closed by cut joint ``j`` (ground shown as -1)."""
+    def path(b):
+        out = []
+        while b >= 0:
+            out.append(b)
+            b = model.parent[b]
+        out.append(-1)
+        return out
+
+    pa, pb = path(model.pred[j]), path(model.succ[j])
+    sb = set(pb)
+    lca = next(b for b in pa if b in sb)
+    left = pa[: pa.index(lca) + 1]
+    right = pb[: pb.index(lca)]
+    return left + right[::-1]
+
+
+# ----------------------------------------------------------------- assembly tree
+
+
+@dataclass(frozen=True, eq=False)
+class AssemblyTree:
+    """Binary assembly tree in flat arrays (node = body or subassembly).
+
+    Nodes ``0..nb-1`` are the bodies; merge ``m`` creates node ``nb + m`` from
+    ``left[m]`` and ``right[m]`` (``-1`` = ground).  Merges of level ``l`` are
+    ``level_start[l] .. level_start[l+1]-1`` and are independent of each other.
+    """
+
+    nb: int
+    n_nodes: int
+    left: np.ndarray  # (nm,)
+    right: np.ndarray  # (nm,) -1 = ground
+    level_start: np.ndarray  # (nlevels + 1,)
+    roots: np.ndarray  # nodes never merged (one per part hanging from ground)
+    node_nh: np.ndarray  # (n_nodes,) number of handles
+    node_h_start: np.ndarray  # (n_nodes,) first handle slot
+    node_pair_start: np.ndarray  # (n_nodes,) first (h, k) block of the node
+    h_joint: np.ndarray  # (n_slots,) joint of each handle
+    h_side: np.ndarray  # (n_slots,) 0 = node holds the pred end, 1 = the succ end
+    h_src: np.ndarray  # (n_slots,) for merged nodes: slot of the child handle it comes from
+    if_start: np.ndarray  # (nm + 1,) interface joints of merge m: if_joint[if_start[m]:...]
+    if_joint: np.ndarray  # (n_if,)
+    if_left: np.ndarray  # (n_if,) local handle index in the left child
+    if_right: np.ndarray  # (n_if,) local handle index in the right child (-1 for ground)
+    n_slots: int
+    n_pairs: int
+    body_sets: tuple = field(default=(), repr=False)
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.level_start) - 1
+
+    @property
+    def n_merges(self) -> int:
+        return len(self.left)
+
+    def max_handles(self) -> int:
+        return int(self.node_nh.max()) if len(self.node_nh) else 0
+
+
+def build_assembly_tree(model: Model) -> AssemblyTree:
+    nb = model.nb
+    pred, succ = model.pred, model.succ
+    # per body: incident joints
+    incident: list[list[int]] = [[] for _ in range(nb)]
+    for j in range(model.nj):
+        if pred[j] >= 0:
+            incident[pred[j]].append(j)
+        incident[succ[j]].append(j)
+
+    sets: list[frozenset[int]] = [frozenset([i]) for i in range(nb)]
+    handles: list[list[int]] = []  # joints, in slot order
+    sides: list[list[int]] = []
+    srcs: list[list[int]] = []
+    for i in range(nb):
+        hs = sorted(set(incident[i]))
+        handles.append(hs)
+        sides.append([0 if pred[j] == i else 1 for j in hs])
+        srcs.append([-1] * len(hs))
+
+    left, right, levels = [], [], [0]
+    if_joint, if_left, if_right, if_start = [], [], [], [0]
+
+    def new_node(bodies, hs, sd, sr):
+        sets.append(bodies)
+        handles.append(hs)
+        sides.append(sd)
+        srcs.append(sr)
+        return len(sets) - 1
+
+    active: list[int] = []
+    # level 0: eliminate ground joints
+    for i in range(nb):
+        gj = [k for k, j in enumerate(handles[i]) if pred[handles[i][k]] < 0]
+        if not gj:
+            active.append(i)
+            continue
+        ext = [k for k in range(len(handles[i])) if k not in gj]
+        node = new_node(sets[i], [handles[i][k] for k in ext], [sides[i][k] for k in ext], ext)
+        left.append(i)
+        right.append(-1)
+        for k in gj:
+            if_joint.append(handles[i][k])
+            if_left.append(k)
+            if_right.append(-1)
+        if_start.append(len(if_joint))
+        active.append(node)
+    if left:
+        levels.append(len(left))
+
+    def key(n):
+        return min(sets[n])
+
+    while True:
+        active.sort(key=key)
+        owner = {}
+        for n in active:
+            for b in sets[n]:
+                owner[b] = n
+        # neighbours through joints with both ends in bodies
+        nbrs: dict[int, set[int]] = {n: set() for n in active}
+        for j in range(model.nj):
+            if pred[j] < 0:
+                continue
+            a, b = owner[pred[j]], owner[succ[j]]
+            if a != b:
+                nbrs[a].add(b)
+                nbrs[b].add(a)
+        matched: set[int] = set()
+        pairs = []
+        for u in active:
+            if u in matched:
+                continue
+            cands = [v for v in nbrs[u] if v not in matched]
+            if not cands:
+                continue
+
+            def cost(v):
+                shared = sum(1 for j in handles[u] if j in set(handles[v]))
+                nh = len(handles[u]) + len(handles[v]) - 2 * shared
+                return (nh, len(sets[u]) + len(sets[v]), key(v))
+
+            v = min(cands, key=cost)
+            matched.update((u, v))
+            pairs.append((u, v) if key(u) < key(v) else (v, u))
+        if not pairs:
+            break
+        merged_into = {}
+        for u, v in pairs:
+            hu, hv = handles[u], handles[v]
+            shared = [j for j in hu if j in set(hv)]
+            hs, sd, sr = [], [], []
+            for k, j in enumerate(hu):
+                if j not in shared:
+                    hs.append(j)
+                    sd.append(sides[u][k])
+                    sr.append(k)  # source: left child, local index k
+            nl = len(hu)
+            for k, j in enumerate(hv):
+                if j not in shared:
+                    hs.append(j)
+                    sd.append(sides[v][k])
+                    sr.append(nl + k)  # source: right child, local index k (offset by nl)
+            node = new_node(sets[u] | sets[v], hs, sd, sr)
+            left.append(u)
+            right.append(v)
+            for j in shared:
+                if_joint.append(j)
+                if_left.append(hu.index(j))
+                if_right.append(hv.index(j))
+            if_start.append(len(if_joint))
+            merged_into[u] = merged_into[v] = node
+        levels.append(len(left))
+        active = [merged_into.get(n, n) for n in active if n not in merged_into] + sorted(
+            set(merged_into.values()))
+
+    n_nodes = len(sets)
+    node_nh = np.array([len(h) for h in handles], dtype=np.int64)
+    node_h_start = np.concatenate([[0], np.cumsum(node_nh)[:-1]]).astype(np.int64)
+    node_pair_start = np.concatenate([[0], np.cumsum(node_nh**2)[:-1]]).astype(np.int64)
+    flat = lambda L: np.array([x for h in L for x in h], dtype=np.int64)  # noqa: E731
+    return AssemblyTree(
+        nb=nb, n_nodes=n_nodes,
+        left=np.array(left, dtype=np.int64), right=np.array(right, dtype=np.int64),
+        level_start=np.array(levels, dtype=np.int64), roots=np.array(sorted(active), dtype=np.int64),
+        node_nh=node_nh, node_h_start=node_h_start, node_pair_start=node_pair_start,
+        h_joint=flat(handles), h_side=flat(sides), h_src=flat(srcs),
+        if_start=np.array(if_start, dtype=np.int64), if_joint=np.array(if_joint, dtype=np.int64),
+        if_left=np.array(if_left, dtype=np.int64), if_right=np.array(if_right, dtype=np.int64),
+        n_slots=int(node_nh.sum()), n_pairs=int((node_nh**2).sum()), body_sets=tuple(sets),
+    )
+
+
+# ---------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class Topology:
+    n_bodies: int
+    n_joints: int
+    n_loops: int
+    cut_joints: tuple[str, ...]
+    loops: tuple[tuple[str, ...], ...]
+    coordinates: int  # absolute: 7 n
+    equations: int  # joint equations + normalisations
+    dof: int
+    redundant: int
+    tree_coordinates: int  # nv
+    tree_parameters: int  # nq
+    loop_equations: int
+    loop_rank: int
+    assembly: AssemblyTree
+
+    def as_dict(self, model: Model) -> dict:
+        tree = self.assembly
+
+        def node_name(n):
+            if n < 0:
+                return "ground"
+            return "+".join(model.body_names[b] for b in sorted(tree.body_sets[n]))
+
+        levels = []
+        for l in range(tree.n_levels):
+            ms = range(tree.level_start[l], tree.level_start[l + 1])
+            levels.append([
+                {"node": tree.nb + m, "left": int(tree.left[m]), "right": int(tree.right[m]),
+                 "bodies": node_name(tree.nb + m),
+                 "joints": [model.joint_names[j]
+                            for j in tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]]}
+                for m in ms
+            ])
+        return {
+            "name": model.name,
+            "bodies": self.n_bodies,
+            "joints": self.n_joints,
+            "joint_types": {t: int(np.sum(model.jtype == c)) for c, t in TYPE_NAME.items()
+                            if np.any(model.jtype == c)},
+            "loops": self.n_loops,
+            "cut_joints": list(self.cut_joints),
+            "loop_bodies": [list(l) for l in self.loops],
+            "absolute_coordinates": self.coordinates,
+            "constraint_equations": self.equations,
+            "joint_equations": self.equations - self.n_bodies,
+            "normalisation_equations": self.n_bodies,
+            "dof": self.dof,
+            "redundant_constraints": self.redundant,
+            "tree_coordinates": {"nq": self.tree_parameters, "nv": self.tree_coordinates},
+            "loop_closure": {"equations": self.loop_equations, "rank": self.loop_rank},
+            "body_order": list(model.body_names),
+            "parent": [("ground" if p < 0 else model.body_names[p]) for p in model.parent],
+            "assembly_tree": {
+                "nodes": int(tree.n_nodes),
+                "levels": tree.n_levels,
+                "max_handles": tree.max_handles(),
+                "roots": [int(r) for r in tree.roots],
+                "level_start": [int(v) for v in tree.level_start],
+                "left": [int(v) for v in tree.left],
+                "right": [int(v) for v in tree.right],
+                "merges": levels,
+            },
+        }
+
+
+def analyze(model: Model) -> Topology:
+    K = loop_jacobian(model)
+    rank = _rank(K)
+    m_cut = K.shape[0]
+    n = model.nb
+    m = model.nc
+    loops = []
+    for j in range(model.nb, model.nj):
+        loops.append(tuple("ground" if b < 0 else model.body_names[b] for b in loop_bodies(model, j)))
+    return Topology(
+        n_bodies=n, n_joints=model.nj, n_loops=model.ncut,
+        cut_joints=tuple(model.joint_names[j] for j in range(model.nb, model.nj)),
+        loops=tuple(loops),
+        coordinates=7 * n, equations=m + n, dof=model.nv - rank, redundant=m_cut - rank,
+        tree_coordinates=model.nv, tree_parameters=model.nq, loop_equations=m_cut, loop_rank=rank,
+        assembly=build_assembly_tree(model),
+    )
