@@ -587,3 +587,27 @@ def demo_cases() -> dict[str, MechanismSpec]:
         "joint-zoo": joint_zoo(),
         "fivebar": fivebar(2),
     }
+
+
+def write_examples(directory) -> list:
+    """Write every paper case and demo to ``directory`` as ``<name>.mech.json``."""
+    from pathlib import Path
+
+    from .mechfile import save
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, spec in {**paper_cases(), **demo_cases()}.items():
+        save(spec, d / f"{name}.mech.json")
+        written.append(d / f"{name}.mech.json")
+    return written
+
+
+if __name__ == "__main__":  # python -m engine.generators [DIR]
+    import sys
+
+    from .paths import examples_dir
+
+    for p in write_examples(sys.argv[1] if len(sys.argv) > 1 else examples_dir()):
+        print(p)

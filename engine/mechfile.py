@@ -39,6 +39,9 @@ JOINT_TYPES = {
 }
 FORCE_TYPES = ("spring", "joint-spring", "joint-torque")
 SHAPE_KINDS = ("rod", "box", "sphere", "cylinder", "mesh")
+#: numbers beyond this (SI units) are refused: no mechanism needs them, and they
+#: would overflow products in the kinematics
+MAX_MAGNITUDE = 1e12
 
 Vec3 = tuple[float, float, float]
 
@@ -186,6 +189,8 @@ class _Reader:
             raise MechanismError(path, "must be a finite number (got a number too large)") from None
         if not math.isfinite(x):
             raise MechanismError(path, f"must be a finite number (got {x})")
+        if abs(x) > MAX_MAGNITUDE:
+            raise MechanismError(path, f"magnitude must not exceed 1e12 (got {x:.3g})")
         return x
 
     def positive(self, path: str, v: Any) -> float:
@@ -352,7 +357,7 @@ def _read_body(r: _Reader, path: str, v: Any) -> BodySpec:
         raise MechanismError(
             f"{path}.orientation", f"must be a unit quaternion (|q| = {nq:.12g}, tolerance 1e-9)"
         )
-    q = tuple(x / nq for x in q)
+    # kept as written (the model normalises it), so a file round-trips bit for bit
     velocity = r.vec3(f"{path}.velocity", d.get("velocity", [0.0, 0.0, 0.0]))
     omega = r.vec3(f"{path}.angular_velocity", d.get("angular_velocity", [0.0, 0.0, 0.0]))
     shape = _read_shape(r, f"{path}.shape", d["shape"]) if d.get("shape") is not None else None

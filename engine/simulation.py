@@ -121,6 +121,7 @@ class Simulation:
         self.recorder = Recorder(model)
         self._cancel = threading.Event()
         self.stats: dict = {}
+        self._y0 = None
 
     @property
     def columns(self) -> list[str]:
@@ -133,6 +134,17 @@ class Simulation:
     @property
     def cancelled(self) -> bool:
         return self._cancel.is_set()
+
+    def prepare(self) -> None:
+        """Compute the initial state and evaluate it once.
+
+        The first evaluation compiles (or loads from the numba cache) every kernel the
+        formulation uses; a GUI calls this first so it can tell the user it is
+        compiling.  :meth:`run` calls it if it has not been called.
+        """
+        if self._y0 is None:
+            self._y0 = self.formulation.initial_state()
+            self.formulation.evaluate(0.0, self._y0)
 
     def _steps(self, y0):
         s = self.settings
@@ -178,8 +190,8 @@ class Simulation:
             return ResultChunk(arr, cols, dict(self.stats))
 
         try:
-            y0 = form.initial_state()
-            for t, y in self._steps(y0):
+            self.prepare()
+            for t, y in self._steps(self._y0):
                 t_now = float(t)
                 ev = form.evaluate(t, y)
                 rows.append(self.recorder.row(ev))

@@ -45,6 +45,11 @@ class Formulation(ABC):
     kind: str = "ode"  # "ode" or "stepper"
     integrators: tuple[str, ...] = ("rk4", "rk45", "rk23", "dop853", "lsoda", "radau", "bdf")
     default_integrator: str = "rk4"
+    #: the :class:`~engine.simulation.Settings` fields this formulation reads, beyond
+    #: dt, t_end and (for adaptive integrators) rtol/atol -- the GUI shows only these
+    parameters: tuple[str, ...] = ()
+    #: one line for tooltips and the formulation guide
+    summary: str = ""
 
     def __init__(self, model: Model, settings):
         self.model = model

@@ -210,6 +210,9 @@ class DenseFormulation(Formulation):
     name = "dense"
     title = "dense reference (joint coordinates, Lagrange multipliers)"
     kind = "ode"
+    parameters = ("projection",)
+    summary = ("The O(n^3) textbook method: slow, independent of the divide-and-conquer "
+               "machinery; the reference the other formulations are checked against.")
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)

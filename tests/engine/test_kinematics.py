@@ -54,6 +54,8 @@ def _flow(model, q, v, vdot, t, steps=8):
     return q, v + t * vdot
 
 
+pytestmark = pytest.mark.nojit
+
 SPECS = [gen.random_mechanism(s, 6, loops=2) for s in range(6)] + [gen.joint_zoo(), gen.ladder(2)]
 
 

@@ -1,0 +1,31 @@
+# Linkwork: `make run` opens the application on a bundled example,
+# `make test` runs the whole test suite.  Both install what is missing first
+# (scripts/setup.sh: system libraries for Qt/OpenGL, .venv, the package).
+
+FILE ?= resources/examples/parallelogram-fourbar.mech.json
+XVFB := $(shell [ -z "$$DISPLAY" ] && command -v xvfb-run >/dev/null 2>&1 && echo "xvfb-run -a -s '-screen 0 1280x800x24'")
+PYTEST_ARGS ?=
+
+.PHONY: setup run test test-nojit bench clean
+
+setup:
+	@scripts/setup.sh
+
+run: setup
+	.venv/bin/linkwork $(FILE)
+
+test: setup
+	QT_QPA_PLATFORM= $(XVFB) .venv/bin/python -m pytest -q -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-nojit
+
+# conventions 15: the engine's kernels once more as plain Python, for readable
+# tracebacks and coverage of the kernels
+test-nojit: setup
+	NUMBA_DISABLE_JIT=1 .venv/bin/python -m pytest -q -m nojit tests/engine $(PYTEST_ARGS)
+
+bench: setup
+	.venv/bin/pip install -q -e ".[bench]"
+	.venv/bin/linkwork bench
+
+clean:
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what Linkwork needs and is missing: the system libraries Qt and OpenGL
+# need on Debian/Ubuntu (and Xvfb for headless tests), a virtual environment in
+# .venv, and the linkwork package with its test tools.  Safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+DEBS="xvfb xauth libegl1 libgl1 libglib2.0-0 libfontconfig1 libdbus-1-3 libxkbcommon-x11-0 \
+libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libgomp1"
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  missing=()
+  for p in $DEBS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing system packages: ${missing[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO="sudo"
+    if [ "$(id -u)" -eq 0 ] || [ -n "$SUDO" ]; then
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    else
+      echo "setup: cannot install ${missing[*]} (not root, no sudo); the GUI may not start" >&2
+    fi
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+  echo "setup: installing linkwork and its dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  touch .venv/.installed
+fi

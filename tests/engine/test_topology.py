@@ -1,0 +1,140 @@
+"""Topology counts against hand counts, and the assembly tree's invariants."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import generators as gen
+from engine.mechfile import load
+from engine.model import build_model
+from engine.topology import absolute_counts, analyze
+
+from .conftest import EXAMPLES, example_path
+
+# Hand counts (docs/examples.md).  Absolute coordinates: n bodies -> 7n coordinates;
+# equations = joint equations (revolute/prismatic 5, cylindrical/universal 4,
+# spherical 3, fixed 6) + n normalisations.  DOF from mobility (planar Gruebler
+# 3n - 2j for planar revolute mechanisms), redundant = equations - (7n - DOF).
+HAND = {
+    # name: (bodies, joints, loops, DOF, redundant)
+    "spatial-double-pendulum": (2, 2, 0, 6, 0),  # 2 x 3 rotations
+    "parallelogram-fourbar": (3, 4, 1, 1, 3),  # paper 000 4.3: 21 coords, 23 eqs, 3 redundant
+    "fourbar-crank-rocker": (3, 4, 1, 1, 3),  # planar loop: 3 out-of-plane equations redundant
+    "chain-128-spherical": (128, 128, 0, 384, 0),
+    "loop-4": (4, 5, 1, 2, 3),  # 3*4 - 2*5 = 2
+    "loop-8": (8, 9, 1, 6, 3),  # 3*8 - 2*9 = 6
+    "double-loop-8": (8, 10, 2, 4, 6),  # 3*8 - 2*10 = 4; two planar loops
+    "fivebar-redundant": (6, 8, 2, 2, 6),  # 3*6 - 2*8 = 2
+    "fivebar": (4, 5, 1, 2, 3),  # 3*4 - 2*5 = 2
+    "ladder-1": (3, 4, 1, 2, 2),  # 2 DOF whatever L; 14L+4 equations, rank 12L+4
+    "ladder-2": (5, 7, 2, 2, 4),
+    "ladder-4": (9, 13, 4, 2, 8),
+    "ladder-8": (17, 25, 8, 2, 16),
+    "ladder-16": (33, 49, 16, 2, 32),
+    "chain-8-revolute": (8, 8, 0, 8, 0),
+    "chain-6-universal-spatial": (6, 6, 0, 12, 0),
+    "chain-5-spherical-spatial": (5, 5, 0, 15, 0),
+    "slider-crank": (3, 4, 1, 1, 3),  # 3*3 - 2*4 = 1
+    "joint-zoo": (6, 6, 0, 9, 0),  # 1 + 1 + 2 + 2 + 3 + 0
+}
+
+
+def test_every_example_has_a_hand_count():
+    assert sorted(p.name.replace(".mech.json", "") for p in EXAMPLES) == sorted(HAND)
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_counts_match_hand_counts(name):
+    model = build_model(load(example_path(name)))
+    topo = analyze(model)
+    nb, nj, loops, dof, red = HAND[name]
+    assert (topo.n_bodies, topo.n_joints, topo.n_loops, topo.dof, topo.redundant) == (nb, nj, loops, dof, red)
+    assert topo.coordinates == 7 * nb
+    assert topo.equations == model.nc + nb
+    if nb <= 40:
+        coords, eqs, adof, ared = absolute_counts(model)
+        assert (coords, eqs, adof, ared) == (7 * nb, model.nc + nb, dof, red)
+
+
+def test_paper000_fourbar_counts_as_in_the_paper():
+    topo = analyze(build_model(load(example_path("parallelogram-fourbar"))))
+    assert (topo.coordinates, topo.equations, topo.dof, topo.redundant) == (21, 23, 1, 3)
+
+
+@pytest.mark.parametrize("cells", range(1, 17))
+def test_every_ladder_has_two_dof(cells):
+    topo = analyze(build_model(gen.ladder(cells)))
+    assert topo.dof == 2
+    assert topo.n_bodies == 2 * cells + 1
+    # paper 002: n = 4L + 2 coordinates with L phantom bodies, m = 4L independent equations
+    assert topo.tree_coordinates + cells == 4 * cells + 2
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_reduced_and_absolute_counts_agree_on_random_mechanisms(seed):
+    model = build_model(gen.random_mechanism(seed, 6, loops=seed % 4))
+    topo = analyze(model)
+    _, _, dof, red = absolute_counts(model)
+    assert (topo.dof, topo.redundant) == (dof, red)
+
+
+def _check_tree(model):
+    tree = analyze(model).assembly
+    nb = model.nb
+    seen_nodes = set()
+    eliminated = []
+    for lvl in range(tree.n_levels):
+        touched = set()
+        for m in range(tree.level_start[lvl], tree.level_start[lvl + 1]):
+            l, r = tree.left[m], tree.right[m]
+            for c in (l, r):
+                if c >= 0:
+                    assert c not in seen_nodes, "a node merged twice"
+                    assert c not in touched, "two merges of one level share a node"
+                    seen_nodes.add(c)
+                    touched.add(c)
+            ifj = tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]
+            eliminated += list(ifj)
+            node = nb + m
+            hs = tree.h_joint[tree.node_h_start[node]:tree.node_h_start[node] + tree.node_nh[node]]
+            assert not set(hs) & set(ifj)
+    # every joint is eliminated exactly once; roots have no handles left
+    assert sorted(eliminated) == list(range(model.nj))
+    assert all(tree.node_nh[r] == 0 for r in tree.roots)
+    # the roots together hold every body once
+    bodies = sorted(b for r in tree.roots for b in tree.body_sets[r])
+    assert bodies == list(range(nb))
+    return tree
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 64, 100, 128])
+def test_chain_tree_is_balanced(n):
+    tree = _check_tree(build_model(gen.chain(n, "spherical")))
+    # one ground level + ceil(log2 n) merge levels; two handles at most
+    assert tree.n_levels == 1 + math.ceil(math.log2(n))
+    assert tree.max_handles() <= 2
+
+
+@pytest.mark.parametrize("spec", [gen.fourbar(), gen.double_loop(), gen.fivebar(3), gen.ladder(5),
+                                  gen.joint_zoo()] + [gen.random_mechanism(s, 9, loops=3) for s in range(8)],
+                         ids=lambda s: s.name)
+def test_assembly_tree_invariants(spec):
+    _check_tree(build_model(spec))
+
+
+def test_info_cli_json_and_text():
+    path = str(example_path("parallelogram-fourbar"))
+    out = subprocess.run([sys.executable, "-m", "engine.cli", "info", path, "--json"],
+                         capture_output=True, text=True, check=True)
+    d = json.loads(out.stdout)
+    assert (d["dof"], d["redundant_constraints"], d["absolute_coordinates"], d["constraint_equations"]) == \
+        (1, 3, 21, 23)
+    assert d["loops"] == 1 and len(d["cut_joints"]) == 1
+    assert d["assembly_tree"]["levels"] >= 2
+    text = subprocess.run([sys.executable, "-m", "engine.cli", "info", path], capture_output=True,
+                          text=True, check=True).stdout
+    assert "DOF            1" in text and "redundant      3" in text
