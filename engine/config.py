@@ -45,12 +45,13 @@ DEFAULT_PENALTY = 1e9
 DEFAULT_NEWTON_ITERS = 3
 DEFAULT_NEWTON_TOL = 1e-12
 
-#: Dense formulation: every least-squares solve on the mass-whitened loop
-#: Jacobian uses the filtered inverse s^3 / (s^4 + mu^4), mu = this * s_max:
-#: exact to (mu/s)^4 away from singular configurations, redundant rows give
-#: nothing, and a vanishing direction is switched off smoothly within ~mu of a
-#: singular configuration.  See docs/derivations.md, "Dense reference:
-#: singular configurations".
+#: Dense formulation: while a singular configuration is being crossed, the
+#: least-squares solves on the mass-whitened loop Jacobian use the filtered
+#: inverse s^7 / (s^8 + mu^8), mu = this * s_max: the vanishing direction is
+#: switched off smoothly within ~mu of the crossing, where the force it carries
+#: is O(mu) and odd in time.  Elsewhere mu = REDUNDANT_RTOL * s_max (the exact
+#: pseudo-inverse).  See docs/derivations.md, "Dense reference: singular
+#: configurations".
 DENSE_FILTER_RTOL = 1e-4
 #: Singular values below this fraction of the largest are redundancies, not a
 #: nearby singular configuration (exact rank loss shows at round-off level).
@@ -62,3 +63,6 @@ REDUNDANT_RTOL = 1e-12
 #: filtered window, 10 * DENSE_FILTER_RTOL).
 SINGULAR_WINDOW = 0.05
 SINGULAR_STEP_FRACTION = 0.2
+#: ... and it counts as being crossed when it is at most this far in time at
+#: its current rate (a mechanism that merely stays ill-conditioned is not).
+CROSSING_TIME = 0.05

@@ -44,38 +44,47 @@ def con_arrays(model: Model):
 
 
 @njit(cache=True)
-def _rot(R, s, out):
-    for k in range(3):
-        out[k] = R[k, 0] * s[0] + R[k, 1] * s[1] + R[k, 2] * s[2]
+def _rotv(R, s):
+    return (R[0, 0] * s[0] + R[0, 1] * s[1] + R[0, 2] * s[2],
+            R[1, 0] * s[0] + R[1, 1] * s[1] + R[1, 2] * s[2],
+            R[2, 0] * s[0] + R[2, 1] * s[1] + R[2, 2] * s[2])
 
 
 @njit(cache=True)
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
+def _cr(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 @njit(cache=True)
-def _dot(a, b):
+def _dt(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @njit(cache=True)
-def _point_rows(row, ra, rb, wa, wb, Ga, Gb, g, phi, xa, xb):
+def _wwr(w, r):
+    """w x (w x r)."""
+    return _cr(w, _cr(w, r))
+
+
+@njit(cache=True)
+def _zero_row(G, row):
+    for c in range(6):
+        G[row, c] = 0.0
+
+
+@njit(cache=True)
+def _point_rows(row, xa, xb, ra, rb, wa, wb, Ga, Gb, g, phi):
     """Rows row..row+2: d = (x_b + r_b) - (x_a + r_a)."""
-    t = np.empty(3)
-    u = np.empty(3)
+    qb = _wwr(wb, rb)
+    qa = _wwr(wa, ra)
     for k in range(3):
         phi[row + k] = xb[k] + rb[k] - xa[k] - ra[k]
-    # d/dt: v_b + w_b x r_b - v_a - w_a x r_a ; w x r = -~r w
-    for k in range(3):
-        for c in range(6):
-            Ga[row + k, c] = 0.0
-            Gb[row + k, c] = 0.0
+        _zero_row(Ga, row + k)
+        _zero_row(Gb, row + k)
         Ga[row + k, k] = -1.0
         Gb[row + k, k] = 1.0
-    # -~r_b for b, +~r_a for a  (angular columns)
+        g[row + k] = qb[k] - qa[k]
+    # d/dt: v_b + w_b x r_b - v_a - w_a x r_a,  w x r = -~r w
     Gb[row + 0, 4] = rb[2]
     Gb[row + 0, 5] = -rb[1]
     Gb[row + 1, 3] = -rb[2]
@@ -88,83 +97,40 @@ def _point_rows(row, ra, rb, wa, wb, Ga, Gb, g, phi, xa, xb):
     Ga[row + 1, 5] = -ra[0]
     Ga[row + 2, 3] = -ra[1]
     Ga[row + 2, 4] = ra[0]
-    # quadratic: w_b x (w_b x r_b) - w_a x (w_a x r_a)
-    _cross(wb, rb, t)
-    _cross(wb, t, u)
-    for k in range(3):
-        g[row + k] = u[k]
-    _cross(wa, ra, t)
-    _cross(wa, t, u)
-    for k in range(3):
-        g[row + k] -= u[k]
 
 
 @njit(cache=True)
 def _dot_row(row, u, w, wa, wb, Ga, Gb, g, phi):
     """Row: u . w with u carried by a and w carried by b."""
-    uxw = np.empty(3)
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    t3 = np.empty(3)
-    phi[row] = _dot(u, w)
-    _cross(u, w, uxw)
-    for c in range(6):
-        Ga[row, c] = 0.0
-        Gb[row, c] = 0.0
+    phi[row] = _dt(u, w)
+    uxw = _cr(u, w)
+    _zero_row(Ga, row)
+    _zero_row(Gb, row)
     for k in range(3):
         Ga[row, 3 + k] = uxw[k]
         Gb[row, 3 + k] = -uxw[k]
     # g = (wa x (wa x u)).w + 2 (wa x u).(wb x w) + u.(wb x (wb x w))
-    _cross(wa, u, t1)
-    _cross(wa, t1, t2)
-    q = _dot(t2, w)
-    _cross(wb, w, t2)
-    q += 2.0 * _dot(t1, t2)
-    _cross(wb, t2, t3)
-    q += _dot(u, t3)
-    g[row] = q
+    t1 = _cr(wa, u)
+    g[row] = _dt(_cr(wa, t1), w) + 2.0 * _dt(t1, _cr(wb, w)) + _dt(u, _wwr(wb, w))
 
 
 @njit(cache=True)
 def _dot_d_row(row, u, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi):
     """Row: u . d with u carried by a, d = (x_b + r_b) - (x_a + r_a), dd = d_dot."""
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    t3 = np.empty(3)
-    phi[row] = _dot(u, d)
-    # d/dt = (w_a x u).d + u.d_dot
-    #      = u.v_b + w_b.(r_b x u) - u.v_a + w_a.(u x (d + r_a))
-    for c in range(6):
-        Ga[row, c] = 0.0
-        Gb[row, c] = 0.0
+    phi[row] = _dt(u, d)
+    # d/dt = u.v_b + w_b.(r_b x u) - u.v_a + w_a.(u x (d + r_a))
+    t2 = _cr(u, (d[0] + ra[0], d[1] + ra[1], d[2] + ra[2]))
+    t3 = _cr(rb, u)
     for k in range(3):
         Ga[row, k] = -u[k]
         Gb[row, k] = u[k]
-        t1[k] = d[k] + ra[k]
-    _cross(u, t1, t2)
-    _cross(rb, u, t3)
-    for k in range(3):
         Ga[row, 3 + k] = t2[k]
         Gb[row, 3 + k] = t3[k]
     # g = (wa x (wa x u)).d + 2 (wa x u).dd + u.(wb x (wb x rb) - wa x (wa x ra))
-    _cross(wa, u, t1)
-    _cross(wa, t1, t2)
-    q = _dot(t2, d) + 2.0 * _dot(t1, dd)
-    _cross(wb, rb, t2)
-    _cross(wb, t2, t3)
-    q += _dot(u, t3)
-    _cross(wa, ra, t2)
-    _cross(wa, t2, t3)
-    q -= _dot(u, t3)
-    g[row] = q
-
-
-@njit(cache=True)
-def _orientation_rows(row, Fa, Fb, wa, wb, Ga, Gb, g, phi):
-    """Rows: y_a.z_b, z_a.x_b, x_a.y_b (Fa, Fb rows = carried world axes)."""
-    _dot_row(row, Fa[1], Fb[2], wa, wb, Ga, Gb, g, phi)
-    _dot_row(row + 1, Fa[2], Fb[0], wa, wb, Ga, Gb, g, phi)
-    _dot_row(row + 2, Fa[0], Fb[1], wa, wb, Ga, Gb, g, phi)
+    t1 = _cr(wa, u)
+    qb = _wwr(wb, rb)
+    qa = _wwr(wa, ra)
+    g[row] = _dt(_cr(wa, t1), d) + 2.0 * _dt(t1, dd) + _dt(u, (qb[0] - qa[0], qb[1] - qa[1], qb[2] - qa[2]))
 
 
 @njit(cache=True)
@@ -172,60 +138,41 @@ def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
     """Residual ``phi`` (nc_j), Jacobians ``Ga``, ``Gb`` (nc_j, 6) w.r.t. the twists
     ``[v_C; w]`` of pred and succ, and the quadratic term ``g`` of joint ``j``.
 
-    Rows are written from 0; the caller offsets them.
+    Rows are written from 0; the caller offsets them.  Allocation-free.
     """
     jtype, pred, succ, anchor_pred, anchor_succ, axis_pred, axis_succ, perp_pred, frame_pred, \
         frame_succ, c_adr, nc_j = ca
     jt = jtype[j]
-    ra = np.empty(3)
-    rb = np.empty(3)
-    _rot(Ra, anchor_pred[j], ra)
-    _rot(Rb, anchor_succ[j], rb)
-    wa = Va[3:]
-    wb = Vb[3:]
-    d = np.empty(3)
-    dd = np.empty(3)
-    t = np.empty(3)
-    for k in range(3):
-        d[k] = xb[k] + rb[k] - xa[k] - ra[k]
-    _cross(wb, rb, t)
-    for k in range(3):
-        dd[k] = Vb[k] + t[k] - Va[k]
-    _cross(wa, ra, t)
-    for k in range(3):
-        dd[k] -= t[k]
-    u1 = np.empty(3)
-    u2 = np.empty(3)
-    h = np.empty(3)
+    ra = _rotv(Ra, anchor_pred[j])
+    rb = _rotv(Rb, anchor_succ[j])
+    wa = (Va[3], Va[4], Va[5])
+    wb = (Vb[3], Vb[4], Vb[5])
     if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
-        _point_rows(0, ra, rb, wa, wb, Ga, Gb, g, phi, xa, xb)
+        _point_rows(0, xa, xb, ra, rb, wa, wb, Ga, Gb, g, phi)
     if jt == REVOLUTE or jt == CYLINDRICAL:
-        _rot(Ra, perp_pred[j, 0], u1)
-        _rot(Ra, perp_pred[j, 1], u2)
-        _rot(Rb, axis_succ[j], h)
+        u1 = _rotv(Ra, perp_pred[j, 0])
+        u2 = _rotv(Ra, perp_pred[j, 1])
+        h = _rotv(Rb, axis_succ[j])
         r0 = 3 if jt == REVOLUTE else 0
         _dot_row(r0, u1, h, wa, wb, Ga, Gb, g, phi)
         _dot_row(r0 + 1, u2, h, wa, wb, Ga, Gb, g, phi)
-        if jt == CYLINDRICAL:
-            _dot_d_row(2, u1, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
-            _dot_d_row(3, u2, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
     elif jt == UNIVERSAL:
-        _rot(Ra, axis_pred[j], u1)
-        _rot(Rb, axis_succ[j], h)
-        _dot_row(3, u1, h, wa, wb, Ga, Gb, g, phi)
+        _dot_row(3, _rotv(Ra, axis_pred[j]), _rotv(Rb, axis_succ[j]), wa, wb, Ga, Gb, g, phi)
     elif jt == PRISMATIC or jt == FIXED:
-        Fa = np.empty((3, 3))
-        Fb = np.empty((3, 3))
-        for r in range(3):
-            _rot(Ra, frame_pred[j, r], Fa[r])
-            _rot(Rb, frame_succ[j, r], Fb[r])
         r0 = 0 if jt == PRISMATIC else 3
-        _orientation_rows(r0, Fa, Fb, wa, wb, Ga, Gb, g, phi)
-        if jt == PRISMATIC:
-            _rot(Ra, perp_pred[j, 0], u1)
-            _rot(Ra, perp_pred[j, 1], u2)
-            _dot_d_row(3, u1, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
-            _dot_d_row(4, u2, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
+        _dot_row(r0, _rotv(Ra, frame_pred[j, 1]), _rotv(Rb, frame_succ[j, 2]), wa, wb, Ga, Gb, g, phi)
+        _dot_row(r0 + 1, _rotv(Ra, frame_pred[j, 2]), _rotv(Rb, frame_succ[j, 0]), wa, wb, Ga, Gb, g, phi)
+        _dot_row(r0 + 2, _rotv(Ra, frame_pred[j, 0]), _rotv(Rb, frame_succ[j, 1]), wa, wb, Ga, Gb, g, phi)
+    if jt == PRISMATIC or jt == CYLINDRICAL:
+        d = (xb[0] + rb[0] - xa[0] - ra[0], xb[1] + rb[1] - xa[1] - ra[1], xb[2] + rb[2] - xa[2] - ra[2])
+        tb = _cr(wb, rb)
+        ta = _cr(wa, ra)
+        dd = (Vb[0] + tb[0] - Va[0] - ta[0], Vb[1] + tb[1] - Va[1] - ta[1], Vb[2] + tb[2] - Va[2] - ta[2])
+        u1 = _rotv(Ra, perp_pred[j, 0])
+        u2 = _rotv(Ra, perp_pred[j, 1])
+        r0 = 3 if jt == PRISMATIC else 2
+        _dot_d_row(r0, u1, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
+        _dot_d_row(r0 + 1, u2, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
 
 
 @njit(cache=True)

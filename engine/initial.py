@@ -169,7 +169,16 @@ def initial_state(model: Model) -> InitialState:
             AMi[:, 6 * i + 3:6 * i + 6] = A[:, 6 * i + 3:6 * i + 6] @ Jinv
         W = AMi @ A.T
         mu, *_ = scipy.linalg.lstsq(W, res, cond=1e-12, lapack_driver="gelsy")
-        Vp = (Vflat - AMi.T @ mu).reshape(nb, 6)
+        Vp = Vflat - AMi.T @ mu
+        # Rates that contradict the joints (a rate on a joint its loop locks) leave the
+        # least-squares solution off the constraints: the joints win, by a final exact
+        # mass-orthogonal projection onto G V = 0 (no change when the rates are compatible).
+        G, GMi = A[: model.nc], AMi[: model.nc]
+        gres = G @ Vp
+        if np.abs(gres).max(initial=0.0) > 1e-13 * scale:
+            mu2, *_ = scipy.linalg.lstsq(GMi @ G.T, gres, cond=1e-12, lapack_driver="gelsy")
+            Vp = Vp - GMi.T @ mu2
+        Vp = Vp.reshape(nb, 6)
         rate_res = float(np.linalg.norm(A[model.nc:] @ Vp.reshape(-1) - bvec[model.nc:]))
 
     dV = Vp - Vc

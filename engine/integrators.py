@@ -28,6 +28,7 @@ SCIPY_METHODS = {
     "lsoda": scipy.integrate.LSODA, "radau": scipy.integrate.Radau, "bdf": scipy.integrate.BDF,
 }
 ODE_INTEGRATORS = ("rk4",) + tuple(SCIPY_METHODS)
+RESTARTABLE = ("rk45", "rk23", "dop853")
 STEPPER_INTEGRATORS = ("trapezoidal",)
 ALL_INTEGRATORS = ODE_INTEGRATORS + STEPPER_INTEGRATORS
 
@@ -52,6 +53,9 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
     y = y0
     yield ts[0], y
     f = form.rhs
+    monitor = getattr(form, "monitor", None)
+    if monitor is not None:
+        monitor(ts[0], y)
     for k in range(1, len(ts)):
         if cancelled():
             return
@@ -62,8 +66,31 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
         k4 = f(t + h, y + h * k3)
         y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         y = form.post_step(ts[k], y)
+        if monitor is not None:
+            monitor(ts[k], y)
         _check(ts[k], y)
         yield ts[k], y
+
+
+def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step):
+    kwargs = {"rtol": rtol, "atol": atol}
+    if first_step is not None and first_step > 0:
+        kwargs["first_step"] = min(first_step, t_bound - t0)
+    try:
+        return cls(fun, t0, y, t_bound, **kwargs)
+    except ValueError as exc:
+        raise SimulationError(t0, f"{method}: {exc}") from None
+
+
+def _advance(solver, form, method, bound):
+    """One accepted step (with the formulation's step bound, if any)."""
+    if bound is not None:
+        hmax = bound(solver.t, solver.y)
+        solver.max_step = np.inf if hmax is None else hmax
+    msg = solver.step()
+    if solver.status == "failed":
+        raise SimulationError(solver.t, f"{method} failed: {msg}")
+    return getattr(solver, "h_abs", None) or solver.step_size  # the solver's next proposal
 
 
 def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: float, atol: float,
@@ -71,47 +98,44 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
     cls = SCIPY_METHODS[method]
     ts = output_times(dt, t_end)
     yield ts[0], y0
+    bound = getattr(form, "step_bound", None)
+    if form.projects:
+        # Interval by interval, landing exactly on each output instant, projecting there
+        # (and after every step near a singular configuration), then restarting from the
+        # projected state: no interpolation, and drift never outlives one interval.
+        y, h = y0, None
+        for k in range(1, len(ts)):
+            t0 = ts[k - 1]
+            solver = _make(cls, method, form.rhs, t0, y, ts[k], rtol, atol, h)
+            while solver.status == "running":
+                if cancelled():
+                    return
+                h = _advance(solver, form, method, bound)
+                # explicit Runge-Kutta solvers restart cheaply: project after every step
+                # while a singular configuration is crossed (multistep and implicit ones
+                # would pay a cold start and a Jacobian each time)
+                if (solver.status == "running" and method in RESTARTABLE
+                        and getattr(form, "near_singular", False)):
+                    yp = form.post_step(solver.t, solver.y)
+                    solver = _make(cls, method, form.rhs, solver.t, yp, ts[k], rtol, atol, h)
+            y = form.post_step(ts[k], solver.y)
+            _check(ts[k], y)
+            yield ts[k], y
+        return
+    # Otherwise one continuous integration, read at the output instants by dense output.
+    solver = _make(cls, method, form.rhs, 0.0, y0, t_end, rtol, atol, None)
     k = 1
-    t0, y = 0.0, y0
-    first_step = None
-    restart = True
-    solver = None
     while k < len(ts):
-        if restart:
-            kwargs = {"rtol": rtol, "atol": atol}
-            if first_step is not None:
-                kwargs["first_step"] = first_step
-            try:
-                solver = cls(form.rhs, t0, y, t_end, **kwargs)
-            except ValueError as exc:
-                raise SimulationError(t0, f"{method}: {exc}") from None
-            restart = False
         if cancelled():
             return
-        bound = getattr(form, "step_bound", None)
-        if bound is not None:
-            hmax = bound(solver.t, solver.y)
-            solver.max_step = np.inf if hmax is None else hmax
-        msg = solver.step()
-        if solver.status == "failed":
-            raise SimulationError(solver.t, f"{method} failed: {msg}")
-        if solver.step_size is not None and solver.step_size > 0:
-            first_step = min(solver.step_size, t_end - solver.t) or None
-        if ts[k] > solver.t + 1e-12 * max(1.0, abs(solver.t)) and solver.status == "running":
-            continue
-        dense = solver.dense_output()
-        while k < len(ts) and (ts[k] <= solver.t + 1e-12 * max(1.0, abs(solver.t))
-                               or solver.status == "finished"):
-            yk = solver.y.copy() if abs(ts[k] - solver.t) <= 1e-12 * max(1.0, solver.t) else dense(ts[k])
-            _check(ts[k], yk)
-            if form.projects:
-                yk = form.post_step(ts[k], yk)
+        _advance(solver, form, method, bound)
+        tol_t = 1e-12 * max(1.0, abs(solver.t))
+        if ts[k] <= solver.t + tol_t or solver.status == "finished":
+            dense = solver.dense_output()
+            while k < len(ts) and (ts[k] <= solver.t + tol_t or solver.status == "finished"):
+                yk = solver.y.copy() if abs(ts[k] - solver.t) <= tol_t else dense(ts[k])
+                _check(ts[k], yk)
                 yield ts[k], yk
-                t0, y = ts[k], yk
                 k += 1
-                restart = True
-                break
-            yield ts[k], yk
-            k += 1
-        if solver.status == "finished" and k >= len(ts):
+        if solver.status == "finished":
             return

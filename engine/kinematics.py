@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
-from .spatial import axis_angle_rot, crm, matmul3, quat_to_rot, shift_motion
+from .spatial import axis_angle_rot, crm, matmul3, shift_motion
 
 
 def kin_arrays(model: Model):
@@ -34,9 +34,10 @@ def kin_arrays(model: Model):
 
 
 @njit(cache=True)
-def jcalc(jt, q, qa, ax, ax2, Rrel, d):
+def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
     """Relative rotation ``Rrel`` and translation ``d`` (both in the pred frame)
-    of a tree joint of type ``jt`` whose coordinates start at ``q[qa]``."""
+    of a tree joint of type ``jt`` whose coordinates start at ``q[qa]``.
+    ``tmp`` is a (2, 3, 3) scratch array (allocation-free)."""
     for k in range(3):
         d[k] = 0.0
     if jt == REVOLUTE:
@@ -52,17 +53,22 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d):
         for k in range(3):
             d[k] = ax[k] * q[qa + 1]
     elif jt == UNIVERSAL:
-        R1 = np.empty((3, 3))
-        R2 = np.empty((3, 3))
-        axis_angle_rot(ax, q[qa], R1)
-        axis_angle_rot(ax2, q[qa + 1], R2)
-        matmul3(R1, R2, Rrel)
+        axis_angle_rot(ax, q[qa], tmp[0])
+        axis_angle_rot(ax2, q[qa + 1], tmp[1])
+        matmul3(tmp[0], tmp[1], Rrel)
     elif jt == SPHERICAL:
-        Q = np.empty(4)
-        n = np.sqrt(q[qa] ** 2 + q[qa + 1] ** 2 + q[qa + 2] ** 2 + q[qa + 3] ** 2)
-        for k in range(4):
-            Q[k] = q[qa + k] / n
-        quat_to_rot(Q, Rrel)
+        w, x, y, z = q[qa], q[qa + 1], q[qa + 2], q[qa + 3]
+        n2 = w * w + x * x + y * y + z * z
+        s = 2.0 / n2
+        Rrel[0, 0] = 1.0 - s * (y * y + z * z)
+        Rrel[0, 1] = s * (x * y - w * z)
+        Rrel[0, 2] = s * (x * z + w * y)
+        Rrel[1, 0] = s * (x * y + w * z)
+        Rrel[1, 1] = 1.0 - s * (x * x + z * z)
+        Rrel[1, 2] = s * (y * z - w * x)
+        Rrel[2, 0] = s * (x * z - w * y)
+        Rrel[2, 1] = s * (y * z + w * x)
+        Rrel[2, 2] = 1.0 - s * (x * x + y * y)
     else:  # FIXED
         for i in range(3):
             for k in range(3):
@@ -77,11 +83,12 @@ def fk_positions(mk, q, x, R, P):
     nj = jtype.shape[0]
     Rrel = np.empty((3, 3))
     tmp = np.empty((3, 3))
+    scratch = np.empty((2, 3, 3))
     d = np.empty(3)
     for i in range(nb):
         p = parent[i]
         jt = jtype[i]
-        jcalc(jt, q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d)
+        jcalc(jt, q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d, scratch)
         if p < 0:
             for k in range(3):
                 P[i, k] = anchor_pred[i, k]

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from ..model import Model
 from .base import Evaluation, Formulation
+from .dca import DCAFormulation
 from .dense import DenseFormulation
 
 REGISTRY: dict[str, type[Formulation]] = {
     "dense": DenseFormulation,
+    "dca": DCAFormulation,
 }
 
 #: names the contract reserves for formulations this version does not have yet

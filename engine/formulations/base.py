@@ -14,7 +14,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import config
+from ..errors import SingularSystemError
 from ..model import Model
+
+
+def check_consistent(t: float, residual: float, scale: float) -> None:
+    """Refuse to return a silently wrong answer at an output instant.
+
+    ``residual`` is the largest acceleration-level closure residual left by the
+    solve, ``scale`` the largest term of the same equations.  Redundant closure
+    equations leave round-off; a mechanism locked or sitting at a singular
+    configuration with velocities that leave it leaves a finite residual.
+    """
+    if not np.isfinite(residual) or residual > config.SINGULAR_RESIDUAL_RTOL * max(scale, 1.0):
+        raise SingularSystemError(
+            t, f"the loop-closure equations cannot be satisfied (acceleration residual {residual:.3g}); "
+               "the mechanism is locked or at a singular configuration")
 
 
 @dataclass

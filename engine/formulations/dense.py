@@ -36,7 +36,7 @@ from ..kinematics import (
 )
 from ..model import SPHERICAL, Model
 from ..spatial import shift_force
-from .base import Evaluation, Formulation
+from .base import Evaluation, Formulation, check_consistent
 
 
 @njit(cache=True)
@@ -173,23 +173,24 @@ def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
                 j = p
 
 
-def _lstsq(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Filtered minimum-norm least squares: ``x = V diag(s^3 / (s^4 + mu^4)) U^T b``.
+def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float) -> np.ndarray:
+    """Filtered minimum-norm least squares: ``x = V diag(s^7 / (s^8 + mu^8)) U^T b``.
 
-    ``mu = DENSE_FILTER_RTOL * s_max``.  For ``s >> mu`` this is the exact
-    pseudo-inverse (relative error (mu/s)^4); dependent rows (redundant
-    constraints, s ~ 0) contribute nothing; near a singular configuration the
-    vanishing direction is switched off smoothly, so round-off is amplified by at
-    most ~0.6/mu instead of 1/s, and the right-hand side stays smooth for the
-    integrator (docs/derivations.md, "Dense reference: singular configurations").
+    ``mu = mu_rel * s_max``.  For ``s >> mu`` this is the exact pseudo-inverse
+    (relative error (mu/s)^8); dependent rows (redundant constraints, s ~ 0)
+    contribute nothing; and while a singular configuration is being crossed
+    (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched off
+    smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu
+    instead of 1/s (docs/derivations.md, "Dense reference: singular configurations").
     """
     if A.size == 0:
         return np.zeros(A.shape[1])
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     if s[0] == 0.0:
         return np.zeros(A.shape[1])
-    mu4 = (config.DENSE_FILTER_RTOL * s[0]) ** 4
-    f = s**3 / (s**4 + mu4)
+    r = s / (mu_rel * s[0])
+    inv = 1.0 / np.where(s > 0, s, 1.0)
+    f = np.where(r > 1e3, inv, inv * (r**8 / (r**8 + 1.0)))
     return Vt.T @ (f * (U.T @ b))
 
 
@@ -246,9 +247,13 @@ class DenseFormulation(Formulation):
         self.phi = np.zeros(ncut_rows)
         self.lam = np.zeros(ncut_rows)
         self.residual = 0.0  # acceleration residual of the last least-squares solve
+        self.residual_scale = 1.0
         self._cache_y = None
         self._cache = None
         self._sing_prev = None
+        self.near_singular = False  # crossing a singular configuration (monitor)
+        self._sing_rate = 0.0
+        self.mu_rel = config.REDUNDANT_RTOL  # filter width of _lstsq (monitor)
 
     # ------------------------------------------------------------------ state
     def initial_state(self) -> np.ndarray:
@@ -327,14 +332,15 @@ class DenseFormulation(Formulation):
             # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
             # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
             # that a singular configuration amplifies round-off by 1/d, not 1/d^2
-            z = _lstsq(Kt, Kt @ u0 - self.gamma)
+            z = _lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel)
             u = u0 - z
             vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
-            self.lam[:] = _lstsq(Kt.T, z)
+            self.lam[:] = _lstsq(Kt.T, z, self.mu_rel)
             # In a singular configuration the closure equations lose a direction: the
             # least-squares solution then gives the instantaneous dynamics of the freed
             # direction, and any residual shows in violation.acceleration.
             self.residual = float(np.abs(self.K @ vdot - self.gamma).max())
+            self.residual_scale = float(max(np.abs(self.gamma).max(), np.abs(self.K @ vdot).max()))
         else:
             vdot = scipy.linalg.solve_triangular(L, u0, lower=True, trans="T")
         if not np.all(np.isfinite(vdot)):
@@ -424,14 +430,14 @@ class DenseFormulation(Formulation):
             if np.abs(self.phi).max(initial=0.0) < config.PROJECTION_TOL:
                 break
             L = self._cholesky()
-            u = -_lstsq(self._whitened_K(L), self.phi)
+            u = -_lstsq(self._whitened_K(L), self.phi, self.mu_rel)
             q = self._apply_increment(q, scipy.linalg.solve_triangular(L, u, lower=True, trans="T"))
         else:
             self._cut_phi_K(q, v)
         L = self._cholesky()
         Kt = self._whitened_K(L)
         u = L.T @ v
-        u -= _lstsq(Kt, Kt @ u)
+        u -= _lstsq(Kt, Kt @ u, self.mu_rel)
         v = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
         return q, v
 
@@ -459,28 +465,43 @@ class DenseFormulation(Formulation):
         live = s[s > config.REDUNDANT_RTOL * s[0]]
         return float(live[-1] / s[0])
 
-    def step_bound(self, t, y) -> float | None:
-        """Largest step the integrator may take from (t, y), or None for no bound.
+    def monitor(self, t, y) -> None:
+        """Track the singularity measure over accepted steps (called by the integrators).
 
-        While the mechanism approaches a singular configuration (singularity measure
-        s below SINGULAR_WINDOW and falling) the step is limited so that s falls by
-        at most SINGULAR_STEP_FRACTION of itself per step: the drift of Runge-Kutta
-        stage states (~h^2) then stays far below their distance to the singular
-        configuration (~h), so projecting them cannot pick another branch.
+        A *crossing* is a singular configuration being approached or left: measure
+        below SINGULAR_WINDOW and at most CROSSING_TIME away at its current rate.
+        Only then is the filter of :func:`_lstsq` widened to DENSE_FILTER_RTOL; a
+        mechanism that merely stays ill-conditioned keeps the exact pseudo-inverse.
         """
         if not (self._project and self.ncr):
-            return None
+            return
         s = self.singularity(y)
         prev = self._sing_prev
         self._sing_prev = (t, s)
-        if s >= config.SINGULAR_WINDOW or prev is None or t <= prev[0]:
+        rate = 0.0
+        if prev is not None and t > prev[0]:
+            rate = (prev[1] - s) / (t - prev[0])  # > 0 while approaching
+        self._sing_rate = rate
+        near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
+        self.near_singular = near
+        self.mu_rel = config.DENSE_FILTER_RTOL if near else config.REDUNDANT_RTOL
+
+    def step_bound(self, t, y) -> float | None:
+        """Largest step the integrator may take from (t, y), or None for no bound.
+
+        While a singular configuration is approached (see :meth:`monitor`), the step
+        is limited so that the measure falls by at most SINGULAR_STEP_FRACTION of
+        itself per step: the drift of Runge-Kutta stage states (~h^2) then stays far
+        below their distance to the singular configuration (~h), so the filtered
+        solve and the projections cannot pick another branch.
+        """
+        self.monitor(t, y)
+        if not self.near_singular or self._sing_rate <= 0.0:
             return None
+        s = self._sing_prev[1]
         if s < 10.0 * config.DENSE_FILTER_RTOL:
             return None  # inside the filtered window: cross it freely
-        rate = (prev[1] - s) / (t - prev[0])
-        if rate <= 0.0:
-            return None
-        return config.SINGULAR_STEP_FRACTION * s / rate
+        return config.SINGULAR_STEP_FRACTION * s / self._sing_rate
 
     # --------------------------------------------------------------- output
     def evaluate(self, t, y) -> Evaluation:
@@ -495,6 +516,8 @@ class DenseFormulation(Formulation):
             self.lam[:] = self._cache[2]
         else:
             q, v, vdot = self._dynamics(t, y)
+        if self.ncr:
+            check_consistent(t, self.residual, self.residual_scale)
         # update the branch reference of cut-joint spring angles
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]

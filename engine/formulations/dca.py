@@ -1,0 +1,472 @@
+"""Formulation ``dca``: Featherstone's divide-and-conquer algorithm with closed loops.
+
+Joint coordinates and 6-D spatial vectors (docs/derivations.md, "DCA").  Each
+body is a two- (or more-) handle articulated body: for handles ``h``, ``k`` at
+joint points ``P_h``, ``P_k``,
+
+    A_h = sum_k Phi_hk F_k + b_h,    Phi_hk = X_h^T I_C^-1 X_k,    b_h = X_h^T I_C^-1 (F_ext - V x* I V)
+
+(``X_k`` shifts a wrench from ``P_k`` to the centre of mass, ``A_h`` is the
+spatial acceleration about ``P_h``).  Tree joints constrain
+``T_j^T (A_succ - A_pred - c_j) = 0`` with ``T_j`` the orthonormal complement of
+the motion subspace; cut joints constrain the absolute-coordinate closure
+equations of :mod:`engine.constraints` re-expressed at the joint point, so loop
+closures, drift terms and multipliers are those of the ``dense`` reference.
+The assembly/disassembly over the binary tree is :mod:`.treesolve`; the joint
+accelerations come from the body accelerations, ``vdot_j = S_j^T (A_succ - A_pred - c_j)``.
+
+No stabilisation by default (so drift can be studied); ``baumgarte=(alpha,
+beta)`` adds ``2 alpha Phi_dot + beta^2 Phi`` to the closure rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .. import config
+from ..constraints import con_arrays, joint_constraint
+from ..errors import SingularSystemError
+from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..initial import initial_state, tree_velocities
+from ..kinematics import (
+    classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
+    qdot_from_v,
+)
+from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
+from ..spatial import shift_force, shift_motion
+from ..topology import build_assembly_tree
+from . import treesolve
+from .base import Evaluation, Formulation, check_consistent
+
+
+# --------------------------------------------------------------------- kernels
+
+
+@njit(cache=True)
+def _world_inertia(R, Ib, out):
+    """out = R Ib R^T."""
+    for a in range(3):
+        for b in range(3):
+            s = 0.0
+            for k in range(3):
+                t = 0.0
+                for l in range(3):
+                    t += Ib[k, l] * R[b, l]
+                s += R[a, k] * t
+            out[a, b] = s
+
+
+@njit(cache=True, parallel=True)
+def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w):
+    """Per body: mobility blocks between its handle points and bias accelerations.
+
+    Also stores ``rhs_body = F_ext - V x* I V`` (about the COM) and the world inverse
+    inertia for the acceleration recovery.
+    """
+    nb = ix[0]
+    node_nh, node_h_start, node_pair_start, h_joint = ix[4], ix[5], ix[6], ix[7]
+    for i in prange(nb):
+        Jw = np.empty((3, 3))
+        _world_inertia(R[i], inertia[i], Jw)
+        _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
+        Ji = Jinv_w[i]
+        m = mass[i]
+        w0, w1, w2 = V[i, 3], V[i, 4], V[i, 5]
+        v0, v1, v2 = V[i, 0], V[i, 1], V[i, 2]
+        # V x* I V = [m w x v_C; w x J w]
+        Jw0 = Jw[0, 0] * w0 + Jw[0, 1] * w1 + Jw[0, 2] * w2
+        Jw1 = Jw[1, 0] * w0 + Jw[1, 1] * w1 + Jw[1, 2] * w2
+        Jw2 = Jw[2, 0] * w0 + Jw[2, 1] * w1 + Jw[2, 2] * w2
+        rb = rhs_body[i]
+        rb[0] = Fext[i, 0] - m * (w1 * v2 - w2 * v1)
+        rb[1] = Fext[i, 1] - m * (w2 * v0 - w0 * v2)
+        rb[2] = Fext[i, 2] - m * (w0 * v1 - w1 * v0)
+        rb[3] = Fext[i, 3] - (w1 * Jw2 - w2 * Jw1)
+        rb[4] = Fext[i, 4] - (w2 * Jw0 - w0 * Jw2)
+        rb[5] = Fext[i, 5] - (w0 * Jw1 - w1 * Jw0)
+        # acceleration of the COM: a = D rb
+        a0 = rb[0] / m
+        a1 = rb[1] / m
+        a2 = rb[2] / m
+        al0 = Ji[0, 0] * rb[3] + Ji[0, 1] * rb[4] + Ji[0, 2] * rb[5]
+        al1 = Ji[1, 0] * rb[3] + Ji[1, 1] * rb[4] + Ji[1, 2] * rb[5]
+        al2 = Ji[2, 0] * rb[3] + Ji[2, 1] * rb[4] + Ji[2, 2] * rb[5]
+        nh = node_nh[i]
+        sh = node_h_start[i]
+        ph = node_pair_start[i]
+        A = np.empty((3, 3))  # Jinv ~l_k
+        for h in range(nh):
+            jh = h_joint[sh + h]
+            lh0 = P[jh, 0] - x[i, 0]
+            lh1 = P[jh, 1] - x[i, 1]
+            lh2 = P[jh, 2] - x[i, 2]
+            # bias at P_h: shift_motion(a, l_h) = [a + alpha x l_h; alpha]
+            bv[sh + h, 0] = a0 + al1 * lh2 - al2 * lh1
+            bv[sh + h, 1] = a1 + al2 * lh0 - al0 * lh2
+            bv[sh + h, 2] = a2 + al0 * lh1 - al1 * lh0
+            bv[sh + h, 3] = al0
+            bv[sh + h, 4] = al1
+            bv[sh + h, 5] = al2
+            for k in range(nh):
+                jk = h_joint[sh + k]
+                lk0 = P[jk, 0] - x[i, 0]
+                lk1 = P[jk, 1] - x[i, 1]
+                lk2 = P[jk, 2] - x[i, 2]
+                # A = Jinv ~l_k  (columns of ~l_k: [0, l2, -l1], [-l2, 0, l0], [l1, -l0, 0])
+                for r in range(3):
+                    A[r, 0] = Ji[r, 1] * lk2 - Ji[r, 2] * lk1
+                    A[r, 1] = -Ji[r, 0] * lk2 + Ji[r, 2] * lk0
+                    A[r, 2] = Ji[r, 0] * lk1 - Ji[r, 1] * lk0
+                blk = Phi[ph + h * nh + k]
+                # top-left: 1/m - ~l_h A ; top-right: -~l_h Jinv ; bottom-left: A ; bottom-right: Jinv
+                for c in range(3):
+                    blk[0, c] = -(lh1 * A[2, c] - lh2 * A[1, c])
+                    blk[1, c] = -(lh2 * A[0, c] - lh0 * A[2, c])
+                    blk[2, c] = -(lh0 * A[1, c] - lh1 * A[0, c])
+                    blk[0, 3 + c] = -(lh1 * Ji[2, c] - lh2 * Ji[1, c])
+                    blk[1, 3 + c] = -(lh2 * Ji[0, c] - lh0 * Ji[2, c])
+                    blk[2, 3 + c] = -(lh0 * Ji[1, c] - lh1 * Ji[0, c])
+                    for r in range(3):
+                        blk[3 + r, c] = A[r, c]
+                        blk[3 + r, 3 + c] = Ji[r, c]
+                blk[0, 0] += 1.0 / m
+                blk[1, 1] += 1.0 / m
+                blk[2, 2] += 1.0 / m
+
+
+@njit(cache=True)
+def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
+    """Rows T_j^T of every tree joint: GB = T^T, GA = -T^T, g0 = -T^T c_j (about P_j)."""
+    parent, jtype, q_adr, v_adr = mk[0], mk[1], mk[2], mk[3]
+    nb = parent.shape[0]
+    for i in range(nb):
+        jt = jtype[i]
+        p = parent[i]
+        r = row_adr[i]
+        n = 0
+        if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
+            for k in range(3):
+                for cc in range(6):
+                    GB[r + k, cc] = 1.0 if cc == k else 0.0
+            n = 3
+        if jt == REVOLUTE or jt == CYLINDRICAL or jt == PRISMATIC:
+            # perpendicular pair carried by the predecessor
+            for s in range(2):
+                u0 = perp_pred[i, s, 0]
+                u1 = perp_pred[i, s, 1]
+                u2 = perp_pred[i, s, 2]
+                if p >= 0:
+                    w0 = R[p, 0, 0] * u0 + R[p, 0, 1] * u1 + R[p, 0, 2] * u2
+                    w1 = R[p, 1, 0] * u0 + R[p, 1, 1] * u1 + R[p, 1, 2] * u2
+                    w2 = R[p, 2, 0] * u0 + R[p, 2, 1] * u1 + R[p, 2, 2] * u2
+                else:
+                    w0, w1, w2 = u0, u1, u2
+                if jt == REVOLUTE:  # angular rows after the three linear ones
+                    rr = r + 3 + s
+                    for cc in range(3):
+                        GB[rr, cc] = 0.0
+                    GB[rr, 3] = w0
+                    GB[rr, 4] = w1
+                    GB[rr, 5] = w2
+                else:  # linear rows u1, u2 first
+                    rr = r + s
+                    GB[rr, 0] = w0
+                    GB[rr, 1] = w1
+                    GB[rr, 2] = w2
+                    for cc in range(3, 6):
+                        GB[rr, cc] = 0.0
+                    if jt == CYLINDRICAL:  # then angular rows u1, u2
+                        rr = r + 2 + s
+                        for cc in range(3):
+                            GB[rr, cc] = 0.0
+                        GB[rr, 3] = w0
+                        GB[rr, 4] = w1
+                        GB[rr, 5] = w2
+            if jt == REVOLUTE:
+                n = 5
+            elif jt == CYLINDRICAL:
+                n = 4
+        if jt == PRISMATIC:
+            for k in range(3):
+                for cc in range(6):
+                    GB[r + 2 + k, cc] = 1.0 if cc == 3 + k else 0.0
+            n = 5
+        elif jt == FIXED:
+            for k in range(3):
+                for cc in range(6):
+                    GB[r + 3 + k, cc] = 1.0 if cc == 3 + k else 0.0
+            n = 6
+        elif jt == UNIVERSAL:
+            va = v_adr[i]
+            a0, a1, a2 = S[va, 3], S[va, 4], S[va, 5]
+            b0, b1, b2 = S[va + 1, 3], S[va + 1, 4], S[va + 1, 5]
+            n0 = a1 * b2 - a2 * b1
+            n1 = a2 * b0 - a0 * b2
+            n2 = a0 * b1 - a1 * b0
+            nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+            for cc in range(3):
+                GB[r + 3, cc] = 0.0
+            GB[r + 3, 3] = n0 / nn
+            GB[r + 3, 4] = n1 / nn
+            GB[r + 3, 5] = n2 / nn
+            n = 4
+        for k in range(n):
+            s = 0.0
+            for cc in range(6):
+                GA[r + k, cc] = -GB[r + k, cc]
+                s += GB[r + k, cc] * c[i, cc]
+            g0[r + k] = -s
+
+
+@njit(cache=True)
+def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
+    """Closure rows of the cut joints, re-expressed at the joint point P_j for
+    spatial accelerations: G^P = G [[1, -~l], [0, 1]], g0 = g + G_lin (w x v_C)."""
+    jtype, pred, succ, c_adr, nc_j = ca[0], ca[1], ca[2], ca[10], ca[11]
+    nj = jtype.shape[0]
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
+    for j in range(nb, nj):
+        a = pred[j]
+        b = succ[j]
+        r = row_adr[j]
+        n = nc_j[j]
+        if a < 0:
+            joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[r:r + n], GA[r:r + n], GB[r:r + n],
+                             g0[r:r + n])
+        else:
+            joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[r:r + n], GA[r:r + n],
+                             GB[r:r + n], g0[r:r + n])
+        for k in range(r, r + n):
+            # velocity residual (for Baumgarte) before the rows are transformed
+            vres = 0.0
+            for cc in range(6):
+                vres += GB[k, cc] * V[b, cc]
+                if a >= 0:
+                    vres += GA[k, cc] * V[a, cc]
+            for side in range(2):
+                body = b if side == 1 else a
+                G = GB if side == 1 else GA
+                if body < 0:
+                    for cc in range(6):
+                        G[k, cc] = 0.0
+                    continue
+                w0, w1, w2 = V[body, 3], V[body, 4], V[body, 5]
+                v0, v1, v2 = V[body, 0], V[body, 1], V[body, 2]
+                # g0 += G_lin . (w x v_C)
+                g0[k] += G[k, 0] * (w1 * v2 - w2 * v1) + G[k, 1] * (w2 * v0 - w0 * v2) + \
+                    G[k, 2] * (w0 * v1 - w1 * v0)
+                l0 = x[body, 0] - P[j, 0]
+                l1 = x[body, 1] - P[j, 1]
+                l2 = x[body, 2] - P[j, 2]
+                gl0, gl1, gl2 = G[k, 0], G[k, 1], G[k, 2]
+                # G_ang += l x g_lin
+                G[k, 3] += l1 * gl2 - l2 * gl1
+                G[k, 4] += l2 * gl0 - l0 * gl2
+                G[k, 5] += l0 * gl1 - l1 * gl0
+            g0[k] += 2.0 * alpha * vres + beta * beta * phi[k]
+
+
+@njit(cache=True, parallel=True)
+def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
+    """Body spatial accelerations about the COM from the handle forces, then vdot."""
+    nb = ix[0]
+    node_nh, node_h_start, h_joint = ix[4], ix[5], ix[7]
+    for i in prange(nb):
+        F = np.empty(6)
+        t = np.empty(6)
+        l = np.empty(3)
+        for k in range(6):
+            F[k] = rhs_body[i, k]
+        sh = node_h_start[i]
+        for h in range(node_nh[i]):
+            j = h_joint[sh + h]
+            for k in range(3):
+                l[k] = P[j, k] - x[i, k]
+            shift_force(Fh[sh + h], l, t)
+            for k in range(6):
+                F[k] += t[k]
+        Ji = Jinv_w[i]
+        m = mass[i]
+        A[i, 0] = F[0] / m
+        A[i, 1] = F[1] / m
+        A[i, 2] = F[2] / m
+        for r in range(3):
+            A[i, 3 + r] = Ji[r, 0] * F[3] + Ji[r, 1] * F[4] + Ji[r, 2] * F[5]
+    parent, v_adr = mk[0], mk[3]
+    for i in prange(nb):
+        p = parent[i]
+        Ab = np.empty(6)
+        Ap = np.empty(6)
+        l = np.empty(3)
+        for k in range(3):
+            l[k] = P[i, k] - x[i, k]
+        shift_motion(A[i], l, Ab)
+        if p >= 0:
+            for k in range(3):
+                l[k] = P[i, k] - x[p, k]
+            shift_motion(A[p], l, Ap)
+        else:
+            for k in range(6):
+                Ap[k] = 0.0
+        va = v_adr[i]
+        vb = v_adr[i + 1] if i + 1 < nb else vdot.shape[0]
+        for col in range(va, vb):
+            s = 0.0
+            for k in range(6):
+                s += S[col, k] * (Ab[k] - Ap[k] - c[i, k])
+            vdot[col] = s
+
+
+@njit(cache=True)
+def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
+    """Max |G_a A_a(P) + G_b A_b(P) + g0| over all rows and the largest term."""
+    row_adr, rows = ix_rows
+    worst = 0.0
+    scale = 0.0
+    Ab = np.empty(6)
+    Aa = np.empty(6)
+    l = np.empty(3)
+    for j in range(nj):
+        a = pred[j]
+        b = succ[j]
+        for k in range(3):
+            l[k] = P[j, k] - x[b, k]
+        shift_motion(A[b], l, Ab)
+        if a >= 0:
+            for k in range(3):
+                l[k] = P[j, k] - x[a, k]
+            shift_motion(A[a], l, Aa)
+        else:
+            for k in range(6):
+                Aa[k] = 0.0
+        for r in range(row_adr[j], row_adr[j] + rows[j]):
+            s1 = 0.0
+            s2 = 0.0
+            for k in range(6):
+                s1 += GB[r, k] * Ab[k]
+                s2 += GA[r, k] * Aa[k]
+            res = abs(s1 + s2 + g0[r])
+            if res > worst:
+                worst = res
+            t = max(abs(s1), abs(s2), abs(g0[r]))
+            if t > scale:
+                scale = t
+    return worst, scale
+
+
+# ----------------------------------------------------------------- formulation
+
+
+class DCAFormulation(Formulation):
+    name = "dca"
+    title = "divide-and-conquer algorithm (Featherstone), acceleration level"
+    kind = "ode"
+    parameters = ("baumgarte", "threads")
+    summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "
+               "O(log n) depth over a binary assembly tree, loops closed at the acceleration level.")
+
+    def __init__(self, model: Model, settings):
+        super().__init__(model, settings)
+        m = model
+        self.mk = kin_arrays(m)
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.tree = build_assembly_tree(m)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
+        bg = getattr(settings, "baumgarte", None)
+        self.alpha, self.beta = (float(bg[0]), float(bg[1])) if bg else (0.0, 0.0)
+        self.spring_joints = spring_joints(m)
+        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
+        self.jq_ref = np.zeros(m.nj)
+        self.jq = np.full(m.nj, np.nan)
+        # workspace: position -> velocity -> acceleration -> constraint
+        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
+        self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
+        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+        self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
+        self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
+        self.c = np.zeros((m.nb, 6))  # velocity-product terms, fk_velocities
+        self.Fext = np.zeros((m.nb, 6))  # applied wrenches at the COM, applied_forces
+        self.rhs_body = np.zeros((m.nb, 6))  # F_ext - V x* I V, _leaves
+        self.Jinv_w = np.zeros((m.nb, 3, 3))  # world inverse inertia, _leaves
+        self.A = np.zeros((m.nb, 6))  # spatial accelerations about the COM, _accelerations
+        self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
+        self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
+        self.qd = np.zeros(m.nq)
+        self._row_ix = (self.lay.ix[19], self.lay.ix[20])
+
+    @classmethod
+    def supports(cls, model: Model) -> tuple[bool, str]:
+        return True, ""
+
+    def initial_state(self) -> np.ndarray:
+        m = self.model
+        ini = initial_state(m)
+        self.initial = ini
+        q = m.q_zero()
+        fk_positions(self.mk, q, self.x, self.R, self.P)
+        v = tree_velocities(m, ini.V, self.x, self.R, self.P)
+        return np.concatenate([q, v])
+
+    # ---------------------------------------------------------------- passes
+    def _solve(self, t, q, v):
+        m, lay = self.model, self.lay
+        fk_positions(self.mk, q, self.x, self.R, self.P)
+        motion_subspace(self.mk, q, self.R, self.S)
+        fk_velocities(self.mk, self.x, self.P, self.S, v, self.V, self.c)
+        for j in self.spring_joints:
+            if j < m.nb:
+                self.jq[j] = q[m.q_adr[j]]
+        if len(self.cut_spring):
+            joint_coordinates_from_poses(self.fa, self.cut_spring, self.x, self.R, self.jq_ref, self.jq)
+        applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
+        _tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.GA, lay.GB, lay.g0, self._row_ix[0])
+        if m.ncut:
+            _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.GA, lay.GB, lay.g0, self.phi,
+                      self._row_ix[0], self.alpha, self.beta)
+        _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
+                lay.bv, self.rhs_body, self.Jinv_w)
+        treesolve.solve(lay)
+        _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
+                       self.Jinv_w, self.A, self.vdot)
+        if not np.all(np.isfinite(self.vdot)):
+            raise SingularSystemError(t, "accelerations are not finite")
+
+    def closure_residual(self) -> tuple[float, float]:
+        """(largest acceleration residual of any joint row, largest term) of the last solve."""
+        m, lay = self.model, self.lay
+        return _residual(self._row_ix, m.pred, m.succ, self.x, self.P, self.A, lay.GA, lay.GB, lay.g0, m.nj)
+
+    def rhs(self, t, y):
+        self.nfev += 1
+        m = self.model
+        q, v = y[: m.nq], y[m.nq:]
+        self._solve(t, q, v)
+        qdot_from_v(self.mk, q, v, self.qd)
+        out = np.empty_like(y)
+        out[: m.nq] = self.qd
+        out[m.nq:] = self.vdot
+        return out
+
+    def post_step(self, t, y):
+        y = y.copy()
+        normalize_quaternions(self.mk, y[: self.model.nq])
+        return y
+
+    def evaluate(self, t, y) -> Evaluation:
+        m, lay = self.model, self.lay
+        q, v = y[: m.nq], y[m.nq:]
+        self._solve(t, q, v)
+        check_consistent(t, *self.closure_residual())
+        for j in self.cut_spring:
+            self.jq_ref[j] = self.jq[j]
+        reactions = np.zeros((m.nj, 6))
+        for j in range(m.nj):
+            r, n = lay.ix[19][j], lay.ix[20][j]
+            reactions[j] = lay.GB[r:r + n].T @ lay.lam[r:r + n]
+        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
+                          acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
+                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy()})
