@@ -82,32 +82,41 @@ def fk_positions(mk, q, x, R, P):
     nb = parent.shape[0]
     nj = jtype.shape[0]
     Rrel = np.empty((3, 3))
-    tmp = np.empty((3, 3))
+    Rp = np.empty((3, 3))
+    M = np.empty((3, 3))
     scratch = np.empty((2, 3, 3))
     d = np.empty(3)
     for i in range(nb):
         p = parent[i]
-        jt = jtype[i]
-        jcalc(jt, q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d, scratch)
+        jcalc(jtype[i], q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d, scratch)
         if p < 0:
-            for k in range(3):
-                P[i, k] = anchor_pred[i, k]
-            matmul3(Rrel, R0_rel[i], R[i])
-            for k in range(3):
-                ca = P[i, k] + d[k]
-                x[i, k] = ca - (R[i, k, 0] * anchor_succ[i, 0] + R[i, k, 1] * anchor_succ[i, 1]
-                                + R[i, k, 2] * anchor_succ[i, 2])
+            for a in range(3):
+                for b in range(3):
+                    Rp[a, b] = 1.0 if a == b else 0.0
+            px, py, pz = 0.0, 0.0, 0.0
         else:
-            Rp = R[p]
-            for k in range(3):
-                P[i, k] = x[p, k] + Rp[k, 0] * anchor_pred[i, 0] + Rp[k, 1] * anchor_pred[i, 1] \
-                    + Rp[k, 2] * anchor_pred[i, 2]
-            matmul3(Rp, Rrel, tmp)
-            matmul3(tmp, R0_rel[i], R[i])
-            for k in range(3):
-                ca = P[i, k] + Rp[k, 0] * d[0] + Rp[k, 1] * d[1] + Rp[k, 2] * d[2]
-                x[i, k] = ca - (R[i, k, 0] * anchor_succ[i, 0] + R[i, k, 1] * anchor_succ[i, 1]
-                                + R[i, k, 2] * anchor_succ[i, 2])
+            for a in range(3):
+                for b in range(3):
+                    Rp[a, b] = R[p, a, b]
+            px, py, pz = x[p, 0], x[p, 1], x[p, 2]
+        ap0, ap1, ap2 = anchor_pred[i, 0], anchor_pred[i, 1], anchor_pred[i, 2]
+        P0 = px + Rp[0, 0] * ap0 + Rp[0, 1] * ap1 + Rp[0, 2] * ap2
+        P1 = py + Rp[1, 0] * ap0 + Rp[1, 1] * ap1 + Rp[1, 2] * ap2
+        P2 = pz + Rp[2, 0] * ap0 + Rp[2, 1] * ap1 + Rp[2, 2] * ap2
+        P[i, 0] = P0
+        P[i, 1] = P1
+        P[i, 2] = P2
+        # M = Rp Rrel, R_i = M R0_rel
+        for a in range(3):
+            for b in range(3):
+                M[a, b] = Rp[a, 0] * Rrel[0, b] + Rp[a, 1] * Rrel[1, b] + Rp[a, 2] * Rrel[2, b]
+        for a in range(3):
+            for b in range(3):
+                R[i, a, b] = M[a, 0] * R0_rel[i, 0, b] + M[a, 1] * R0_rel[i, 1, b] + M[a, 2] * R0_rel[i, 2, b]
+        as0, as1, as2 = anchor_succ[i, 0], anchor_succ[i, 1], anchor_succ[i, 2]
+        for a in range(3):
+            ca = P[i, a] + Rp[a, 0] * d[0] + Rp[a, 1] * d[1] + Rp[a, 2] * d[2]
+            x[i, a] = ca - (R[i, a, 0] * as0 + R[i, a, 1] * as1 + R[i, a, 2] * as2)
     for j in range(nb, nj):
         a = pred[j]
         if a < 0:

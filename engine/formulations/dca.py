@@ -57,82 +57,101 @@ def _world_inertia(R, Ib, out):
             out[a, b] = s
 
 
-@njit(cache=True, parallel=True)
-def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w):
-    """Per body: mobility blocks between its handle points and bias accelerations.
-
-    Also stores ``rhs_body = F_ext - V x* I V`` (about the COM) and the world inverse
-    inertia for the acceleration recovery.
-    """
-    nb = ix[0]
+@njit(cache=True)
+def _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch):
+    """Body i: mobility blocks between its handle points and bias accelerations; also
+    ``rhs_body = F_ext - V x* I V`` (about the COM) and the world inverse inertia."""
     node_nh, node_h_start, node_pair_start, h_joint = ix[4], ix[5], ix[6], ix[7]
-    for i in prange(nb):
-        Jw = np.empty((3, 3))
-        _world_inertia(R[i], inertia[i], Jw)
-        _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
-        Ji = Jinv_w[i]
-        m = mass[i]
-        w0, w1, w2 = V[i, 3], V[i, 4], V[i, 5]
-        v0, v1, v2 = V[i, 0], V[i, 1], V[i, 2]
-        # V x* I V = [m w x v_C; w x J w]
-        Jw0 = Jw[0, 0] * w0 + Jw[0, 1] * w1 + Jw[0, 2] * w2
-        Jw1 = Jw[1, 0] * w0 + Jw[1, 1] * w1 + Jw[1, 2] * w2
-        Jw2 = Jw[2, 0] * w0 + Jw[2, 1] * w1 + Jw[2, 2] * w2
-        rb = rhs_body[i]
-        rb[0] = Fext[i, 0] - m * (w1 * v2 - w2 * v1)
-        rb[1] = Fext[i, 1] - m * (w2 * v0 - w0 * v2)
-        rb[2] = Fext[i, 2] - m * (w0 * v1 - w1 * v0)
-        rb[3] = Fext[i, 3] - (w1 * Jw2 - w2 * Jw1)
-        rb[4] = Fext[i, 4] - (w2 * Jw0 - w0 * Jw2)
-        rb[5] = Fext[i, 5] - (w0 * Jw1 - w1 * Jw0)
-        # acceleration of the COM: a = D rb
-        a0 = rb[0] / m
-        a1 = rb[1] / m
-        a2 = rb[2] / m
-        al0 = Ji[0, 0] * rb[3] + Ji[0, 1] * rb[4] + Ji[0, 2] * rb[5]
-        al1 = Ji[1, 0] * rb[3] + Ji[1, 1] * rb[4] + Ji[1, 2] * rb[5]
-        al2 = Ji[2, 0] * rb[3] + Ji[2, 1] * rb[4] + Ji[2, 2] * rb[5]
-        nh = node_nh[i]
-        sh = node_h_start[i]
-        ph = node_pair_start[i]
-        A = np.empty((3, 3))  # Jinv ~l_k
-        for h in range(nh):
-            jh = h_joint[sh + h]
-            lh0 = P[jh, 0] - x[i, 0]
-            lh1 = P[jh, 1] - x[i, 1]
-            lh2 = P[jh, 2] - x[i, 2]
-            # bias at P_h: shift_motion(a, l_h) = [a + alpha x l_h; alpha]
-            bv[sh + h, 0] = a0 + al1 * lh2 - al2 * lh1
-            bv[sh + h, 1] = a1 + al2 * lh0 - al0 * lh2
-            bv[sh + h, 2] = a2 + al0 * lh1 - al1 * lh0
-            bv[sh + h, 3] = al0
-            bv[sh + h, 4] = al1
-            bv[sh + h, 5] = al2
-            for k in range(nh):
-                jk = h_joint[sh + k]
-                lk0 = P[jk, 0] - x[i, 0]
-                lk1 = P[jk, 1] - x[i, 1]
-                lk2 = P[jk, 2] - x[i, 2]
-                # A = Jinv ~l_k  (columns of ~l_k: [0, l2, -l1], [-l2, 0, l0], [l1, -l0, 0])
+    _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
+    Ji = Jinv_w[i]
+    Ri = R[i]
+    Ib = inertia[i]
+    m = mass[i]
+    w0, w1, w2 = V[i, 3], V[i, 4], V[i, 5]
+    v0, v1, v2 = V[i, 0], V[i, 1], V[i, 2]
+    # J w = R (Ib (R^T w)): three matrix-vector products instead of forming J
+    b0 = Ri[0, 0] * w0 + Ri[1, 0] * w1 + Ri[2, 0] * w2
+    b1 = Ri[0, 1] * w0 + Ri[1, 1] * w1 + Ri[2, 1] * w2
+    b2 = Ri[0, 2] * w0 + Ri[1, 2] * w1 + Ri[2, 2] * w2
+    h0 = Ib[0, 0] * b0 + Ib[0, 1] * b1 + Ib[0, 2] * b2
+    h1 = Ib[1, 0] * b0 + Ib[1, 1] * b1 + Ib[1, 2] * b2
+    h2 = Ib[2, 0] * b0 + Ib[2, 1] * b1 + Ib[2, 2] * b2
+    # V x* I V = [m w x v_C; w x J w]
+    Jw0 = Ri[0, 0] * h0 + Ri[0, 1] * h1 + Ri[0, 2] * h2
+    Jw1 = Ri[1, 0] * h0 + Ri[1, 1] * h1 + Ri[1, 2] * h2
+    Jw2 = Ri[2, 0] * h0 + Ri[2, 1] * h1 + Ri[2, 2] * h2
+    rb = rhs_body[i]
+    rb[0] = Fext[i, 0] - m * (w1 * v2 - w2 * v1)
+    rb[1] = Fext[i, 1] - m * (w2 * v0 - w0 * v2)
+    rb[2] = Fext[i, 2] - m * (w0 * v1 - w1 * v0)
+    rb[3] = Fext[i, 3] - (w1 * Jw2 - w2 * Jw1)
+    rb[4] = Fext[i, 4] - (w2 * Jw0 - w0 * Jw2)
+    rb[5] = Fext[i, 5] - (w0 * Jw1 - w1 * Jw0)
+    # acceleration of the COM: a = D rb
+    a0 = rb[0] / m
+    a1 = rb[1] / m
+    a2 = rb[2] / m
+    al0 = Ji[0, 0] * rb[3] + Ji[0, 1] * rb[4] + Ji[0, 2] * rb[5]
+    al1 = Ji[1, 0] * rb[3] + Ji[1, 1] * rb[4] + Ji[1, 2] * rb[5]
+    al2 = Ji[2, 0] * rb[3] + Ji[2, 1] * rb[4] + Ji[2, 2] * rb[5]
+    nh = node_nh[i]
+    sh = node_h_start[i]
+    ph = node_pair_start[i]
+    A = scratch[i]  # Jinv ~l_k
+    for h in range(nh):
+        jh = h_joint[sh + h]
+        lh0 = P[jh, 0] - x[i, 0]
+        lh1 = P[jh, 1] - x[i, 1]
+        lh2 = P[jh, 2] - x[i, 2]
+        # bias at P_h: shift_motion(a, l_h) = [a + alpha x l_h; alpha]
+        bv[sh + h, 0] = a0 + al1 * lh2 - al2 * lh1
+        bv[sh + h, 1] = a1 + al2 * lh0 - al0 * lh2
+        bv[sh + h, 2] = a2 + al0 * lh1 - al1 * lh0
+        bv[sh + h, 3] = al0
+        bv[sh + h, 4] = al1
+        bv[sh + h, 5] = al2
+        for k in range(h, nh):  # Phi_kh = Phi_hk^T: mirrored below
+            jk = h_joint[sh + k]
+            lk0 = P[jk, 0] - x[i, 0]
+            lk1 = P[jk, 1] - x[i, 1]
+            lk2 = P[jk, 2] - x[i, 2]
+            # A = Jinv ~l_k  (columns of ~l_k: [0, l2, -l1], [-l2, 0, l0], [l1, -l0, 0])
+            for r in range(3):
+                A[r, 0] = Ji[r, 1] * lk2 - Ji[r, 2] * lk1
+                A[r, 1] = -Ji[r, 0] * lk2 + Ji[r, 2] * lk0
+                A[r, 2] = Ji[r, 0] * lk1 - Ji[r, 1] * lk0
+            blk = Phi[ph + h * nh + k]
+            # top-left: 1/m - ~l_h A ; top-right: -~l_h Jinv ; bottom-left: A ; bottom-right: Jinv
+            for c in range(3):
+                blk[0, c] = -(lh1 * A[2, c] - lh2 * A[1, c])
+                blk[1, c] = -(lh2 * A[0, c] - lh0 * A[2, c])
+                blk[2, c] = -(lh0 * A[1, c] - lh1 * A[0, c])
+                blk[0, 3 + c] = -(lh1 * Ji[2, c] - lh2 * Ji[1, c])
+                blk[1, 3 + c] = -(lh2 * Ji[0, c] - lh0 * Ji[2, c])
+                blk[2, 3 + c] = -(lh0 * Ji[1, c] - lh1 * Ji[0, c])
                 for r in range(3):
-                    A[r, 0] = Ji[r, 1] * lk2 - Ji[r, 2] * lk1
-                    A[r, 1] = -Ji[r, 0] * lk2 + Ji[r, 2] * lk0
-                    A[r, 2] = Ji[r, 0] * lk1 - Ji[r, 1] * lk0
-                blk = Phi[ph + h * nh + k]
-                # top-left: 1/m - ~l_h A ; top-right: -~l_h Jinv ; bottom-left: A ; bottom-right: Jinv
-                for c in range(3):
-                    blk[0, c] = -(lh1 * A[2, c] - lh2 * A[1, c])
-                    blk[1, c] = -(lh2 * A[0, c] - lh0 * A[2, c])
-                    blk[2, c] = -(lh0 * A[1, c] - lh1 * A[0, c])
-                    blk[0, 3 + c] = -(lh1 * Ji[2, c] - lh2 * Ji[1, c])
-                    blk[1, 3 + c] = -(lh2 * Ji[0, c] - lh0 * Ji[2, c])
-                    blk[2, 3 + c] = -(lh0 * Ji[1, c] - lh1 * Ji[0, c])
-                    for r in range(3):
-                        blk[3 + r, c] = A[r, c]
-                        blk[3 + r, 3 + c] = Ji[r, c]
-                blk[0, 0] += 1.0 / m
-                blk[1, 1] += 1.0 / m
-                blk[2, 2] += 1.0 / m
+                    blk[3 + r, c] = A[r, c]
+                    blk[3 + r, 3 + c] = Ji[r, c]
+            blk[0, 0] += 1.0 / m
+            blk[1, 1] += 1.0 / m
+            blk[2, 2] += 1.0 / m
+            if k != h:
+                blk2 = Phi[ph + k * nh + h]
+                for c in range(6):
+                    for d in range(6):
+                        blk2[d, c] = blk[c, d]
+
+
+@njit(cache=True, parallel=True)
+def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch):
+    """:func:`_leaf` for every body (in parallel for large mechanisms)."""
+    nb = ix[0]
+    if nb >= treesolve.PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch)
+    else:
+        for i in range(nb):
+            _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch)
 
 
 @njit(cache=True)
@@ -269,55 +288,87 @@ def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
             g0[k] += 2.0 * alpha * vres + beta * beta * phi[k]
 
 
+@njit(cache=True)
+def _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A):
+    """Spatial acceleration about the COM of body i from its handle forces."""
+    node_nh, node_h_start, h_joint = ix[4], ix[5], ix[7]
+    f0, f1, f2 = rhs_body[i, 0], rhs_body[i, 1], rhs_body[i, 2]
+    n0, n1, n2 = rhs_body[i, 3], rhs_body[i, 4], rhs_body[i, 5]
+    sh = node_h_start[i]
+    for h in range(node_nh[i]):
+        j = h_joint[sh + h]
+        F = Fh[sh + h]
+        l0 = P[j, 0] - x[i, 0]
+        l1 = P[j, 1] - x[i, 1]
+        l2 = P[j, 2] - x[i, 2]
+        # shift the wrench from P_j to the COM: n + l x f
+        f0 += F[0]
+        f1 += F[1]
+        f2 += F[2]
+        n0 += F[3] + l1 * F[2] - l2 * F[1]
+        n1 += F[4] + l2 * F[0] - l0 * F[2]
+        n2 += F[5] + l0 * F[1] - l1 * F[0]
+    Ji = Jinv_w[i]
+    m = mass[i]
+    A[i, 0] = f0 / m
+    A[i, 1] = f1 / m
+    A[i, 2] = f2 / m
+    A[i, 3] = Ji[0, 0] * n0 + Ji[0, 1] * n1 + Ji[0, 2] * n2
+    A[i, 4] = Ji[1, 0] * n0 + Ji[1, 1] * n1 + Ji[1, 2] * n2
+    A[i, 5] = Ji[2, 0] * n0 + Ji[2, 1] * n1 + Ji[2, 2] * n2
+
+
+@njit(cache=True)
+def _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot):
+    """vdot of tree joint i: S^T (A_i(P) - A_parent(P) - c_i)."""
+    p = parent[i]
+    l0 = P[i, 0] - x[i, 0]
+    l1 = P[i, 1] - x[i, 1]
+    l2 = P[i, 2] - x[i, 2]
+    w0, w1, w2 = A[i, 3], A[i, 4], A[i, 5]
+    d0 = A[i, 0] + w1 * l2 - w2 * l1
+    d1 = A[i, 1] + w2 * l0 - w0 * l2
+    d2 = A[i, 2] + w0 * l1 - w1 * l0
+    d3, d4, d5 = w0, w1, w2
+    if p >= 0:
+        l0 = P[i, 0] - x[p, 0]
+        l1 = P[i, 1] - x[p, 1]
+        l2 = P[i, 2] - x[p, 2]
+        w0, w1, w2 = A[p, 3], A[p, 4], A[p, 5]
+        d0 -= A[p, 0] + w1 * l2 - w2 * l1
+        d1 -= A[p, 1] + w2 * l0 - w0 * l2
+        d2 -= A[p, 2] + w0 * l1 - w1 * l0
+        d3 -= w0
+        d4 -= w1
+        d5 -= w2
+    d0 -= c[i, 0]
+    d1 -= c[i, 1]
+    d2 -= c[i, 2]
+    d3 -= c[i, 3]
+    d4 -= c[i, 4]
+    d5 -= c[i, 5]
+    va = v_adr[i]
+    vb = v_adr[i + 1] if i + 1 < nb else vdot.shape[0]
+    for col in range(va, vb):
+        vdot[col] = S[col, 0] * d0 + S[col, 1] * d1 + S[col, 2] * d2 + S[col, 3] * d3 + S[col, 4] * d4 \
+            + S[col, 5] * d5
+
+
 @njit(cache=True, parallel=True)
 def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
     """Body spatial accelerations about the COM from the handle forces, then vdot."""
     nb = ix[0]
-    node_nh, node_h_start, h_joint = ix[4], ix[5], ix[7]
-    for i in prange(nb):
-        F = np.empty(6)
-        t = np.empty(6)
-        l = np.empty(3)
-        for k in range(6):
-            F[k] = rhs_body[i, k]
-        sh = node_h_start[i]
-        for h in range(node_nh[i]):
-            j = h_joint[sh + h]
-            for k in range(3):
-                l[k] = P[j, k] - x[i, k]
-            shift_force(Fh[sh + h], l, t)
-            for k in range(6):
-                F[k] += t[k]
-        Ji = Jinv_w[i]
-        m = mass[i]
-        A[i, 0] = F[0] / m
-        A[i, 1] = F[1] / m
-        A[i, 2] = F[2] / m
-        for r in range(3):
-            A[i, 3 + r] = Ji[r, 0] * F[3] + Ji[r, 1] * F[4] + Ji[r, 2] * F[5]
     parent, v_adr = mk[0], mk[3]
-    for i in prange(nb):
-        p = parent[i]
-        Ab = np.empty(6)
-        Ap = np.empty(6)
-        l = np.empty(3)
-        for k in range(3):
-            l[k] = P[i, k] - x[i, k]
-        shift_motion(A[i], l, Ab)
-        if p >= 0:
-            for k in range(3):
-                l[k] = P[i, k] - x[p, k]
-            shift_motion(A[p], l, Ap)
-        else:
-            for k in range(6):
-                Ap[k] = 0.0
-        va = v_adr[i]
-        vb = v_adr[i + 1] if i + 1 < nb else vdot.shape[0]
-        for col in range(va, vb):
-            s = 0.0
-            for k in range(6):
-                s += S[col, k] * (Ab[k] - Ap[k] - c[i, k])
-            vdot[col] = s
+    if nb >= treesolve.PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
+        for i in prange(nb):
+            _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
+    else:
+        for i in range(nb):
+            _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
+        for i in range(nb):
+            _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
 
 
 @njit(cache=True)
@@ -357,6 +408,20 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     return worst, scale
 
 
+def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
+    """For each constraint row: k if the tree-joint row is +-e_k (see :func:`_tree_rows`), else -1."""
+    sel = np.full(int(model.nc_j.sum()), -1, dtype=np.int64)
+    for j in range(model.nb):
+        r, t = row_adr[j], model.jtype[j]
+        if t in (SPHERICAL, REVOLUTE, UNIVERSAL, FIXED):
+            sel[r:r + 3] = (0, 1, 2)
+        if t == FIXED:
+            sel[r + 3:r + 6] = (3, 4, 5)
+        if t == PRISMATIC:
+            sel[r + 2:r + 5] = (3, 4, 5)
+    return sel
+
+
 # ----------------------------------------------------------------- formulation
 
 
@@ -392,11 +457,13 @@ class DCAFormulation(Formulation):
         self.Fext = np.zeros((m.nb, 6))  # applied wrenches at the COM, applied_forces
         self.rhs_body = np.zeros((m.nb, 6))  # F_ext - V x* I V, _leaves
         self.Jinv_w = np.zeros((m.nb, 3, 3))  # world inverse inertia, _leaves
+        self._scratch = np.zeros((m.nb, 3, 3))  # per-body scratch of _leaves
         self.A = np.zeros((m.nb, 6))  # spatial accelerations about the COM, _accelerations
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self.qd = np.zeros(m.nq)
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
+        self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -423,12 +490,12 @@ class DCAFormulation(Formulation):
         if len(self.cut_spring):
             joint_coordinates_from_poses(self.fa, self.cut_spring, self.x, self.R, self.jq_ref, self.jq)
         applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
-        _tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.GA, lay.GB, lay.g0, self._row_ix[0])
+        _tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.G[0], lay.G[1], lay.g0, self._row_ix[0])
         if m.ncut:
-            _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.GA, lay.GB, lay.g0, self.phi,
+            _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
                       self._row_ix[0], self.alpha, self.beta)
         _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
-                lay.bv, self.rhs_body, self.Jinv_w)
+                lay.bv, self.rhs_body, self.Jinv_w, self._scratch)
         treesolve.solve(lay)
         _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
                        self.Jinv_w, self.A, self.vdot)
@@ -438,7 +505,7 @@ class DCAFormulation(Formulation):
     def closure_residual(self) -> tuple[float, float]:
         """(largest acceleration residual of any joint row, largest term) of the last solve."""
         m, lay = self.model, self.lay
-        return _residual(self._row_ix, m.pred, m.succ, self.x, self.P, self.A, lay.GA, lay.GB, lay.g0, m.nj)
+        return _residual(self._row_ix, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1], lay.g0, m.nj)
 
     def rhs(self, t, y):
         self.nfev += 1
@@ -466,7 +533,7 @@ class DCAFormulation(Formulation):
         reactions = np.zeros((m.nj, 6))
         for j in range(m.nj):
             r, n = lay.ix[19][j], lay.ix[20][j]
-            reactions[j] = lay.GB[r:r + n].T @ lay.lam[r:r + n]
+            reactions[j] = lay.G[1, r:r + n].T @ lay.lam[r:r + n]
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
                           jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy()})

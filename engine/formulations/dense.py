@@ -173,6 +173,62 @@ def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
                 j = p
 
 
+@njit(cache=True)
+def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, gamma, phi, Gs_a, Gs_b, gs):
+    """Rows of every cut joint: K (loop Jacobian in tree velocities), gamma =
+    -(Phi_ddot at the given body accelerations ``acc``), and Phi.  The body
+    Jacobians are walked along the tree path, column by column (no dense J)."""
+    jtype, pred, succ, c_adr, nc_j = ca[0], ca[1], ca[2], ca[10], ca[11]
+    nj = jtype.shape[0]
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
+    for a in range(K.shape[0]):
+        for c in range(K.shape[1]):
+            K[a, c] = 0.0
+    row = 0
+    for j in range(nb, nj):
+        n = nc_j[j]
+        a = pred[j]
+        b = succ[j]
+        if a < 0:
+            joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[row:row + n], Gs_a[:n], Gs_b[:n], gs[:n])
+        else:
+            joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[row:row + n], Gs_a[:n], Gs_b[:n],
+                             gs[:n])
+        for r in range(n):
+            g = gs[r]
+            for k in range(6):
+                g += Gs_b[r, k] * acc[b, k]
+                if a >= 0:
+                    g += Gs_a[r, k] * acc[a, k]
+            gamma[row + r] = -g
+        for side in range(2):
+            body = b if side == 1 else a
+            if body < 0:
+                continue
+            i = body
+            while i >= 0:
+                for col in range(v_adr[i], v_adr[i] + nv_j[i]):
+                    # J_body[:, col] = [s_lin + s_ang x (x_body - P_i); s_ang]
+                    l0 = x[body, 0] - P[i, 0]
+                    l1 = x[body, 1] - P[i, 1]
+                    l2 = x[body, 2] - P[i, 2]
+                    s3, s4, s5 = S[col, 3], S[col, 4], S[col, 5]
+                    j0 = S[col, 0] + s4 * l2 - s5 * l1
+                    j1 = S[col, 1] + s5 * l0 - s3 * l2
+                    j2 = S[col, 2] + s3 * l1 - s4 * l0
+                    for r in range(n):
+                        if side == 1:
+                            K[row + r, col] += Gs_b[r, 0] * j0 + Gs_b[r, 1] * j1 + Gs_b[r, 2] * j2 + \
+                                Gs_b[r, 3] * s3 + Gs_b[r, 4] * s4 + Gs_b[r, 5] * s5
+                        else:
+                            K[row + r, col] += Gs_a[r, 0] * j0 + Gs_a[r, 1] * j1 + Gs_a[r, 2] * j2 + \
+                                Gs_a[r, 3] * s3 + Gs_a[r, 4] * s4 + Gs_a[r, 5] * s5
+                i = parent[i]
+        row += n
+
+
 def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float) -> np.ndarray:
     """Filtered minimum-norm least squares: ``x = V diag(s^7 / (s^8 + mu^8)) U^T b``.
 
@@ -246,6 +302,9 @@ class DenseFormulation(Formulation):
         self.gamma = np.zeros(ncut_rows)
         self.phi = np.zeros(ncut_rows)
         self.lam = np.zeros(ncut_rows)
+        self._Ga6 = np.zeros((6, 6))  # per-joint scratch of _loop_rows
+        self._Gb6 = np.zeros((6, 6))
+        self._g6 = np.zeros(6)
         self.residual = 0.0  # acceleration residual of the last least-squares solve
         self.residual_scale = 1.0
         self._cache_y = None
@@ -288,26 +347,8 @@ class DenseFormulation(Formulation):
         """K (loop Jacobian), Phi and gamma = -(Phi_ddot at vdot = 0)."""
         m = self.model
         acc = classical_accelerations(self.V, A_bias)
-        row = 0
-        x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
-        for j in range(m.nb, m.nj):
-            n = m.nc_j[j]
-            a, b = m.pred[j], m.succ[j]
-            phi = np.zeros(n)
-            Ga = np.zeros((n, 6))
-            Gb = np.zeros((n, 6))
-            g = np.zeros(n)
-            xa, Ra, Va = (x0, R0, V0) if a < 0 else (self.x[a], self.R[a], self.V[a])
-            joint_constraint(self.ca, j, xa, Ra, Va, self.x[b], self.R[b], self.V[b], phi, Ga, Gb, g)
-            Kj = Gb @ _body_jacobian(m, b, self.x, self.P, self.S)
-            gam = -(g + Gb @ acc[b])
-            if a >= 0:
-                Kj += Ga @ _body_jacobian(m, a, self.x, self.P, self.S)
-                gam -= Ga @ acc[a]
-            self.K[row:row + n] = Kj
-            self.gamma[row:row + n] = gam
-            self.phi[row:row + n] = phi
-            row += n
+        _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S, acc,
+                   self.K, self.gamma, self.phi, self._Ga6, self._Gb6, self._g6)
 
     def _dynamics(self, t, y):
         m = self.model
@@ -363,25 +404,11 @@ class DenseFormulation(Formulation):
         return self._project
 
     def _cut_phi_K(self, q, v):
+        """Kinematics, Phi, K and M at (q, v) (for the projections)."""
         m = self.model
         self._kinematics(q, v)
-        row = 0
-        x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
-        for j in range(m.nb, m.nj):
-            n = m.nc_j[j]
-            a, b = m.pred[j], m.succ[j]
-            phi = np.zeros(n)
-            Ga = np.zeros((n, 6))
-            Gb = np.zeros((n, 6))
-            g = np.zeros(n)
-            xa, Ra, Va = (x0, R0, V0) if a < 0 else (self.x[a], self.R[a], self.V[a])
-            joint_constraint(self.ca, j, xa, Ra, Va, self.x[b], self.R[b], self.V[b], phi, Ga, Gb, g)
-            Kj = Gb @ _body_jacobian(m, b, self.x, self.P, self.S)
-            if a >= 0:
-                Kj += Ga @ _body_jacobian(m, a, self.x, self.P, self.S)
-            self.K[row:row + n] = Kj
-            self.phi[row:row + n] = phi
-            row += n
+        _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S,
+                   np.zeros((m.nb, 6)), self.K, self.gamma, self.phi, self._Ga6, self._Gb6, self._g6)
         self.M[:] = 0.0
         _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
 

@@ -52,6 +52,8 @@ from ..topology import AssemblyTree
 
 #: levels with fewer merges than this run on one thread (no parallel-region launch)
 PARALLEL_MIN_MERGES = 8
+#: per-body passes go parallel from this many bodies on
+PARALLEL_MIN_BODIES = 64
 
 
 @dataclass(eq=False)
@@ -66,8 +68,7 @@ class TreeLayout:
     Phi: np.ndarray  # (n_pairs, nd, nd) node blocks, filled by the leaf kernel + matrix pass
     bv: np.ndarray  # (n_slots, nd) node biases, leaf kernel + bias pass
     Fh: np.ndarray  # (n_slots, nd) handle forces, disassembly
-    GA: np.ndarray  # (n_rows, nd) constraint rows on the pred end, formulation
-    GB: np.ndarray  # (n_rows, nd) constraint rows on the succ end, formulation
+    G: np.ndarray  # (2, n_rows, nd) constraint rows on the pred (0) and succ (1) ends, formulation
     g0: np.ndarray  # (n_rows,) constant term of each constraint row, formulation
     lam: np.ndarray  # (n_rows,) multipliers, disassembly
     Kf: np.ndarray  # (sum nr^2,) pivoted Cholesky factor of each merge's K, matrix pass
@@ -78,11 +79,19 @@ class TreeLayout:
     E: np.ndarray  # (sum ne*nr, nd) E_e, matrix pass
     r0: np.ndarray  # (sum nr,) bias pass
     y0: np.ndarray  # (sum nr,) K^-1 r0, bias pass
+    scr: np.ndarray  # (nm, nd + 3 max_nr + 36) per-merge scratch (no allocation in the passes)
+    #: (n_rows,) column k if constraint row r is +-e_k on both ends (G rows of tree
+    #: joints' translational parts), else -1: G Phi is then a signed row copy.
+    #: Set by the formulation when it knows its rows' structure; -1 is always safe.
+    sel: np.ndarray
 
     @property
-    def arrays(self):
-        return (self.Phi, self.bv, self.Fh, self.GA, self.GB, self.g0, self.lam, self.Kf, self.Kp,
-                self.Kr, self.Ks, self.Y, self.E, self.r0, self.y0)
+    def GA(self) -> np.ndarray:  # view: rows on the pred end
+        return self.G[0]
+
+    @property
+    def GB(self) -> np.ndarray:  # view: rows on the succ end
+        return self.G[1]
 
 
 def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray) -> TreeLayout:
@@ -115,10 +124,12 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     return TreeLayout(
         nd=nd, ix=ix, n_rows=n_rows, tree=tree,
         Phi=np.zeros((tree.n_pairs, nd, nd)), bv=np.zeros((tree.n_slots, nd)),
-        Fh=np.zeros((tree.n_slots, nd)), GA=np.zeros((n_rows, nd)), GB=np.zeros((n_rows, nd)),
+        Fh=np.zeros((tree.n_slots, nd)), G=np.zeros((2, n_rows, nd)),
         g0=np.zeros(n_rows), lam=np.zeros(n_rows), Kf=np.zeros(nK), Kp=np.zeros(nR, dtype=np.int64),
         Kr=np.zeros(nm, dtype=np.int64), Ks=np.zeros(nK), Y=np.zeros((nE, nd)), E=np.zeros((nE, nd)),
         r0=np.zeros(nR), y0=np.zeros(nR),
+        scr=np.zeros((max(nm, 1), nd + 3 * int(m_nr.max(initial=0)) + 36)),
+        sel=np.full(n_rows, -1, dtype=np.int64),
     )
 
 
@@ -126,97 +137,271 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
 
 
 @njit(cache=True)
-def _pchol(W, L, piv, n, tol):
-    """Pivoted Cholesky of the symmetric positive semi-definite ``W`` (n x n, flat,
-    overwritten): ``W[piv][:, piv] = L L^T`` on the leading ``rank`` rows.
+def _pchol(W, L, P, kb, rb, n, tol):
+    """Pivoted Cholesky of the symmetric positive semi-definite n x n matrix stored
+    flat at ``W[kb:]`` (overwritten): ``K[piv][:, piv] = L L^T`` on the leading
+    ``rank`` rows, ``L`` flat at ``L[kb:]``, ``piv`` at ``P[rb:]``.
 
     Stops when the largest remaining diagonal is below ``tol`` times the largest
-    initial one; returns the rank.  ``L`` (n x n flat) receives the factor.
+    initial one; returns the rank.
     """
     for k in range(n):
-        piv[k] = k
-    for k in range(n * n):
-        L[k] = 0.0
+        P[rb + k] = k
     dmax0 = 0.0
     for k in range(n):
-        if W[k * n + k] > dmax0:
-            dmax0 = W[k * n + k]
+        if W[kb + k * n + k] > dmax0:
+            dmax0 = W[kb + k * n + k]
     if dmax0 <= 0.0:
+        for k in range(n * n):
+            L[kb + k] = 0.0
         return 0
     thresh = tol * dmax0
+    # first try without pivoting (K is definite unless closure equations are redundant)
+    ok = True
+    for k in range(n):
+        d = W[kb + k * n + k]
+        for i in range(k):
+            d -= L[kb + k * n + i] * L[kb + k * n + i]
+        if d <= thresh:
+            ok = False
+            break
+        d = np.sqrt(d)
+        L[kb + k * n + k] = d
+        inv = 1.0 / d
+        for i in range(k + 1, n):
+            t = W[kb + i * n + k]
+            for q in range(k):
+                t -= L[kb + i * n + q] * L[kb + k * n + q]
+            L[kb + i * n + k] = t * inv
+        for i in range(k + 1, n):
+            L[kb + k * n + i] = 0.0
+    if ok:
+        return n
+    for k in range(n * n):
+        L[kb + k] = 0.0
     rank = 0
     for k in range(n):
         p = k
-        dmax = W[k * n + k]
+        dmax = W[kb + k * n + k]
         for i in range(k + 1, n):
-            if W[i * n + i] > dmax:
-                dmax = W[i * n + i]
+            if W[kb + i * n + i] > dmax:
+                dmax = W[kb + i * n + i]
                 p = i
         if dmax <= thresh:
             break
         if p != k:
             # symmetric swap of rows/columns k and p in W, rows in L, entries in piv
             for i in range(n):
-                t = W[k * n + i]
-                W[k * n + i] = W[p * n + i]
-                W[p * n + i] = t
+                t = W[kb + k * n + i]
+                W[kb + k * n + i] = W[kb + p * n + i]
+                W[kb + p * n + i] = t
             for i in range(n):
-                t = W[i * n + k]
-                W[i * n + k] = W[i * n + p]
-                W[i * n + p] = t
+                t = W[kb + i * n + k]
+                W[kb + i * n + k] = W[kb + i * n + p]
+                W[kb + i * n + p] = t
             for i in range(k):
-                t = L[k * n + i]
-                L[k * n + i] = L[p * n + i]
-                L[p * n + i] = t
-            t2 = piv[k]
-            piv[k] = piv[p]
-            piv[p] = t2
-        d = np.sqrt(W[k * n + k])
-        L[k * n + k] = d
+                t = L[kb + k * n + i]
+                L[kb + k * n + i] = L[kb + p * n + i]
+                L[kb + p * n + i] = t
+            t2 = P[rb + k]
+            P[rb + k] = P[rb + p]
+            P[rb + p] = t2
+        d = np.sqrt(W[kb + k * n + k])
+        L[kb + k * n + k] = d
         for i in range(k + 1, n):
-            L[i * n + k] = W[i * n + k] / d
+            L[kb + i * n + k] = W[kb + i * n + k] / d
         for i in range(k + 1, n):
-            lik = L[i * n + k]
+            lik = L[kb + i * n + k]
             if lik != 0.0:
                 for j in range(k + 1, i + 1):
-                    W[i * n + j] -= lik * L[j * n + k]
-                    W[j * n + i] = W[i * n + j]
+                    W[kb + i * n + j] -= lik * L[kb + j * n + k]
+                    W[kb + j * n + i] = W[kb + i * n + j]
         rank += 1
     return rank
 
 
 @njit(cache=True)
-def _psolve(L, piv, n, rank, b, x, tmp):
-    """Basic solution of K x = b from :func:`_pchol` (dependent components zero)."""
+def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
+    """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] (basic solution); ``scr[m, t0:t0+n]`` is scratch."""
     for k in range(rank):
-        s = b[piv[k]]
+        s = b[vb + P[rb + k]]
         for i in range(k):
-            s -= L[k * n + i] * tmp[i]
-        tmp[k] = s / L[k * n + k]
+            s -= L[kb + k * n + i] * scr[m, t0 + i]
+        scr[m, t0 + k] = s / L[kb + k * n + k]
     for k in range(rank - 1, -1, -1):
-        s = tmp[k]
+        s = scr[m, t0 + k]
         for i in range(k + 1, rank):
-            s -= L[i * n + k] * tmp[i]
-        tmp[k] = s / L[k * n + k]
+            s -= L[kb + i * n + k] * scr[m, t0 + i]
+        scr[m, t0 + k] = s / L[kb + k * n + k]
     for k in range(n):
-        x[k] = 0.0
+        x[vb + k] = 0.0
     for k in range(rank):
-        x[piv[k]] = tmp[k]
+        x[vb + P[rb + k]] = sgn * scr[m, t0 + k]
+
+
+@njit(cache=True)
+def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
+    """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] (basic solution);
+    ``scr[m, t0:t0+n]`` is scratch."""
+    for d in range(ncol):
+        for k in range(rank):
+            s = B[base + P[rb + k], d]
+            for i in range(k):
+                s -= L[kb + k * n + i] * scr[m, t0 + i]
+            scr[m, t0 + k] = s / L[kb + k * n + k]
+        for k in range(rank - 1, -1, -1):
+            s = scr[m, t0 + k]
+            for i in range(k + 1, rank):
+                s -= L[kb + i * n + k] * scr[m, t0 + i]
+            scr[m, t0 + k] = s / L[kb + k * n + k]
+        for k in range(n):
+            X[base + k, d] = 0.0
+        for k in range(rank):
+            X[base + P[rb + k], d] = sgn * scr[m, t0 + k]
 
 
 # ----------------------------------------------------------------- merge kernels
 
 
-@njit(cache=True)
-def _side_rows(GA, GB, pred_side, r):
-    """Constraint rows acting on the node that holds the given end of a joint."""
-    if pred_side:
-        return GA[r]
-    return GB[r]
+@njit(cache=True, error_model="numpy")
+def _gphi6(Gs, w, r, nr, Phi, blk, out):
+    """out[:nr] = G_w[r:r+nr] Phi[blk]  (axpy form over the 6 columns; zero entries skipped)."""
+    for a in range(nr):
+        for d in range(6):
+            out[a, d] = 0.0
+        for c in range(6):
+            g = Gs[w, r + a, c]
+            if g != 0.0:
+                for d in range(6):
+                    out[a, d] += g * Phi[blk, c, d]
+
+
+@njit(cache=True, error_model="numpy")
+def _psolve6(L, P, kb, rb, n, rank, B, X, base, sgn, Z):
+    """X[base:base+n, :6] = sgn K^-1 B[base:base+n, :6], all six columns at once
+    (basic solution of the pivoted factor; ``Z`` is (>= n, 6) scratch)."""
+    for k in range(rank):
+        pk = P[rb + k]
+        for d in range(6):
+            Z[k, d] = B[base + pk, d]
+        for i in range(k):
+            lki = L[kb + k * n + i]
+            for d in range(6):
+                Z[k, d] -= lki * Z[i, d]
+        inv = 1.0 / L[kb + k * n + k]
+        for d in range(6):
+            Z[k, d] *= inv
+    for k in range(rank - 1, -1, -1):
+        for i in range(k + 1, rank):
+            lik = L[kb + i * n + k]
+            for d in range(6):
+                Z[k, d] -= lik * Z[i, d]
+        inv = 1.0 / L[kb + k * n + k]
+        for d in range(6):
+            Z[k, d] *= inv
+    for k in range(n):
+        for d in range(6):
+            X[base + k, d] = 0.0
+    for k in range(rank):
+        pk = P[rb + k]
+        for d in range(6):
+            X[base + pk, d] = sgn * Z[k, d]
+
+
+@njit(cache=True, error_model="numpy")
+def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+    """:func:`_merge_matrices` for one interface joint and 6 x 6 blocks (chains and trees of
+    the DCA/HDCA): the same equations in axpy form with fixed trip counts over the six
+    columns, which the compiler vectorises, and zero entries of G skipped."""
+    nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+    n = nb + m
+    Ln = left[m]
+    Rn = right[m]
+    nL = node_nh[Ln]
+    sL = node_h_start[Ln]
+    pL = node_pair_start[Ln]
+    nR = node_nh[Rn] if Rn >= 0 else 0
+    pR = node_pair_start[Rn] if Rn >= 0 else 0
+    ii = if_start[m]
+    j = if_joint[ii]
+    r = row_adr[j]
+    nr = rows[j]
+    kb = m_K[m]
+    rb = m_R[m]
+    wl = h_side[sL + if_left[ii]]
+    wr = 1 - wl
+    hl = if_left[ii]
+    hr = if_right[ii]
+    T = scr[m, scr.shape[1] - 36:].reshape((6, 6))  # scratch, no allocation
+    # K = sgn (G_l Phi^L_ll G_l^T + G_r Phi^R_rr G_r^T - eps 1)
+    for a in range(nr * nr):
+        Ks[kb + a] = 0.0
+    nside = 2 if Rn >= 0 else 1
+    for side in range(nside):
+        w = wl if side == 0 else wr
+        blk = pL + hl * nL + hl if side == 0 else pR + hr * nR + hr
+        _gphi6(G, w, r, nr, Phi, blk, T)
+        for b in range(nr):
+            for d in range(6):
+                g = G[w, r + b, d]
+                if g != 0.0:
+                    for a in range(nr):
+                        Ks[kb + a * nr + b] += sgn * g * T[a, d]
+    if eps != 0.0:
+        for a in range(nr):
+            Ks[kb + a * nr + a] -= sgn * eps
+    rank = _pchol(Ks, Kf, Kp, kb, rb, nr, tol)
+    Kr[m] = rank
+    n_h = node_nh[n]
+    sN = node_h_start[n]
+    eb = m_E[m]
+    for e in range(n_h):
+        src = h_src[sN + e]
+        if src < nL:
+            _gphi6(G, wl, r, nr, Phi, pL + hl * nL + src, T)
+        else:
+            _gphi6(G, wr, r, nr, Phi, pR + hr * nR + (src - nL), T)
+        base = eb + e * nr
+        for a in range(nr):
+            for d in range(6):
+                E[base + a, d] = T[a, d]
+        _psolve6(Kf, Kp, kb, rb, nr, rank, E, Y, base, sgn, T)
+    pN = node_pair_start[n]
+    for e in range(n_h):
+        se = h_src[sN + e]
+        be = eb + e * nr
+        for f in range(e, n_h):
+            sf = h_src[sN + f]
+            bf = eb + f * nr
+            blk = pN + e * n_h + f
+            if (se < nL) == (sf < nL):
+                src_blk = pL + se * nL + sf if se < nL else pR + (se - nL) * nR + (sf - nL)
+                for c in range(6):
+                    for d in range(6):
+                        T[c, d] = Phi[src_blk, c, d]
+            else:
+                for c in range(6):
+                    for d in range(6):
+                        T[c, d] = 0.0
+            for a in range(nr):
+                for c in range(6):
+                    ea = E[be + a, c]
+                    if ea != 0.0:
+                        for d in range(6):
+                            T[c, d] -= ea * Y[bf + a, d]
+            for c in range(6):
+                for d in range(6):
+                    Phi[blk, c, d] = T[c, d]
+            if f != e:
+                blk2 = pN + f * n_h + e
+                for c in range(6):
+                    for d in range(6):
+                        Phi[blk2, d, c] = T[c, d]
 
 
 @njit(cache=True)
-def _merge_matrices(m, ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol):
+def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
     nd = Phi.shape[1]
@@ -227,67 +412,68 @@ def _merge_matrices(m, ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol):
     sL = node_h_start[Ln]
     pL = node_pair_start[Ln]
     nR = 0
-    sR = 0
     pR = 0
     if Rn >= 0:
         nR = node_nh[Rn]
-        sR = node_h_start[Rn]
         pR = node_pair_start[Rn]
     nr = m_nr[m]
     kb = m_K[m]
+    rb = m_R[m]
     i0 = if_start[m]
     i1 = if_start[m + 1]
-    # ---- K = G Phi G^T (both sides) - eps 1, scaled by sgn to be positive semi-definite
+    # ---- K = sgn (G Phi G^T - eps 1) over both sides: rows of G Phi (in scr[m, :nd]), then G^T
     for a in range(nr * nr):
         Ks[kb + a] = 0.0
-    for ii in range(i0, i1):
-        j1 = if_joint[ii]
-        r1 = row_adr[j1]
-        o1 = if_roff[ii]
-        lp1 = h_side[sL + if_left[ii]] == 0  # left node holds the pred end of j1
-        for jj in range(i0, i1):
-            j2 = if_joint[jj]
-            r2 = row_adr[j2]
-            o2 = if_roff[jj]
-            lp2 = h_side[sL + if_left[jj]] == 0
-            # left side
-            blk = pL + if_left[ii] * nL + if_left[jj]
-            for a in range(rows[j1]):
-                g1 = _side_rows(GA, GB, lp1, r1 + a)
-                for b in range(rows[j2]):
-                    g2 = _side_rows(GA, GB, lp2, r2 + b)
-                    s = 0.0
-                    for c in range(nd):
-                        t = 0.0
-                        for d in range(nd):
-                            t += Phi[blk, c, d] * g2[d]
-                        s += g1[c] * t
-                    Ks[kb + (o1 + a) * nr + o2 + b] += sgn * s
-            if Rn >= 0:
-                blk = pR + if_right[ii] * nR + if_right[jj]
+    nside = 2 if Rn >= 0 else 1
+    for side in range(nside):
+        for ii in range(i0, i1):
+            j1 = if_joint[ii]
+            r1 = row_adr[j1]
+            o1 = if_roff[ii]
+            # end of j1 held by this side: left holds pred iff h_side == 0
+            w1 = h_side[sL + if_left[ii]]
+            if side == 1:
+                w1 = 1 - w1
+            h1 = if_left[ii] if side == 0 else if_right[ii]
+            for jj in range(i0, i1):
+                j2 = if_joint[jj]
+                r2 = row_adr[j2]
+                o2 = if_roff[jj]
+                w2 = h_side[sL + if_left[jj]]
+                if side == 1:
+                    w2 = 1 - w2
+                h2 = if_left[jj] if side == 0 else if_right[jj]
+                blk = pL + h1 * nL + h2 if side == 0 else pR + h1 * nR + h2
                 for a in range(rows[j1]):
-                    g1 = _side_rows(GA, GB, not lp1, r1 + a)
+                    k1 = sel[r1 + a]
+                    if k1 >= 0:  # unit row: a signed copy of a row of Phi
+                        sg = G[w1, r1 + a, k1]
+                        for d in range(nd):
+                            scr[m, d] = sg * Phi[blk, k1, d]
+                    else:
+                        for d in range(nd):
+                            t = 0.0
+                            for c in range(nd):
+                                t += G[w1, r1 + a, c] * Phi[blk, c, d]
+                            scr[m, d] = t
                     for b in range(rows[j2]):
-                        g2 = _side_rows(GA, GB, not lp2, r2 + b)
-                        s = 0.0
-                        for c in range(nd):
+                        k2 = sel[r2 + b]
+                        if k2 >= 0:
+                            t = scr[m, k2] * G[w2, r2 + b, k2]
+                        else:
                             t = 0.0
                             for d in range(nd):
-                                t += Phi[blk, c, d] * g2[d]
-                            s += g1[c] * t
-                        Ks[kb + (o1 + a) * nr + o2 + b] += sgn * s
+                                t += scr[m, d] * G[w2, r2 + b, d]
+                        Ks[kb + (o1 + a) * nr + o2 + b] += sgn * t
     if eps != 0.0:
         for a in range(nr):
             Ks[kb + a * nr + a] -= sgn * eps
-    rank = _pchol(Ks[kb:kb + nr * nr], Kf[kb:kb + nr * nr], Kp[m_R[m]:m_R[m] + nr], nr, tol)
+    rank = _pchol(Ks, Kf, Kp, kb, rb, nr, tol)
     Kr[m] = rank
-    # ---- E_e and Y_e = K^-1 E_e for each external handle
+    # ---- E_e (rows of G Phi coupling interface constraints to handle e), Y_e = K^-1 E_e
     n_h = node_nh[n]
     sN = node_h_start[n]
     eb = m_E[m]
-    col = np.empty(nr)
-    sol = np.empty(nr)
-    tmp = np.empty(nr)
     for e in range(n_h):
         src = h_src[sN + e]
         onleft = src < nL
@@ -295,50 +481,49 @@ def _merge_matrices(m, ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol):
             j1 = if_joint[ii]
             r1 = row_adr[j1]
             o1 = if_roff[ii]
-            lp1 = h_side[sL + if_left[ii]] == 0
+            w1 = h_side[sL + if_left[ii]]
+            if onleft:
+                blk = pL + if_left[ii] * nL + src
+            else:
+                w1 = 1 - w1
+                blk = pR + if_right[ii] * nR + (src - nL)
             for a in range(rows[j1]):
-                if onleft:
-                    g1 = _side_rows(GA, GB, lp1, r1 + a)
-                    blk = pL + if_left[ii] * nL + src
+                row = eb + e * nr + o1 + a
+                k1 = sel[r1 + a]
+                if k1 >= 0:
+                    sg = G[w1, r1 + a, k1]
+                    for d in range(nd):
+                        E[row, d] = sg * Phi[blk, k1, d]
                 else:
-                    g1 = _side_rows(GA, GB, not lp1, r1 + a)
-                    blk = pR + if_right[ii] * nR + (src - nL)
-                for d in range(nd):
-                    s = 0.0
-                    for c in range(nd):
-                        s += g1[c] * Phi[blk, c, d]
-                    E[eb + e * nr + o1 + a, d] = s
-        for d in range(nd):
-            for a in range(nr):
-                col[a] = E[eb + e * nr + a, d]
-            _psolve(Kf[kb:kb + nr * nr], Kp[m_R[m]:m_R[m] + nr], nr, rank, col, sol, tmp)
-            for a in range(nr):
-                Y[eb + e * nr + a, d] = sgn * sol[a]
-    # ---- Phi^C[e, f] = [same side] Phi^X[e, f] - E_e^T Y_f
+                    for d in range(nd):
+                        t = 0.0
+                        for c in range(nd):
+                            t += G[w1, r1 + a, c] * Phi[blk, c, d]
+                        E[row, d] = t
+        _psolve_rows(Kf, Kp, kb, rb, nr, rank, E, Y, eb + e * nr, nd, sgn, scr, m, nd)
+    # ---- Phi^C[e, f] = [same side] Phi^X[e, f] - E_e^T Y_f  (upper blocks, mirrored)
     pN = node_pair_start[n]
     for e in range(n_h):
         se = h_src[sN + e]
         for f in range(e, n_h):
             sf = h_src[sN + f]
             blk = pN + e * n_h + f
-            if (se < nL) == (sf < nL):
+            same = (se < nL) == (sf < nL)
+            src_blk = 0
+            if same:
                 if se < nL:
                     src_blk = pL + se * nL + sf
                 else:
                     src_blk = pR + (se - nL) * nR + (sf - nL)
-                for c in range(nd):
-                    for d in range(nd):
-                        Phi[blk, c, d] = Phi[src_blk, c, d]
-            else:
-                for c in range(nd):
-                    for d in range(nd):
-                        Phi[blk, c, d] = 0.0
             for c in range(nd):
-                for d in range(nd):
-                    s = 0.0
+                d0 = c if f == e else 0  # diagonal blocks are symmetric
+                for d in range(d0, nd):
+                    t = Phi[src_blk, c, d] if same else 0.0
                     for a in range(nr):
-                        s += E[eb + e * nr + a, c] * Y[eb + f * nr + a, d]
-                    Phi[blk, c, d] -= s
+                        t -= E[eb + e * nr + a, c] * Y[eb + f * nr + a, d]
+                    Phi[blk, c, d] = t
+                    if f == e:
+                        Phi[blk, d, c] = t
             if f != e:
                 blk2 = pN + f * n_h + e
                 for c in range(nd):
@@ -346,8 +531,98 @@ def _merge_matrices(m, ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol):
                         Phi[blk2, d, c] = Phi[blk, c, d]
 
 
+@njit(cache=True, error_model="numpy")
+def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+    """:func:`_merge_bias` for one interface joint and 6-vectors (axpy form)."""
+    nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+    n = nb + m
+    Ln = left[m]
+    Rn = right[m]
+    nL = node_nh[Ln]
+    sL = node_h_start[Ln]
+    sR = node_h_start[Rn] if Rn >= 0 else 0
+    ii = if_start[m]
+    j = if_joint[ii]
+    r = row_adr[j]
+    nr = rows[j]
+    rb = m_R[m]
+    wl = h_side[sL + if_left[ii]]
+    wr = 1 - wl
+    bl = sL + if_left[ii]
+    br = sR + if_right[ii]
+    for a in range(nr):
+        t = g0[r + a]
+        for c in range(6):
+            t += G[wl, r + a, c] * bv[bl, c]
+        if Rn >= 0:
+            for c in range(6):
+                t += G[wr, r + a, c] * bv[br, c]
+        r0[rb + a] = t
+    _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, 6)
+    sN = node_h_start[n]
+    eb = m_E[m]
+    for e in range(node_nh[n]):
+        src = h_src[sN + e]
+        slot = sL + src if src < nL else sR + (src - nL)
+        for d in range(6):
+            bv[sN + e, d] = bv[slot, d]
+        for a in range(nr):
+            ra = r0[rb + a]
+            for d in range(6):
+                bv[sN + e, d] -= Y[eb + e * nr + a, d] * ra
+
+
+@njit(cache=True, error_model="numpy")
+def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
+    """:func:`_merge_down` for one interface joint and 6-vectors (axpy form)."""
+    nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+    n = nb + m
+    Ln = left[m]
+    Rn = right[m]
+    nL = node_nh[Ln]
+    sL = node_h_start[Ln]
+    sR = node_h_start[Rn] if Rn >= 0 else 0
+    ii = if_start[m]
+    j = if_joint[ii]
+    r = row_adr[j]
+    nr = rows[j]
+    rb = m_R[m]
+    sN = node_h_start[n]
+    eb = m_E[m]
+    n_h = node_nh[n]
+    for a in range(nr):
+        t = y0[rb + a]
+        for e in range(n_h):
+            for d in range(6):
+                t += Y[eb + e * nr + a, d] * Fh[sN + e, d]
+        lam[r + a] = -t
+    for e in range(n_h):
+        src = h_src[sN + e]
+        slot = sL + src if src < nL else sR + (src - nL)
+        for d in range(6):
+            Fh[slot, d] = Fh[sN + e, d]
+    wl = h_side[sL + if_left[ii]]
+    wr = 1 - wl
+    sl = sL + if_left[ii]
+    sr = sR + if_right[ii]
+    for d in range(6):
+        Fh[sl, d] = 0.0
+    if Rn >= 0:
+        for d in range(6):
+            Fh[sr, d] = 0.0
+    for a in range(nr):
+        la = lam[r + a]
+        for d in range(6):
+            Fh[sl, d] += G[wl, r + a, d] * la
+        if Rn >= 0:
+            for d in range(6):
+                Fh[sr, d] += G[wr, r + a, d] * la
+
+
 @njit(cache=True)
-def _merge_bias(m, ix, bv, GA, GB, g0, Kf, Kp, Kr, Y, r0, y0, sgn):
+def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
     nd = bv.shape[1]
@@ -363,36 +638,39 @@ def _merge_bias(m, ix, bv, GA, GB, g0, Kf, Kp, Kr, Y, r0, y0, sgn):
         j = if_joint[ii]
         r = row_adr[j]
         o = if_roff[ii]
-        lp = h_side[sL + if_left[ii]] == 0
+        wl = h_side[sL + if_left[ii]]
+        wr = 1 - wl
+        bl = sL + if_left[ii]
+        br = sR + if_right[ii]
         for a in range(rows[j]):
-            gl = _side_rows(GA, GB, lp, r + a)
-            s = g0[r + a]
-            for c in range(nd):
-                s += gl[c] * bv[sL + if_left[ii], c]
-            if Rn >= 0:
-                gr = _side_rows(GA, GB, not lp, r + a)
+            t = g0[r + a]
+            k = sel[r + a]
+            if k >= 0:
+                t += G[wl, r + a, k] * bv[bl, k]
+                if Rn >= 0:
+                    t += G[wr, r + a, k] * bv[br, k]
+            else:
                 for c in range(nd):
-                    s += gr[c] * bv[sR + if_right[ii], c]
-            r0[rb + o + a] = s
-    tmp = np.empty(nr)
-    kb = m_K[m]
-    _psolve(Kf[kb:kb + nr * nr], Kp[rb:rb + nr], nr, Kr[m], r0[rb:rb + nr], y0[rb:rb + nr], tmp)
-    for a in range(nr):
-        y0[rb + a] *= sgn
+                    t += G[wl, r + a, c] * bv[bl, c]
+                if Rn >= 0:
+                    for c in range(nd):
+                        t += G[wr, r + a, c] * bv[br, c]
+            r0[rb + o + a] = t
+    _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, nd)
     sN = node_h_start[n]
     eb = m_E[m]
     for e in range(node_nh[n]):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
         for d in range(nd):
-            s = bv[slot, d]
+            t = bv[slot, d]
             for a in range(nr):
-                s -= Y[eb + e * nr + a, d] * r0[rb + a]
-            bv[sN + e, d] = s
+                t -= Y[eb + e * nr + a, d] * r0[rb + a]
+            bv[sN + e, d] = t
 
 
 @njit(cache=True)
-def _merge_down(m, ix, Fh, GA, GB, lam, Y, y0):
+def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
     nd = Fh.shape[1]
@@ -406,18 +684,19 @@ def _merge_down(m, ix, Fh, GA, GB, lam, Y, y0):
     rb = m_R[m]
     sN = node_h_start[n]
     eb = m_E[m]
+    n_h = node_nh[n]
     # Lambda = -(sum_e Y_e F_e + y0)
     for ii in range(if_start[m], if_start[m + 1]):
         j = if_joint[ii]
         o = if_roff[ii]
         for a in range(rows[j]):
-            s = y0[rb + o + a]
-            for e in range(node_nh[n]):
+            t = y0[rb + o + a]
+            for e in range(n_h):
                 for d in range(nd):
-                    s += Y[eb + e * nr + o + a, d] * Fh[sN + e, d]
-            lam[row_adr[j] + a] = -s
+                    t += Y[eb + e * nr + o + a, d] * Fh[sN + e, d]
+            lam[row_adr[j] + a] = -t
     # external handles pass their forces down
-    for e in range(node_nh[n]):
+    for e in range(n_h):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
         for d in range(nd):
@@ -426,27 +705,34 @@ def _merge_down(m, ix, Fh, GA, GB, lam, Y, y0):
     for ii in range(if_start[m], if_start[m + 1]):
         j = if_joint[ii]
         r = row_adr[j]
-        lp = h_side[sL + if_left[ii]] == 0
+        wl = h_side[sL + if_left[ii]]
+        wr = 1 - wl
         sl = sL + if_left[ii]
+        sr = sR + if_right[ii]
         for d in range(nd):
-            s = 0.0
-            for a in range(rows[j]):
-                s += _side_rows(GA, GB, lp, r + a)[d] * lam[r + a]
-            Fh[sl, d] = s
-        if Rn >= 0:
-            sr = sR + if_right[ii]
-            for d in range(nd):
-                s = 0.0
-                for a in range(rows[j]):
-                    s += _side_rows(GA, GB, not lp, r + a)[d] * lam[r + a]
-                Fh[sr, d] = s
+            Fh[sl, d] = 0.0
+            if Rn >= 0:
+                Fh[sr, d] = 0.0
+        for a in range(rows[j]):
+            la = lam[r + a]
+            k = sel[r + a]
+            if k >= 0:
+                Fh[sl, k] += G[wl, r + a, k] * la
+                if Rn >= 0:
+                    Fh[sr, k] += G[wr, r + a, k] * la
+            else:
+                for d in range(nd):
+                    Fh[sl, d] += G[wl, r + a, d] * la
+                if Rn >= 0:
+                    for d in range(nd):
+                        Fh[sr, d] += G[wr, r + a, d] * la
 
 
 # ----------------------------------------------------------------- level passes
 
 
 @njit(cache=True, parallel=True)
-def assemble_matrices(ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol):
+def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     """Matrix pass, leaves to root (Phi of the leaves already filled)."""
     level_start = ix[3]
     for lvl in range(level_start.shape[0] - 1):
@@ -454,14 +740,20 @@ def assemble_matrices(ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol):
         hi = level_start[lvl + 1]
         if hi - lo >= PARALLEL_MIN_MERGES:
             for m in prange(lo, hi):
-                _merge_matrices(m, ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol)
+                if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
+                    _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                else:
+                    _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
         else:
             for m in range(lo, hi):
-                _merge_matrices(m, ix, Phi, GA, GB, Kf, Kp, Kr, Ks, Y, E, eps, sgn, tol)
+                if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
+                    _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                else:
+                    _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
 @njit(cache=True, parallel=True)
-def assemble_biases(ix, bv, GA, GB, g0, Kf, Kp, Kr, Y, r0, y0, sgn):
+def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     """Bias pass, leaves to root (the leaves' bv already filled)."""
     level_start = ix[3]
     for lvl in range(level_start.shape[0] - 1):
@@ -469,14 +761,20 @@ def assemble_biases(ix, bv, GA, GB, g0, Kf, Kp, Kr, Y, r0, y0, sgn):
         hi = level_start[lvl + 1]
         if hi - lo >= PARALLEL_MIN_MERGES:
             for m in prange(lo, hi):
-                _merge_bias(m, ix, bv, GA, GB, g0, Kf, Kp, Kr, Y, r0, y0, sgn)
+                if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
+                    _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+                else:
+                    _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
         else:
             for m in range(lo, hi):
-                _merge_bias(m, ix, bv, GA, GB, g0, Kf, Kp, Kr, Y, r0, y0, sgn)
+                if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
+                    _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+                else:
+                    _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
 
 @njit(cache=True, parallel=True)
-def disassemble(ix, Fh, GA, GB, lam, Y, y0):
+def disassemble(ix, Fh, G, sel, lam, Y, y0):
     """Root to leaves: every joint's multipliers and every handle's force."""
     level_start = ix[3]
     for lvl in range(level_start.shape[0] - 2, -1, -1):
@@ -484,10 +782,16 @@ def disassemble(ix, Fh, GA, GB, lam, Y, y0):
         hi = level_start[lvl + 1]
         if hi - lo >= PARALLEL_MIN_MERGES:
             for m in prange(lo, hi):
-                _merge_down(m, ix, Fh, GA, GB, lam, Y, y0)
+                if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
+                    _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
+                else:
+                    _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
         else:
             for m in range(lo, hi):
-                _merge_down(m, ix, Fh, GA, GB, lam, Y, y0)
+                if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
+                    _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
+                else:
+                    _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
 
 
 def solve(lay: TreeLayout, eps: float = 0.0, sgn: float = 1.0, matrices: bool = True,
@@ -498,8 +802,8 @@ def solve(lay: TreeLayout, eps: float = 0.0, sgn: float = 1.0, matrices: bool = 
     -1 when it is negative definite (index-3's ``delta`` blocks).
     """
     if matrices:
-        assemble_matrices(lay.ix, lay.Phi, lay.GA, lay.GB, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E,
-                          eps, sgn, tol)
-    assemble_biases(lay.ix, lay.bv, lay.GA, lay.GB, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
-                    lay.y0, sgn)
-    disassemble(lay.ix, lay.Fh, lay.GA, lay.GB, lay.lam, lay.Y, lay.y0)
+        assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E,
+                          lay.scr, eps, sgn, tol)
+    assemble_biases(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0, lay.y0,
+                    lay.scr, sgn)
+    disassemble(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0)
