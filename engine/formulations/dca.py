@@ -408,6 +408,32 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     return worst, scale
 
 
+@njit(cache=True)
+def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
+              q, v, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
+              Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot):
+    """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA")."""
+    nb = ix[0]
+    row_adr = ix[19]
+    fk_positions(mk, q, x, R, P)
+    motion_subspace(mk, q, R, S)
+    fk_velocities(mk, x, P, S, v, V, c)
+    for k in range(spring_tree.shape[0]):
+        j = spring_tree[k]
+        jq[j] = q[q_adr[j]]
+    if spring_cut.shape[0] > 0:
+        joint_coordinates_from_poses(fa, spring_cut, x, R, jq_ref, jq)
+    applied_forces(fa, x, R, V, jq, Fext)
+    _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+    if ncut > 0:
+        _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
+    _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch)
+    treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
+    treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
+    treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
+    _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot)
+
+
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
     """For each constraint row: k if the tree-joint row is +-e_k (see :func:`_tree_rows`), else -1."""
     sel = np.full(int(model.nc_j.sum()), -1, dtype=np.int64)
@@ -445,6 +471,7 @@ class DCAFormulation(Formulation):
         self.alpha, self.beta = (float(bg[0]), float(bg[1])) if bg else (0.0, 0.0)
         self.spring_joints = spring_joints(m)
         self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
+        self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
         self.jq_ref = np.zeros(m.nj)
         self.jq = np.full(m.nj, np.nan)
         # workspace: position -> velocity -> acceleration -> constraint
@@ -481,25 +508,12 @@ class DCAFormulation(Formulation):
     # ---------------------------------------------------------------- passes
     def _solve(self, t, q, v):
         m, lay = self.model, self.lay
-        fk_positions(self.mk, q, self.x, self.R, self.P)
-        motion_subspace(self.mk, q, self.R, self.S)
-        fk_velocities(self.mk, self.x, self.P, self.S, v, self.V, self.c)
-        for j in self.spring_joints:
-            if j < m.nb:
-                self.jq[j] = q[m.q_adr[j]]
-        if len(self.cut_spring):
-            joint_coordinates_from_poses(self.fa, self.cut_spring, self.x, self.R, self.jq_ref, self.jq)
-        applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
-        _tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.G[0], lay.G[1], lay.g0, self._row_ix[0])
-        if m.ncut:
-            _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
-                      self._row_ix[0], self.alpha, self.beta)
-        _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
-                lay.bv, self.rhs_body, self.Jinv_w, self._scratch)
-        treesolve.solve(lay)
-        _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
-                       self.Jinv_w, self.A, self.vdot)
-        if not np.all(np.isfinite(self.vdot)):
+        _evaluate(self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
+                  m.ncut, self.spring_tree, self.cut_spring, q, v, self.x, self.R, self.P, self.S, self.V, self.c,
+                  self.Fext, self.jq, self.jq_ref, lay.G, lay.g0, self.phi, self.alpha, self.beta, lay.Phi, lay.bv,
+                  lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr,
+                  config.PIVOT_RTOL, self.rhs_body, self.Jinv_w, self._scratch, self.A, self.vdot)
+        if not np.isfinite(self.vdot).all():
             raise SingularSystemError(t, "accelerations are not finite")
 
     def closure_residual(self) -> tuple[float, float]:

@@ -35,8 +35,10 @@ space of ``G Phi G^T`` moves nothing (docs/derivations.md, "DCA").
 
 The matrix pass (``Phi^C``, ``K``, ``Y``) and the bias pass (``r0``, ``y0``,
 ``b^C``) are separate kernels: index-3's modified Newton iterations and
-projections rerun only the bias pass.  Level ``l``'s merges are independent, so
-each pass runs one ``prange`` per level.
+projections rerun only the bias pass.  Merges of one level are independent; the
+passes cut the tree into independent subtrees (:func:`subtree_partition`) so each
+pass opens a single parallel region -- a few fork/joins per evaluation, which
+matters on loaded machines -- and run the few merges above the cut serially.
 """
 
 from __future__ import annotations
@@ -50,8 +52,6 @@ from .. import config
 from ..model import Model
 from ..topology import AssemblyTree
 
-#: levels with fewer merges than this run on one thread (no parallel-region launch)
-PARALLEL_MIN_MERGES = 8
 #: per-body passes go parallel from this many bodies on
 PARALLEL_MIN_BODIES = 64
 
@@ -94,6 +94,53 @@ class TreeLayout:
         return self.G[1]
 
 
+#: the tree is cut into at least this many independent subtrees for the parallel passes
+SUBTREES = 16
+
+
+def subtree_partition(tree: AssemblyTree, min_subtrees: int = SUBTREES):
+    """Independent subtrees for one parallel region per pass.
+
+    ``split`` is the highest level with at least ``min_subtrees`` merges (-1: none,
+    everything runs serially).  Every merge at a level <= ``split`` whose parent merge
+    is above it (or which is a root) heads a subtree; a subtree's merges are listed
+    children first.  Merges above ``split`` form the serial top, in level order.
+    Returns (sub_start, sub_merges, top_merges).
+    """
+    nm, nb = tree.n_merges, tree.nb
+    level = np.zeros(nm, dtype=np.int64)
+    for l in range(tree.n_levels):
+        level[tree.level_start[l]:tree.level_start[l + 1]] = l
+    counts = np.diff(tree.level_start)
+    split = -1
+    for l in range(tree.n_levels):
+        if counts[l] >= min_subtrees:
+            split = l
+    parent = np.full(nm, -1, dtype=np.int64)
+    for m in range(nm):
+        for child in (tree.left[m], tree.right[m]):
+            if child >= nb:
+                parent[child - nb] = m
+    if split < 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.arange(nm, dtype=np.int64)
+    heads = [m for m in range(nm) if level[m] <= split and (parent[m] < 0 or level[parent[m]] > split)]
+    members = {h: [] for h in heads}
+    for m in range(nm):
+        if level[m] > split:
+            continue
+        h = m
+        while not (parent[h] < 0 or level[parent[h]] > split):
+            h = parent[h]
+        members[h].append(m)
+    sub_start, sub_merges = [0], []
+    for h in heads:
+        sub_merges += sorted(members[h], key=lambda k: (level[k], k))
+        sub_start.append(len(sub_merges))
+    top = [m for m in range(nm) if level[m] > split]
+    return (np.array(sub_start, dtype=np.int64), np.array(sub_merges, dtype=np.int64),
+            np.array(top, dtype=np.int64))
+
+
 def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray) -> TreeLayout:
     """Index arrays for ``tree`` with ``rows_per_joint[j]`` constraint rows per joint."""
     nb, nm = tree.nb, tree.n_merges
@@ -116,10 +163,12 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     nK = int((m_nr**2).sum())
     nR = int(m_nr.sum())
     nE = int((ne * m_nr).sum())
+    sub_start, sub_merges, top_merges = subtree_partition(tree)
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
         tree.node_pair_start, tree.h_joint, tree.h_side, tree.h_src, tree.if_start, tree.if_joint,
         tree.if_left, tree.if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows,
+        sub_start, sub_merges, top_merges,
     )
     return TreeLayout(
         nd=nd, ix=ix, n_rows=n_rows, tree=tree,
@@ -314,7 +363,7 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
     the DCA/HDCA): the same equations in axpy form with fixed trip counts over the six
     columns, which the compiler vectorises, and zero entries of G skipped."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     n = nb + m
     Ln = left[m]
     Rn = right[m]
@@ -403,7 +452,7 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
 @njit(cache=True)
 def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     nd = Phi.shape[1]
     n = nb + m
     Ln = left[m]
@@ -535,7 +584,7 @@ def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
 def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     """:func:`_merge_bias` for one interface joint and 6-vectors (axpy form)."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     n = nb + m
     Ln = left[m]
     Rn = right[m]
@@ -577,7 +626,7 @@ def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
     """:func:`_merge_down` for one interface joint and 6-vectors (axpy form)."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     n = nb + m
     Ln = left[m]
     Rn = right[m]
@@ -624,7 +673,7 @@ def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
 @njit(cache=True)
 def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     nd = bv.shape[1]
     n = nb + m
     Ln = left[m]
@@ -672,7 +721,7 @@ def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 @njit(cache=True)
 def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     nd = Fh.shape[1]
     n = nb + m
     Ln = left[m]
@@ -731,67 +780,65 @@ def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
 # ----------------------------------------------------------------- level passes
 
 
+@njit(cache=True)
+def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+    if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
+        _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    else:
+        _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+
+
+@njit(cache=True)
+def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+    if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
+        _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    else:
+        _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+
+
+@njit(cache=True)
+def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
+    if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
+        _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
+    else:
+        _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+
+
 @njit(cache=True, parallel=True)
 def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
-    """Matrix pass, leaves to root (Phi of the leaves already filled)."""
-    level_start = ix[3]
-    for lvl in range(level_start.shape[0] - 1):
-        lo = level_start[lvl]
-        hi = level_start[lvl + 1]
-        if hi - lo >= PARALLEL_MIN_MERGES:
-            for m in prange(lo, hi):
-                if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
-                    _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-                else:
-                    _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-        else:
-            for m in range(lo, hi):
-                if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
-                    _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-                else:
-                    _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
+    subtrees in one parallel region, then the few merges above them."""
+    sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+    if sub_start.shape[0] > 1:  # no parallel region at all for small trees
+        for s in prange(sub_start.shape[0] - 1):
+            for k in range(sub_start[s], sub_start[s + 1]):
+                _matrices_one(sub_merges[k], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    for k in range(top_merges.shape[0]):
+        _matrices_one(top_merges[k], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
 @njit(cache=True, parallel=True)
 def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     """Bias pass, leaves to root (the leaves' bv already filled)."""
-    level_start = ix[3]
-    for lvl in range(level_start.shape[0] - 1):
-        lo = level_start[lvl]
-        hi = level_start[lvl + 1]
-        if hi - lo >= PARALLEL_MIN_MERGES:
-            for m in prange(lo, hi):
-                if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
-                    _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-                else:
-                    _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-        else:
-            for m in range(lo, hi):
-                if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
-                    _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-                else:
-                    _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+    if sub_start.shape[0] > 1:
+        for s in prange(sub_start.shape[0] - 1):
+            for k in range(sub_start[s], sub_start[s + 1]):
+                _bias_one(sub_merges[k], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    for k in range(top_merges.shape[0]):
+        _bias_one(top_merges[k], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
 
 @njit(cache=True, parallel=True)
 def disassemble(ix, Fh, G, sel, lam, Y, y0):
     """Root to leaves: every joint's multipliers and every handle's force."""
-    level_start = ix[3]
-    for lvl in range(level_start.shape[0] - 2, -1, -1):
-        lo = level_start[lvl]
-        hi = level_start[lvl + 1]
-        if hi - lo >= PARALLEL_MIN_MERGES:
-            for m in prange(lo, hi):
-                if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
-                    _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
-                else:
-                    _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
-        else:
-            for m in range(lo, hi):
-                if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
-                    _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
-                else:
-                    _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+    sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+    for k in range(top_merges.shape[0] - 1, -1, -1):
+        _down_one(top_merges[k], ix, Fh, G, sel, lam, Y, y0)
+    if sub_start.shape[0] > 1:
+        for s in prange(sub_start.shape[0] - 1):
+            for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
+                _down_one(sub_merges[k], ix, Fh, G, sel, lam, Y, y0)
 
 
 def solve(lay: TreeLayout, eps: float = 0.0, sgn: float = 1.0, matrices: bool = True,

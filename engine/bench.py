@@ -1,0 +1,232 @@
+"""``linkwork bench``: speed of the divide-and-conquer formulations.
+
+Measures, on this machine and in one run (so ratios are meaningful on a shared,
+noisy machine):
+
+* one forward-dynamics evaluation (the ODE right-hand side) of spatial
+  (spherical) and planar (revolute) chains, n = 2, 4, ..., 1024 bodies, with one
+  thread and with all threads; the time per body;
+* Pinocchio's ``aba`` on the same chains, where its ``Data`` fits in memory
+  (Pinocchio 4 allocates n_v^3 tensors: 3.5 GB at 128 spherical bodies), as
+  the speed reference for tree forward dynamics;
+* start-up: the first evaluation with an empty numba cache (cold) and with a
+  filled one (warm), and ``linkwork run`` on the four-bar (1000 steps) end to end.
+
+Prints a table and writes JSON (``--json FILE``).  Timing: best of repeated
+batches, each batch long enough (>= 50 ms) that the clock resolution does not
+matter.  See docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _time_call(f, min_batch=0.05, repeats=5) -> float:
+    f()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        dt = time.perf_counter() - t0
+        if dt >= min_batch:
+            break
+        n *= 2
+    best = dt / n
+    for _ in range(repeats - 1):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
+def _chain_model(n: int, kind: str):
+    from .generators import chain
+    from .model import build_model
+
+    return build_model(chain(n, "spherical" if kind == "spherical" else "revolute", planar=kind != "spherical"))
+
+
+def time_formulation(name: str, n: int, kind: str, threads: int) -> float:
+    import numba
+    import numpy as np
+
+    from .simulation import Settings, Simulation
+
+    model = _chain_model(n, kind)
+    sim = Simulation(model, Settings(formulation=name, threads=threads))
+    form = sim.formulation
+    y = form.initial_state()
+    y[model.nq:] = np.random.default_rng(0).normal(scale=0.3, size=model.nv)
+    numba.set_num_threads(threads)
+    return _time_call(lambda: form.rhs(0.0, y))
+
+
+def time_pinocchio(n: int, kind: str) -> float | None:
+    """Seconds per ``pinocchio.aba`` on the same chain, or None (not installed / too big)."""
+    try:
+        import numpy as np
+        import pinocchio as pin
+    except ImportError:
+        return None
+    model = pin.Model()
+    parent = 0
+    for i in range(n):
+        placement = pin.SE3(np.eye(3), np.array([1.0, 0.0, 0.0])) if i > 0 else pin.SE3.Identity()
+        jm = pin.JointModelSpherical() if kind == "spherical" else pin.JointModelRZ()
+        jid = model.addJoint(parent, jm, placement, f"j{i}")
+        model.appendBodyToJoint(jid, pin.Inertia(1.0, np.array([0.5, 0.0, 0.0]), np.eye(3)), pin.SE3.Identity())
+        parent = jid
+    try:
+        data = model.createData()
+    except MemoryError:
+        return None
+    rng = np.random.default_rng(0)
+    if kind == "spherical":
+        Q = rng.normal(size=(n, 4))
+        Q /= np.linalg.norm(Q, axis=1)[:, None]
+        q = Q[:, [1, 2, 3, 0]].reshape(-1)
+    else:
+        q = rng.normal(size=n)
+    v = rng.normal(size=model.nv)
+    tau = rng.normal(size=model.nv)
+    return _time_call(lambda: pin.aba(model, data, q, v, tau))
+
+
+def startup(formulation: str) -> dict:
+    """Cold (empty numba cache) and warm first-evaluation and end-to-end CLI times."""
+    example = Path(__file__).resolve().parent.parent / "resources" / "examples" / "parallelogram-fourbar.mech.json"
+    code = (
+        "import time; t0 = time.perf_counter()\n"
+        "from engine.model import load_model\nfrom engine.simulation import Settings, Simulation\n"
+        f"sim = Simulation(load_model({str(example)!r}), Settings(formulation={formulation!r}))\n"
+        "sim.prepare(); print(time.perf_counter() - t0)\n"
+    )
+    out = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for label in ("cold", "warm"):
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            out[f"first_evaluation_{label}_s"] = float(r.stdout.strip().splitlines()[-1])
+        for label in ("run_warm",):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "engine.cli", "run", str(example), "--formulation", formulation,
+                            "--t-end", "10", "--dt", "0.01", "--out", os.devnull], env=env, check=True,
+                           capture_output=True)
+            out[f"{label}_1000_steps_s"] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "engine.cli", "run", str(example), "--formulation", formulation,
+                        "--t-end", "10", "--dt", "0.01", "--out", os.devnull], env=env, check=True,
+                       capture_output=True)
+        out["run_cold_1000_steps_s"] = time.perf_counter() - t0
+    return out
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import numba
+
+    from .formulations import REGISTRY
+
+    p = argparse.ArgumentParser(prog="linkwork bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--formulations", default=",".join(f for f in ("dca", "hdca") if f in REGISTRY),
+                   help="comma-separated [%(default)s]")
+    p.add_argument("--max-n", type=int, default=1024, help="largest chain [%(default)s]")
+    p.add_argument("--no-pinocchio", action="store_true", help="skip the Pinocchio reference")
+    p.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    args = p.parse_args(argv)
+    forms = [f for f in args.formulations.split(",") if f]
+    for f in forms:
+        if f not in REGISTRY:
+            print(f"linkwork bench: unknown formulation {f!r}", file=sys.stderr)
+            return 2
+    all_threads = numba.config.NUMBA_NUM_THREADS
+    sizes = [2 ** k for k in range(1, 11) if 2 ** k <= args.max_n]
+    result = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "cpu": cpu_name(), "cores": os.cpu_count(), "threads_all": all_threads,
+        "python": platform.python_version(), "numba": numba.__version__,
+        "threading_layer": None, "rows": [],
+    }
+    print(f"linkwork bench  {result['date']}  {result['cpu']}  ({result['cores']} cores)")
+    head = f"{'chain':10s} {'n':>5s}"
+    for f in forms:
+        head += f" {f + ' 1t us':>12s} {f + ' ' + str(all_threads) + 't us':>12s} {'ns/body':>8s}"
+    head += f" {'aba us':>9s} {'ns/body':>8s}"
+    print(head)
+    for kind in ("spherical", "revolute"):
+        for n in sizes:
+            row = {"chain": kind, "n": n}
+            line = f"{kind:10s} {n:5d}"
+            for f in forms:
+                t1 = time_formulation(f, n, kind, 1)
+                tall = time_formulation(f, n, kind, all_threads)
+                row[f] = {"t1_s": t1, f"t{all_threads}_s": tall, "per_body_1t_ns": t1 / n * 1e9}
+                line += f" {t1 * 1e6:12.1f} {tall * 1e6:12.1f} {t1 / n * 1e9:8.0f}"
+            ta = None
+            limit = 128 if kind == "spherical" else 256
+            if not args.no_pinocchio and n <= limit:
+                ta = time_pinocchio(n, kind)
+            row["pinocchio_aba_s"] = ta
+            line += f" {ta * 1e6:9.1f} {ta / n * 1e9:8.0f}" if ta else f" {'-':>9s} {'-':>8s}"
+            result["rows"].append(row)
+            print(line, flush=True)
+    try:
+        result["threading_layer"] = numba.threading_layer()
+    except ValueError:
+        pass
+    # summary figures for the DCA targets
+    summary = {}
+    for f in forms:
+        for kind in ("spherical", "revolute"):
+            rows = {r["n"]: r for r in result["rows"] if r["chain"] == kind}
+            per = [rows[n][f]["per_body_1t_ns"] for n in rows if 64 <= n <= 1024]
+            if per:
+                summary[f"{f}_{kind}_per_body_spread_64_1024"] = max(per) / min(per) - 1.0
+            aba = [rows[n]["pinocchio_aba_s"] / n for n in rows if rows[n]["pinocchio_aba_s"]]
+            if aba and max(rows) == 1024:
+                aba_1024 = min(aba[-2:]) * 1024  # per-body cost is flat: from the largest measured sizes
+                summary[f"{f}_{kind}_1024_over_aba"] = rows[1024][f]["t1_s"] / aba_1024
+                summary[f"{kind}_aba_per_body_ns"] = aba_1024 / 1024 * 1e9
+            if max(rows) == 1024:
+                summary[f"{f}_{kind}_1024_speedup_{all_threads}t"] = (
+                    rows[1024][f]["t1_s"] / rows[1024][f][f"t{all_threads}_s"])
+    result["summary"] = summary
+    print("\nsummary")
+    for k, v in summary.items():
+        print(f"  {k:45s} {v:8.3f}")
+    if not args.no_startup:
+        result["startup"] = {}
+        for f in forms:
+            st = startup(f)
+            result["startup"][f] = st
+            print(f"  {f} start-up: first evaluation cold {st['first_evaluation_cold_s']:.1f} s, warm "
+                  f"{st['first_evaluation_warm_s']:.2f} s; linkwork run four-bar 1000 steps: cold "
+                  f"{st['run_cold_1000_steps_s']:.1f} s, warm {st['run_warm_1000_steps_s']:.2f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+        print(f"\nwritten {args.json}")
+    return 0
