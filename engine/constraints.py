@@ -176,6 +176,86 @@ def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
 
 
 @njit(cache=True)
+def _add3(W, k0, v, sgn):
+    W[k0] += sgn * v[0]
+    W[k0 + 1] += sgn * v[1]
+    W[k0 + 2] += sgn * v[2]
+
+
+@njit(cache=True)
+def _dot_row_rate(u, w, wa, wb, lam, Wa, Wb):
+    """d/dt of the wrenches of a ``u.w`` row, G_a^T lam = [0; (u x w) lam], at fixed lam."""
+    ud = _cr(wa, u)
+    wd = _cr(wb, w)
+    t1 = _cr(ud, w)
+    t2 = _cr(u, wd)
+    v = (lam * (t1[0] + t2[0]), lam * (t1[1] + t2[1]), lam * (t1[2] + t2[2]))
+    _add3(Wa, 3, v, 1.0)
+    _add3(Wb, 3, v, -1.0)
+
+
+@njit(cache=True)
+def _dot_d_row_rate(u, d, dd, ra, rb, wa, wb, lam, Wa, Wb):
+    """d/dt of the wrenches of a ``u.d`` row at fixed lam:
+    G_b^T lam = [u; r_b x u] lam,  G_a^T lam = [-u; u x (d + r_a)] lam."""
+    ud = _cr(wa, u)
+    rbd = _cr(wb, rb)
+    rad = _cr(wa, ra)
+    _add3(Wb, 0, (lam * ud[0], lam * ud[1], lam * ud[2]), 1.0)
+    t1 = _cr(rbd, u)
+    t2 = _cr(rb, ud)
+    _add3(Wb, 3, (lam * (t1[0] + t2[0]), lam * (t1[1] + t2[1]), lam * (t1[2] + t2[2])), 1.0)
+    _add3(Wa, 0, (lam * ud[0], lam * ud[1], lam * ud[2]), -1.0)
+    t3 = _cr(ud, (d[0] + ra[0], d[1] + ra[1], d[2] + ra[2]))
+    t4 = _cr(u, (dd[0] + rad[0], dd[1] + rad[1], dd[2] + rad[2]))
+    _add3(Wa, 3, (lam * (t3[0] + t4[0]), lam * (t3[1] + t4[1]), lam * (t3[2] + t4[2])), 1.0)
+
+
+@njit(cache=True)
+def joint_constraint_rate(ca, j, xa, Ra, Va, xb, Rb, Vb, lam, Wa, Wb):
+    """Time derivative, at fixed multipliers ``lam`` (nc_j), of the wrenches
+    ``G_a^T lam`` and ``G_b^T lam`` (about each COM) of joint ``j``'s rows as laid
+    out by :func:`joint_constraint`.  Adds into ``Wa``, ``Wb`` (6 each).  Used by
+    the Hamiltonian formulation's momentum derivatives (docs/derivations.md, section 8)."""
+    jtype, pred, succ, anchor_pred, anchor_succ, axis_pred, axis_succ, perp_pred, frame_pred, \
+        frame_succ, c_adr, nc_j = ca
+    jt = jtype[j]
+    ra = _rotv(Ra, anchor_pred[j])
+    rb = _rotv(Rb, anchor_succ[j])
+    wa = (Va[3], Va[4], Va[5])
+    wb = (Vb[3], Vb[4], Vb[5])
+    if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
+        # G_b^T s = [s; r_b x s] -> [0; (w_b x r_b) x s];  G_a^T s = [-s; -(r_a x s)]
+        s3 = (lam[0], lam[1], lam[2])
+        _add3(Wb, 3, _cr(_cr(wb, rb), s3), 1.0)
+        _add3(Wa, 3, _cr(_cr(wa, ra), s3), -1.0)
+    if jt == REVOLUTE or jt == CYLINDRICAL:
+        u1 = _rotv(Ra, perp_pred[j, 0])
+        u2 = _rotv(Ra, perp_pred[j, 1])
+        h = _rotv(Rb, axis_succ[j])
+        r0 = 3 if jt == REVOLUTE else 0
+        _dot_row_rate(u1, h, wa, wb, lam[r0], Wa, Wb)
+        _dot_row_rate(u2, h, wa, wb, lam[r0 + 1], Wa, Wb)
+    elif jt == UNIVERSAL:
+        _dot_row_rate(_rotv(Ra, axis_pred[j]), _rotv(Rb, axis_succ[j]), wa, wb, lam[3], Wa, Wb)
+    elif jt == PRISMATIC or jt == FIXED:
+        r0 = 0 if jt == PRISMATIC else 3
+        _dot_row_rate(_rotv(Ra, frame_pred[j, 1]), _rotv(Rb, frame_succ[j, 2]), wa, wb, lam[r0], Wa, Wb)
+        _dot_row_rate(_rotv(Ra, frame_pred[j, 2]), _rotv(Rb, frame_succ[j, 0]), wa, wb, lam[r0 + 1], Wa, Wb)
+        _dot_row_rate(_rotv(Ra, frame_pred[j, 0]), _rotv(Rb, frame_succ[j, 1]), wa, wb, lam[r0 + 2], Wa, Wb)
+    if jt == PRISMATIC or jt == CYLINDRICAL:
+        d = (xb[0] + rb[0] - xa[0] - ra[0], xb[1] + rb[1] - xa[1] - ra[1], xb[2] + rb[2] - xa[2] - ra[2])
+        tb = _cr(wb, rb)
+        ta = _cr(wa, ra)
+        dd = (Vb[0] + tb[0] - Va[0] - ta[0], Vb[1] + tb[1] - Va[1] - ta[1], Vb[2] + tb[2] - Va[2] - ta[2])
+        u1 = _rotv(Ra, perp_pred[j, 0])
+        u2 = _rotv(Ra, perp_pred[j, 1])
+        r0 = 3 if jt == PRISMATIC else 2
+        _dot_d_row_rate(u1, d, dd, ra, rb, wa, wb, lam[r0], Wa, Wb)
+        _dot_d_row_rate(u2, d, dd, ra, rb, wa, wb, lam[r0 + 1], Wa, Wb)
+
+
+@njit(cache=True)
 def all_constraints(ca, x, R, V, phi, Ga, Gb, g):
     """Stacked constraints of every joint (rows ``c_adr[j]``), ``Ga``/``Gb`` (nc, 6)."""
     jtype, pred, succ, anchor_pred, anchor_succ, axis_pred, axis_succ, perp_pred, frame_pred, \

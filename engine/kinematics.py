@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
-from .spatial import axis_angle_rot, crm, matmul3, shift_motion
+from .spatial import axis_angle_rot, crm, matmul3, shift_force, shift_motion
 
 
 def kin_arrays(model: Model):
@@ -272,6 +272,28 @@ def fk_accelerations(mk, x, P, S, c, vdot, A):
         for k in range(3):
             l[k] = x[i, k] - P[i, k]
         shift_motion(Ai, l, A[i])
+
+
+@njit(cache=True)
+def subtree_sums(parent, x, P, W, out):
+    """``out[k]`` = sum over the bodies outboard of tree joint k of their wrenches
+    ``W`` (about each COM), about the joint point ``P[k]``: one backward pass
+    (children have larger indices than their parents)."""
+    nb = parent.shape[0]
+    tmp = np.empty(6)
+    l = np.empty(3)
+    for i in range(nb):
+        for k in range(3):
+            l[k] = x[i, k] - P[i, k]
+        shift_force(W[i], l, out[i])
+    for i in range(nb - 1, -1, -1):
+        p = parent[i]
+        if p >= 0:
+            for k in range(3):
+                l[k] = P[i, k] - P[p, k]
+            shift_force(out[i], l, tmp)
+            for k in range(6):
+                out[p, k] += tmp[k]
 
 
 @njit(cache=True)

@@ -58,12 +58,8 @@ def _world_inertia(R, Ib, out):
 
 
 @njit(cache=True)
-def _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch):
-    """Body i: mobility blocks between its handle points and bias accelerations; also
-    ``rhs_body = F_ext - V x* I V`` (about the COM) and the world inverse inertia."""
-    node_nh, node_h_start, node_pair_start, h_joint = ix[4], ix[5], ix[6], ix[7]
-    _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
-    Ji = Jinv_w[i]
+def _body_rhs(i, mass, inertia, R, V, Fext, rhs_body):
+    """DCA's bias wrench of body i about its COM: ``F_ext - V x* I V``."""
     Ri = R[i]
     Ib = inertia[i]
     m = mass[i]
@@ -76,10 +72,10 @@ def _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body
     h0 = Ib[0, 0] * b0 + Ib[0, 1] * b1 + Ib[0, 2] * b2
     h1 = Ib[1, 0] * b0 + Ib[1, 1] * b1 + Ib[1, 2] * b2
     h2 = Ib[2, 0] * b0 + Ib[2, 1] * b1 + Ib[2, 2] * b2
-    # V x* I V = [m w x v_C; w x J w]
     Jw0 = Ri[0, 0] * h0 + Ri[0, 1] * h1 + Ri[0, 2] * h2
     Jw1 = Ri[1, 0] * h0 + Ri[1, 1] * h1 + Ri[1, 2] * h2
     Jw2 = Ri[2, 0] * h0 + Ri[2, 1] * h1 + Ri[2, 2] * h2
+    # V x* I V = [m w x v_C; w x J w]
     rb = rhs_body[i]
     rb[0] = Fext[i, 0] - m * (w1 * v2 - w2 * v1)
     rb[1] = Fext[i, 1] - m * (w2 * v0 - w0 * v2)
@@ -87,7 +83,20 @@ def _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body
     rb[3] = Fext[i, 3] - (w1 * Jw2 - w2 * Jw1)
     rb[4] = Fext[i, 4] - (w2 * Jw0 - w0 * Jw2)
     rb[5] = Fext[i, 5] - (w0 * Jw1 - w1 * Jw0)
-    # acceleration of the COM: a = D rb
+
+
+@njit(cache=True)
+def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks):
+    """Body i as a leaf of the tree solve: the handle biases ``b_h = X_h^T D w`` for the
+    body wrench (or impulse) ``w = rhs_body[i]`` and, if ``blocks``, the mobility
+    blocks ``Phi_hk = X_h^T D X_k`` and the world inverse inertia."""
+    node_nh, node_h_start, node_pair_start, h_joint = ix[4], ix[5], ix[6], ix[7]
+    if blocks:
+        _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
+    Ji = Jinv_w[i]
+    m = mass[i]
+    rb = rhs_body[i]
+    # response of the COM: a = D rb
     a0 = rb[0] / m
     a1 = rb[1] / m
     a2 = rb[2] / m
@@ -110,6 +119,8 @@ def _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body
         bv[sh + h, 3] = al0
         bv[sh + h, 4] = al1
         bv[sh + h, 5] = al2
+        if not blocks:
+            continue
         for k in range(h, nh):  # Phi_kh = Phi_hk^T: mirrored below
             jk = h_joint[sh + k]
             lk0 = P[jk, 0] - x[i, 0]
@@ -143,15 +154,21 @@ def _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body
 
 
 @njit(cache=True, parallel=True)
-def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch):
-    """:func:`_leaf` for every body (in parallel for large mechanisms)."""
+def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
+            blocks):
+    """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
+    wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given."""
     nb = ix[0]
     if nb >= treesolve.PARALLEL_MIN_BODIES:
         for i in prange(nb):
-            _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch)
+            if dca_rhs:
+                _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
+            _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
     else:
         for i in range(nb):
-            _leaf(i, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch)
+            if dca_rhs:
+                _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
+            _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
 
 
 @njit(cache=True)
@@ -427,7 +444,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
     if ncut > 0:
         _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
-    _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch)
+    _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, True, True)
     treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
     treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
     treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
@@ -451,7 +468,7 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------- formulation
 
 
-class DCAFormulation(Formulation):
+class DCAFormulation(treesolve.SingularityWatch, Formulation):
     name = "dca"
     title = "divide-and-conquer algorithm (Featherstone), acceleration level"
     kind = "ode"
@@ -467,6 +484,7 @@ class DCAFormulation(Formulation):
         self.fa = force_arrays(m)
         self.tree = build_assembly_tree(m)
         self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
+        self._watch_init(self.lay, m.nb)
         bg = getattr(settings, "baumgarte", None)
         self.alpha, self.beta = (float(bg[0]), float(bg[1])) if bg else (0.0, 0.0)
         self.spring_joints = spring_joints(m)

@@ -121,3 +121,36 @@ def test_constraint_derivatives_match_finite_differences(spec):
             out[r] = Ga_[r] @ Vz_[model.pred[j]] + Gb_[r] @ Vz_[model.succ[j]]
         return out
     np.testing.assert_allclose(phiddot, (pdot(Gap, Gbp, Vp) - pdot(Gam, Gbm, Vm)) / (2 * h), atol=2e-7)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_constraint_wrench_rates_match_finite_differences(spec):
+    """d/dt (G^T lam) at fixed lam, per joint and side, against central differences."""
+    from engine.constraints import joint_constraint, joint_constraint_rate
+
+    model = build_model(spec)
+    rng = np.random.default_rng(5)
+    q, v, vdot = _state(model, rng)
+    ca = con_arrays(model)
+
+    def wrenches(qq, vv, j, lam):
+        x, R, P, V, A = _kin(model, qq, vv)
+        n = model.nc_j[j]
+        phi = np.zeros(n); Ga = np.zeros((n, 6)); Gb = np.zeros((n, 6)); g = np.zeros(n)
+        a, b = model.pred[j], model.succ[j]
+        xa, Ra, Va = (np.zeros(3), np.eye(3), np.zeros(6)) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi, Ga, Gb, g)
+        Wa = np.zeros(6); Wb = np.zeros(6)
+        joint_constraint_rate(ca, j, xa, Ra, Va, x[b], R[b], V[b], lam, Wa, Wb)
+        return Ga.T @ lam, Gb.T @ lam, Wa, Wb
+
+    h = 1e-5
+    qp, vp = _flow(model, q, v, vdot, h)
+    qm, vm = _flow(model, q, v, vdot, -h)
+    for j in range(model.nj):
+        lam = rng.normal(size=model.nc_j[j])
+        _, _, Wa, Wb = wrenches(q, v, j, lam)
+        ap, bp, _, _ = wrenches(qp, vp, j, lam)
+        am, bm, _, _ = wrenches(qm, vm, j, lam)
+        np.testing.assert_allclose(Wa, (ap - am) / (2 * h), atol=1e-7)
+        np.testing.assert_allclose(Wb, (bp - bm) / (2 * h), atol=1e-7)
