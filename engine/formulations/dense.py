@@ -32,7 +32,7 @@ from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses,
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_accelerations, fk_positions, fk_velocities, kin_arrays,
-    motion_subspace, normalize_quaternions, qdot_from_v,
+    motion_subspace, normalize_quaternions, qdot_from_v, subtree_sums,
 )
 from ..model import SPHERICAL, Model
 from ..spatial import shift_force
@@ -69,26 +69,6 @@ def _body_terms(mass, inertia, R, V, A, Fext, Fbias):
         Fbias[i, 3] = Jw_al[0] + w[1] * Jw_w[2] - w[2] * Jw_w[1] - Fext[i, 3]
         Fbias[i, 4] = Jw_al[1] + w[2] * Jw_w[0] - w[0] * Jw_w[2] - Fext[i, 4]
         Fbias[i, 5] = Jw_al[2] + w[0] * Jw_w[1] - w[1] * Jw_w[0] - Fext[i, 5]
-
-
-@njit(cache=True)
-def _joint_forces(parent, x, P, Fbody, fj):
-    """Backward pass: wrench transmitted by each tree joint, about its point."""
-    nb = parent.shape[0]
-    tmp = np.empty(6)
-    l = np.empty(3)
-    for i in range(nb):
-        for k in range(3):
-            l[k] = x[i, k] - P[i, k]
-        shift_force(Fbody[i], l, fj[i])
-    for i in range(nb - 1, -1, -1):
-        p = parent[i]
-        if p >= 0:
-            for k in range(3):
-                l[k] = P[i, k] - P[p, k]
-            shift_force(fj[i], l, tmp)
-            for k in range(6):
-                fj[p, k] += tmp[k]
 
 
 @njit(cache=True)
@@ -363,7 +343,7 @@ class DenseFormulation(Formulation):
         fk_accelerations(self.mk, self.x, self.P, self.S, self.c, zero, self.A)
         A_bias = self.A.copy()
         _body_terms(m.mass, m.inertia, self.R, self.V, A_bias, self.Fext, self.Fbody)
-        _joint_forces(m.parent, self.x, self.P, self.Fbody, self.fj)
+        subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
         _project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, self.h)
         L = self._cholesky(t)
         u0 = scipy.linalg.solve_triangular(L, -self.h, lower=True)
@@ -582,6 +562,6 @@ class DenseFormulation(Formulation):
             row += n
         # tree joints: force balance of the subtree, cut-joint wrenches counted as applied
         _body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext + Fcut, self.Fbody)
-        _joint_forces(m.parent, self.x, self.P, self.Fbody, self.fj)
+        subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
         react[: m.nb] = self.fj
         return react
