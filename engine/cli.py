@@ -144,15 +144,29 @@ def cmd_run(argv: list[str]) -> int:
     status = EXIT_OK
     t_start = time.perf_counter()
     s = sim.settings
+    warned = 0
+
+    def new_warnings(stats):
+        nonlocal warned
+        ws = stats.get("warnings", [])
+        for w in ws[warned:]:
+            print(("\n" if verbose else "") + f"linkwork: warning: {w}", file=sys.stderr)
+        warned = len(ws)
+
     try:
         for chunk in sim.run():
             writer.write_rows(chunk.rows)
+            new_warnings(chunk.stats)
             if verbose:
                 t = chunk.stats["t"]
                 wall = time.perf_counter() - t_start
                 print(f"\r  t = {t:8.3f} / {s.t_end:g} s   {100 * t / s.t_end:5.1f} %   "
                       f"wall {wall:6.1f} s", end="", file=sys.stderr, flush=True)
         form = sim.formulation
+        new_warnings(sim.stats)
+        if sim.stats.get("singular_visits", 0) > warned:
+            print(f"linkwork: warning: near a singular configuration {sim.stats['singular_visits']} times in all",
+                  file=sys.stderr)
         ini = getattr(form, "initial", None)
         if verbose:
             print("", file=sys.stderr)
