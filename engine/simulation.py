@@ -166,6 +166,12 @@ class Simulation:
             yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
                                  self._cancel.is_set)
 
+    def states(self):
+        """Yield the raw ``(t, y)`` at every output instant, without evaluating rows:
+        the integration alone, for timing it (``linkwork study``)."""
+        self.prepare()
+        yield from self._steps(self._y0)
+
     def run(self, chunk_rows: int = config.CHUNK_ROWS, max_interval: float | None = None):
         """Yield :class:`ResultChunk` objects until ``t_end``, a cancel, or a failure.
 

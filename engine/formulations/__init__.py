@@ -10,10 +10,12 @@ from ..model import Model
 from .base import Evaluation, Formulation
 from .dca import DCAFormulation
 from .dense import DenseFormulation
+from .hdca import HDCAFormulation
 
 REGISTRY: dict[str, type[Formulation]] = {
     "dense": DenseFormulation,
     "dca": DCAFormulation,
+    "hdca": HDCAFormulation,
 }
 
 #: names the contract reserves for formulations this version does not have yet

@@ -1,0 +1,410 @@
+"""Formulation ``hdca``: the Hamiltonian divide-and-conquer algorithm (paper 001).
+
+State: tree coordinates ``q`` and augmented canonical momenta ``p* = M v + K^T sigma``
+(docs/derivations.md, section 8).  Each evaluation runs
+
+* phase 1 -- velocities and constraint impulses: the DCA tree solve of
+  :mod:`.treesolve` at the velocity level, with the same mobility blocks as
+  ``dca``, the joints' known momentum impulses ``S_j p*_j`` as body biases and
+  homogeneous constraint rows, so ``K v = 0`` holds exactly (eqs. H1-H2);
+* phase 2 -- momentum derivatives: ``p*_k`` is ``S_k^T`` of the impulse the joint
+  transmits (known from phase 1); differentiating gives eq. (H3) from the
+  articulated external loads ``Q_bar`` collected over each subtree.  Cut joints
+  have zero momentum and need no equation.
+
+Reactions (paper 001 section 3.4): ``lambda = sigma_dot`` solves the acceleration-
+level problem with the coefficients phase 1 has already factorised -- one more bias
+pass and disassembly (the DCA's), no finite differences of ``sigma``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .. import config
+from ..constraints import con_arrays, joint_constraint, joint_constraint_rate
+from ..errors import SingularSystemError
+from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..initial import initial_state, tree_velocities
+from ..kinematics import (
+    classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
+    qdot_from_v, subtree_sums,
+)
+from ..model import UNIVERSAL, Model
+from ..topology import build_assembly_tree
+from . import treesolve
+from .base import Evaluation, Formulation, check_consistent
+from .dca import _accelerations, _cut_rows, _leaves, _residual, _tree_rows, unit_rows
+
+
+@njit(cache=True)
+def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
+    """Body impulse (about its COM) of the joints' momenta: ``+S_j p_j`` on the
+    successor, ``-S_j p_j`` on the predecessor, through the body's handles."""
+    node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
+    for k in range(6):
+        out[i, k] = 0.0
+    sh = node_h_start[i]
+    for h in range(node_nh[i]):
+        j = h_joint[sh + h]
+        if j >= nb:  # cut joint: no momentum
+            continue
+        sgn = -1.0 if h_side[sh + h] == 0 else 1.0  # body holds the pred end -> minus
+        f0 = f1 = f2 = n0 = n1 = n2 = 0.0
+        for c in range(v_adr[j], v_adr[j] + nv_j[j]):
+            f0 += S[c, 0] * p[c]
+            f1 += S[c, 1] * p[c]
+            f2 += S[c, 2] * p[c]
+            n0 += S[c, 3] * p[c]
+            n1 += S[c, 4] * p[c]
+            n2 += S[c, 5] * p[c]
+        # shift from P_j to the COM: n + (P_j - x) x f
+        l0 = P[j, 0] - x[i, 0]
+        l1 = P[j, 1] - x[i, 1]
+        l2 = P[j, 2] - x[i, 2]
+        out[i, 0] += sgn * f0
+        out[i, 1] += sgn * f1
+        out[i, 2] += sgn * f2
+        out[i, 3] += sgn * (n0 + l1 * f2 - l2 * f1)
+        out[i, 4] += sgn * (n1 + l2 * f0 - l0 * f2)
+        out[i, 5] += sgn * (n2 + l0 * f1 - l1 * f0)
+
+
+@njit(cache=True, parallel=True)
+def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
+    if nb >= treesolve.PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
+    else:
+        for i in range(nb):
+            _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
+
+
+@njit(cache=True)
+def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
+            G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
+            scratch, Vh, v):
+    """Velocities ``v`` and impulses ``lam`` from (q, p*): eqs. (H1)-(H2)."""
+    nb = ix[0]
+    row_adr = ix[19]
+    fk_positions(mk, q, x, R, P)
+    motion_subspace(mk, q, R, S)
+    # constraint rows: positions only (zero twists and velocity products), homogeneous
+    _tree_rows(mk, perp_pred, R, S, c0, G[0], G[1], g0, row_adr)
+    if ncut > 0:
+        _cut_rows(ca, nb, x, R, V0, P, G[0], G[1], g0, phi, row_adr, 0.0, 0.0)
+    for r in range(g0.shape[0]):
+        g0[r] = 0.0
+    _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, impulses)
+    _leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch, False,
+            True)
+    treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
+    treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
+    treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
+    # body twists about the COM and joint velocities (the DCA recovery, no c term)
+    _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v)
+
+
+@njit(cache=True)
+def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
+    """Cut-joint impulse wrenches (tree-solve sign, about each COM) and their time
+    derivatives at fixed multipliers."""
+    jtype, pred, succ, nc_j = ca[0], ca[1], ca[2], ca[11]
+    nj = jtype.shape[0]
+    for i in range(nb):
+        for k in range(6):
+            Wcut[i, k] = 0.0
+            Wdot[i, k] = 0.0
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
+    phi = np.zeros(6)
+    Ga = np.zeros((6, 6))
+    Gb = np.zeros((6, 6))
+    g = np.zeros(6)
+    Wa = np.zeros(6)
+    Wb = np.zeros(6)
+    for j in range(nb, nj):
+        a = pred[j]
+        b = succ[j]
+        n = nc_j[j]
+        r = row_adr[j]
+        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[:n], Ga[:n], Gb[:n], g[:n])
+        for k in range(6):
+            Wa[k] = 0.0
+            Wb[k] = 0.0
+        joint_constraint_rate(ca, j, xa, Ra, Va, x[b], R[b], V[b], lam[r:r + n], Wa, Wb)
+        for k in range(6):
+            sb = 0.0
+            sa = 0.0
+            for rr in range(n):
+                sb += Gb[rr, k] * lam[r + rr]
+                sa += Ga[rr, k] * lam[r + rr]
+            Wcut[b, k] += sb
+            Wdot[b, k] += Wb[k]
+            if a >= 0:
+                Wcut[a, k] += sa
+                Wdot[a, k] += Wa[k]
+
+
+@njit(cache=True)
+def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
+    """Eq. (H3) for tree joint k."""
+    parent, jtype, v_adr = mk[0], mk[1], mk[3]
+    pk = parent[k]
+    # articulated momentum: impulse through joint k about P_k = S p + (constraint impulse)
+    Pb0 = Pb1 = Pb2 = Pb3 = Pb4 = Pb5 = 0.0
+    va = v_adr[k]
+    vb = va + nv_j[k]
+    for c in range(va, vb):
+        Pb0 += S[c, 0] * p[c]
+        Pb1 += S[c, 1] * p[c]
+        Pb2 += S[c, 2] * p[c]
+        Pb3 += S[c, 3] * p[c]
+        Pb4 += S[c, 4] * p[c]
+        Pb5 += S[c, 5] * p[c]
+    r = row_adr[k]
+    for a in range(r, r + rows[k]):
+        Pb0 += G1[a, 0] * lam[a]
+        Pb1 += G1[a, 1] * lam[a]
+        Pb2 += G1[a, 2] * lam[a]
+        Pb3 += G1[a, 3] * lam[a]
+        Pb4 += G1[a, 4] * lam[a]
+        Pb5 += G1[a, 5] * lam[a]
+    # velocity of P_k and angular velocity of the predecessor
+    vp0 = vp1 = vp2 = 0.0
+    wp0 = wp1 = wp2 = 0.0
+    if pk >= 0:
+        wp0, wp1, wp2 = V[pk, 3], V[pk, 4], V[pk, 5]
+        l0 = P[k, 0] - x[pk, 0]
+        l1 = P[k, 1] - x[pk, 1]
+        l2 = P[k, 2] - x[pk, 2]
+        vp0 = V[pk, 0] + wp1 * l2 - wp2 * l1
+        vp1 = V[pk, 1] + wp2 * l0 - wp0 * l2
+        vp2 = V[pk, 2] + wp0 * l1 - wp1 * l0
+    # Q_bar - [0; v_P x P_lin]
+    R0 = Qbar[k, 0]
+    R1 = Qbar[k, 1]
+    R2 = Qbar[k, 2]
+    R3 = Qbar[k, 3] - (vp1 * Pb2 - vp2 * Pb1)
+    R4 = Qbar[k, 4] - (vp2 * Pb0 - vp0 * Pb2)
+    R5 = Qbar[k, 5] - (vp0 * Pb1 - vp1 * Pb0)
+    for c in range(va, vb):
+        # carrier of the column: the predecessor, except a universal joint's second axis
+        w0, w1, w2 = wp0, wp1, wp2
+        if jtype[k] == UNIVERSAL and c == va + 1:
+            w0, w1, w2 = V[k, 3], V[k, 4], V[k, 5]
+        s0, s1, s2, s3, s4, s5 = S[c, 0], S[c, 1], S[c, 2], S[c, 3], S[c, 4], S[c, 5]
+        # s_dot = [w x s_lin; w x s_ang] (column fixed in the carrier, about a point fixed in it)
+        d0 = w1 * s2 - w2 * s1
+        d1 = w2 * s0 - w0 * s2
+        d2 = w0 * s1 - w1 * s0
+        d3 = w1 * s5 - w2 * s4
+        d4 = w2 * s3 - w0 * s5
+        d5 = w0 * s4 - w1 * s3
+        pdot[c] = d0 * Pb0 + d1 * Pb1 + d2 * Pb2 + d3 * Pb3 + d4 * Pb4 + d5 * Pb5 + \
+            s0 * R0 + s1 * R1 + s2 * R2 + s3 * R3 + s4 * R4 + s5 * R5
+
+
+@njit(cache=True, parallel=True)
+def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
+    """Eq. (H3) for every tree joint (independent of each other)."""
+    nb = x.shape[0]
+    if nb >= treesolve.PARALLEL_MIN_BODIES:
+        for k in prange(nb):
+            _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
+    else:
+        for k in range(nb):
+            _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
+
+
+@njit(cache=True)
+def _loads(nb, Fext, Wcut, Wdot, V, Q):
+    """Per body: F_ext - d/dt(G^T lam)|lam - [0; v_C x W_cut,lin] (eq. H3); only bodies
+    at cut joints differ from F_ext."""
+    for i in range(nb):
+        for k in range(6):
+            Q[i, k] = Fext[i, k] - Wdot[i, k]
+        v0, v1, v2 = V[i, 0], V[i, 1], V[i, 2]
+        Q[i, 3] -= v1 * Wcut[i, 2] - v2 * Wcut[i, 1]
+        Q[i, 4] -= v2 * Wcut[i, 0] - v0 * Wcut[i, 2]
+        Q[i, 5] -= v0 * Wcut[i, 1] - v1 * Wcut[i, 0]
+
+
+@njit(cache=True)
+def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
+              spring_cut, q, p, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
+              Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot):
+    """One HDCA evaluation, both phases in one call (docs/derivations.md, "HDCA")."""
+    nb = ix[0]
+    _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
+            G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
+            scratch, Vh, v)
+    # phase 2: velocities, applied loads, articulated external loads, eq. (H3)
+    fk_velocities(mk, x, P, S, v, V, c)
+    for k in range(spring_tree.shape[0]):
+        j = spring_tree[k]
+        jq[j] = q[q_adr[j]]
+    if spring_cut.shape[0] > 0:
+        joint_coordinates_from_poses(fa, spring_cut, x, R, jq_ref, jq)
+    applied_forces(fa, x, R, V, jq, Fext)
+    if ncut > 0:
+        _cut_loads(ca, nb, x, R, V, lam, ix[19], Wcut, Wdot)
+    _loads(nb, Fext, Wcut, Wdot, V, Q)
+    subtree_sums(mk[0], x, P, Q, Qbar)
+    _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix[19], ix[20], Qbar, pdot)
+
+
+class HDCAFormulation(treesolve.SingularityWatch, Formulation):
+    name = "hdca"
+    title = "Hamiltonian divide-and-conquer algorithm, velocity level"
+    kind = "ode"
+    parameters = ("threads",)
+    summary = ("Paper 001's Hamiltonian DCA: joint coordinates and canonical momenta, loops closed at the "
+               "velocity level, so velocity constraints hold to round-off and positions drift only slowly.")
+
+    def __init__(self, model: Model, settings):
+        super().__init__(model, settings)
+        m = model
+        self.mk = kin_arrays(m)
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.tree = build_assembly_tree(m)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
+        self._watch_init(self.lay, m.nb)
+        self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
+        self.spring_joints = spring_joints(m)
+        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
+        self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
+        self.jq_ref = np.zeros(m.nj)
+        self.jq = np.full(m.nj, np.nan)
+        # workspace: position -> velocity (phase 1) -> momentum rates (phase 2) -> reactions
+        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
+        self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
+        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+        self.S = np.zeros((m.nv, 6))  # motion subspace, motion_subspace
+        self.V0 = np.zeros((m.nb, 6))  # zero twists (rows from positions only)
+        self.c0 = np.zeros((m.nb, 6))  # zero velocity-product terms
+        self.impulses = np.zeros((m.nb, 6))  # known joint impulses per body, _known_impulses
+        self.Jinv_w = np.zeros((m.nb, 3, 3))  # world inverse inertia, _leaves
+        self._scratch = np.zeros((m.nb, 3, 3))
+        self.Vh = np.zeros((m.nb, 6))  # body twists from phase 1
+        self.v = np.zeros(m.nv)  # joint velocities, phase 1
+        self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
+        self.c = np.zeros((m.nb, 6))  # velocity-product terms, fk_velocities
+        self.Fext = np.zeros((m.nb, 6))  # applied wrenches, applied_forces
+        self.Wcut = np.zeros((m.nb, 6))  # cut-joint impulse wrenches, _cut_loads
+        self.Wdot = np.zeros((m.nb, 6))  # their rates at fixed impulses, _cut_loads
+        self.Q = np.zeros((m.nb, 6))  # body loads of eq. H3, _loads
+        self.Qbar = np.zeros((m.nb, 6))  # articulated external loads, subtree_sums
+        self.pdot = np.zeros(m.nv)  # momentum rates, _momentum_rates
+        self.phi = np.zeros(self.lay.n_rows)
+        self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), _leaves
+        self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
+        self.vdot = np.zeros(m.nv)
+        self.qd = np.zeros(m.nq)
+
+    # ----------------------------------------------------------------- state
+    def initial_state(self) -> np.ndarray:
+        """q = 0 and p* = M v0 (sigma = 0, paper 001 section 2.1)."""
+        m = self.model
+        ini = initial_state(m)
+        self.initial = ini
+        q = m.q_zero()
+        fk_positions(self.mk, q, self.x, self.R, self.P)
+        motion_subspace(self.mk, q, self.R, self.S)
+        v0 = tree_velocities(m, ini.V, self.x, self.R, self.P)
+        fk_velocities(self.mk, self.x, self.P, self.S, v0, self.V, self.c)
+        # body momenta about each COM, collected over subtrees: p*_k = S_k^T h_k
+        H = np.zeros((m.nb, 6))
+        for i in range(m.nb):
+            Jw = self.R[i] @ m.inertia[i] @ self.R[i].T
+            H[i, :3] = m.mass[i] * self.V[i, :3]
+            H[i, 3:] = Jw @ self.V[i, 3:]
+        h = np.zeros((m.nb, 6))
+        subtree_sums(m.parent, self.x, self.P, H, h)
+        p = np.zeros(m.nv)
+        for k in range(m.nb):
+            for c in range(m.v_adr[k], m.v_adr[k] + m.nv_j[k]):
+                p[c] = self.S[c] @ h[k]
+        return np.concatenate([q, p])
+
+    # ---------------------------------------------------------------- passes
+    def _solve(self, t, q, p):
+        m, lay = self.model, self.lay
+        _evaluate(self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
+                  m.v_adr, m.nv_j, m.ncut, self.spring_tree, self.cut_spring, q, p, self.x, self.R, self.P, self.S,
+                  self.V0, self.c0, self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0, self.phi,
+                  lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0,
+                  lay.y0, lay.scr, config.PIVOT_RTOL, self.impulses, self.Jinv_w, self._scratch, self.Vh, self.v,
+                  self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot)
+        if not (np.isfinite(self.v).all() and np.isfinite(self.pdot).all()):
+            raise SingularSystemError(t, "velocities or momentum rates are not finite")
+
+    def velocities(self, t, y) -> np.ndarray:
+        """Joint velocities of the state (q, p*)."""
+        m = self.model
+        self._solve(t, y[: m.nq], y[m.nq:])
+        return self.v.copy()
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """Constraint impulses of the last evaluation (every joint's rows, tree-solve sign)."""
+        return self.lay.lam
+
+    def rhs(self, t, y):
+        self.nfev += 1
+        m = self.model
+        q, p = y[: m.nq], y[m.nq:]
+        self._solve(t, q, p)
+        qdot_from_v(self.mk, q, self.v, self.qd)
+        out = np.empty_like(y)
+        out[: m.nq] = self.qd
+        out[m.nq:] = self.pdot
+        return out
+
+    def post_step(self, t, y):
+        y = y.copy()
+        normalize_quaternions(self.mk, y[: self.model.nq])
+        return y
+
+    # ------------------------------------------------------------- reactions
+    def _acceleration_pass(self):
+        """lambda = sigma_dot: the acceleration-level bias pass and disassembly on the
+        tree phase 1 factorised (paper 001 section 3.4)."""
+        m, lay = self.model, self.lay
+        row_adr = lay.ix[19]
+        _tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.G[0], lay.G[1], lay.g0, row_adr)
+        if m.ncut:
+            _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
+                      row_adr, 0.0, 0.0)
+        _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
+                lay.bv, self.rhs_body, self.Jinv_w, self._scratch, True, False)
+        treesolve.assemble_biases(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
+                                  lay.y0, lay.scr, 1.0)
+        treesolve.disassemble(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0)
+        _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
+                       self.Jinv_w, self.A, self.vdot)
+
+    def evaluate(self, t, y) -> Evaluation:
+        m, lay = self.model, self.lay
+        q, p = y[: m.nq], y[m.nq:]
+        self._solve(t, q, p)
+        for j in self.cut_spring:
+            self.jq_ref[j] = self.jq[j]
+        lam_vel = self.lay.lam.copy()
+        self._acceleration_pass()
+        if m.ncut:
+            check_consistent(t, *_residual((lay.ix[19], lay.ix[20]), m.pred, m.succ, self.x, self.P, self.A,
+                                           lay.G[0], lay.G[1], lay.g0, m.nj))
+        reactions = np.zeros((m.nj, 6))
+        for j in range(m.nj):
+            r, n = lay.ix[19][j], lay.ix[20][j]
+            reactions[j] = lay.G[1, r:r + n].T @ lay.lam[r:r + n]
+        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
+                          acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
+                          jq=self.jq.copy(),
+                          extra={"v": self.v.copy(), "p": p.copy(), "q": q.copy(), "sigma": lam_vel,
+                                 "vdot": self.vdot.copy()})
