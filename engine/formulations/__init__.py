@@ -19,12 +19,29 @@ REGISTRY: dict[str, type[Formulation]] = {
 }
 
 #: names the contract reserves for formulations this version does not have yet
-PLANNED = ("dca", "hdca", "index3", "rcr", "embedding")
+PLANNED = ("index3", "rcr", "embedding")
+
+
+#: with closed loops, ``dense`` is the default up to this many joint velocities
+DENSE_DEFAULT_MAX_NV = 300
 
 
 def default_formulation(model: Model) -> str:
-    """The formulation ``linkwork run`` uses when none is given (docs/formulations.md)."""
-    return "dense"
+    """The formulation ``linkwork run`` uses when none is given (docs/formulations.md, "Default").
+
+    Open chains and trees: ``dca`` (O(n), exact, nothing to drift).  Closed loops:
+    ``dense`` while it is affordable -- it projects onto the constraints and crosses
+    singular configurations -- and ``hdca`` beyond (velocity-level closure, O(n)).
+    """
+    if model.ncut == 0:
+        choice = "dca"
+    elif model.nv <= DENSE_DEFAULT_MAX_NV:
+        choice = "dense"
+    else:
+        choice = "hdca"
+    if choice != "dense" and not REGISTRY[choice].supports(model)[0]:
+        choice = "dense"
+    return choice
 
 
 __all__ = ["REGISTRY", "PLANNED", "Evaluation", "Formulation", "default_formulation"]

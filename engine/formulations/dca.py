@@ -390,7 +390,8 @@ def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
 
 @njit(cache=True)
 def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
-    """Max |G_a A_a(P) + G_b A_b(P) + g0| over all rows and the largest term."""
+    """Max |G_a A_a(P) + G_b A_b(P) + g0| over all rows, and the largest sum of the
+    absolute values of its terms (the scale its round-off is relative to)."""
     row_adr, rows = ix_rows
     worst = 0.0
     scale = 0.0
@@ -403,23 +404,28 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
         for k in range(3):
             l[k] = P[j, k] - x[b, k]
         shift_motion(A[b], l, Ab)
+        # shift_motion's own round-off scale: |A| (1 + |l|)
+        mb = np.abs(A[b]).max() * (1.0 + np.sqrt(l[0] ** 2 + l[1] ** 2 + l[2] ** 2))
+        ma = 0.0
         if a >= 0:
             for k in range(3):
                 l[k] = P[j, k] - x[a, k]
             shift_motion(A[a], l, Aa)
+            ma = np.abs(A[a]).max() * (1.0 + np.sqrt(l[0] ** 2 + l[1] ** 2 + l[2] ** 2))
         else:
             for k in range(6):
                 Aa[k] = 0.0
         for r in range(row_adr[j], row_adr[j] + rows[j]):
             s1 = 0.0
             s2 = 0.0
+            t = abs(g0[r])  # the sum of |terms|: the scale of the round-off in res
             for k in range(6):
                 s1 += GB[r, k] * Ab[k]
                 s2 += GA[r, k] * Aa[k]
+                t += abs(GB[r, k]) * (abs(Ab[k]) + mb) + abs(GA[r, k]) * (abs(Aa[k]) + ma)
             res = abs(s1 + s2 + g0[r])
             if res > worst:
                 worst = res
-            t = max(abs(s1), abs(s2), abs(g0[r]))
             if t > scale:
                 scale = t
     return worst, scale
