@@ -35,7 +35,7 @@ def force_arrays(model: Model):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _add_point_force(F, b, x, f, p):
     """Add force f applied at world point p to body b (wrench about its COM)."""
     if b < 0:
@@ -51,7 +51,7 @@ def _add_point_force(F, b, x, f, p):
     F[b, 5] += rx * f[1] - ry * f[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _add_torque(F, b, t, sign):
     if b < 0:
         return
@@ -60,7 +60,7 @@ def _add_torque(F, b, t, sign):
     F[b, 5] += sign * t[2]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _world(R, b, s, out):
     if b < 0:
         for k in range(3):
@@ -70,7 +70,7 @@ def _world(R, b, s, out):
             out[k] = R[b, k, 0] * s[0] + R[b, k, 1] * s[1] + R[b, k, 2] * s[2]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _point_and_velocity(x, R, V, b, s, p, vp):
     """World position and velocity of the point with body coordinates s."""
     r = np.empty(3)
@@ -88,7 +88,7 @@ def _point_and_velocity(x, R, V, b, s, p, vp):
     vp[2] = V[b, 2] + w[0] * r[1] - w[1] * r[0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def joint_rate(fa, j, x, R, V):
     """Rate of a one-freedom joint from the body states (internal = file sense)."""
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
@@ -123,7 +123,7 @@ def joint_rate(fa, j, x, R, V):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def joint_coordinate(fa, j, x, R, ref):
     """Coordinate of a one-freedom joint from body poses, the branch nearest ``ref``."""
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
@@ -161,7 +161,7 @@ def joint_coordinate(fa, j, x, R, ref):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def applied_forces(fa, x, R, V, jq, F):
     """Wrenches of gravity and every force element about each COM (overwrites F).
 
@@ -274,7 +274,7 @@ def applied_forces(fa, x, R, V, jq, F):
         _add_point_force(F, a, x, f, P)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def energies(fa, inertia, x, R, V, jq):
     """(kinetic, potential) energy."""
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
@@ -313,7 +313,7 @@ def spring_joints(model: Model) -> np.ndarray:
     return np.unique(model.f_joint[model.f_type == F_JOINT_SPRING]).astype(np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def joint_coordinates_from_poses(fa, joints, x, R, ref, jq):
     """Fill ``jq[j]`` for ``j`` in ``joints`` from the poses (nearest branch to ``ref[j]``)."""
     for k in range(joints.shape[0]):

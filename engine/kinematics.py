@@ -33,7 +33,7 @@ def kin_arrays(model: Model):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
     """Relative rotation ``Rrel`` and translation ``d`` (both in the pred frame)
     of a tree joint of type ``jt`` whose coordinates start at ``q[qa]``.
@@ -75,7 +75,7 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
                 Rrel[i, k] = 1.0 if i == k else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fk_positions(mk, q, x, R, P):
     """Body poses and joint points from tree coordinates ``q``."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
@@ -128,7 +128,7 @@ def fk_positions(mk, q, x, R, P):
                     + R[a, k, 2] * anchor_pred[j, 2]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def motion_subspace(mk, q, R, S):
     """Columns of every tree joint's motion subspace, world frame, about its point."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
@@ -186,7 +186,7 @@ def motion_subspace(mk, q, R, S):
                         S[va + c, 3 + k] = R[p, k, c]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
@@ -237,7 +237,7 @@ def fk_velocities(mk, x, P, S, v, V, c):
         shift_motion(Vi, l, V[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fk_accelerations(mk, x, P, S, c, vdot, A):
     """Spatial accelerations ``A`` about each COM from joint accelerations ``vdot``
     (``vdot = 0`` gives the velocity-product bias accelerations)."""
@@ -274,7 +274,7 @@ def fk_accelerations(mk, x, P, S, c, vdot, A):
         shift_motion(Ai, l, A[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def subtree_sums(parent, x, P, W, out):
     """``out[k]`` = sum over the bodies outboard of tree joint k of their wrenches
     ``W`` (about each COM), about the joint point ``P[k]``: one backward pass
@@ -296,7 +296,7 @@ def subtree_sums(parent, x, P, W, out):
                 out[p, k] += tmp[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def qdot_from_v(mk, q, v, qd):
     """Time derivative of the tree coordinates (quaternion kinematics for spherical joints)."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
@@ -320,7 +320,7 @@ def qdot_from_v(mk, q, v, qd):
             qd[qa + 3] = 0.5 * (w0 * cc - w1 * b + w2 * a)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def normalize_quaternions(mk, q):
     """Renormalise the quaternion coordinates of spherical joints in place."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk

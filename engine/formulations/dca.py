@@ -43,7 +43,7 @@ from .base import Evaluation, Formulation, check_consistent
 # --------------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _world_inertia(R, Ib, out):
     """out = R Ib R^T."""
     for a in range(3):
@@ -57,7 +57,7 @@ def _world_inertia(R, Ib, out):
             out[a, b] = s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _body_rhs(i, mass, inertia, R, V, Fext, rhs_body):
     """DCA's bias wrench of body i about its COM: ``F_ext - V x* I V``."""
     Ri = R[i]
@@ -85,7 +85,7 @@ def _body_rhs(i, mass, inertia, R, V, Fext, rhs_body):
     rb[5] = Fext[i, 5] - (w0 * Jw1 - w1 * Jw0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks):
     """Body i as a leaf of the tree solve: the handle biases ``b_h = X_h^T D w`` for the
     body wrench (or impulse) ``w = rhs_body[i]`` and, if ``blocks``, the mobility
@@ -153,7 +153,7 @@ def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, s
                         blk2[d, c] = blk[c, d]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
             blocks):
     """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
@@ -171,7 +171,7 @@ def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
             _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
     """Rows T_j^T of every tree joint: GB = T^T, GA = -T^T, g0 = -T^T c_j (about P_j)."""
     parent, jtype, q_adr, v_adr = mk[0], mk[1], mk[2], mk[3]
@@ -255,7 +255,7 @@ def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
             g0[r + k] = -s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
     """Closure rows of the cut joints, re-expressed at the joint point P_j for
     spatial accelerations: G^P = G [[1, -~l], [0, 1]], g0 = g + G_lin (w x v_C)."""
@@ -305,7 +305,7 @@ def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
             g0[k] += 2.0 * alpha * vres + beta * beta * phi[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A):
     """Spatial acceleration about the COM of body i from its handle forces."""
     node_nh, node_h_start, h_joint = ix[4], ix[5], ix[7]
@@ -335,7 +335,7 @@ def _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A):
     A[i, 5] = Ji[2, 0] * n0 + Ji[2, 1] * n1 + Ji[2, 2] * n2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot):
     """vdot of tree joint i: S^T (A_i(P) - A_parent(P) - c_i)."""
     p = parent[i]
@@ -371,7 +371,7 @@ def _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot):
             + S[col, 5] * d5
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
     """Body spatial accelerations about the COM from the handle forces, then vdot."""
     nb = ix[0]
@@ -388,7 +388,7 @@ def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
             _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     """Max |G_a A_a(P) + G_b A_b(P) + g0| over all rows, and the largest sum of the
     absolute values of its terms (the scale its round-off is relative to)."""
@@ -431,7 +431,7 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     return worst, scale
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
               q, v, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
               Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot):

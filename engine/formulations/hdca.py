@@ -38,7 +38,7 @@ from .base import Evaluation, Formulation, check_consistent
 from .dca import _accelerations, _cut_rows, _leaves, _residual, _tree_rows, unit_rows
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
     """Body impulse (about its COM) of the joints' momenta: ``+S_j p_j`` on the
     successor, ``-S_j p_j`` on the predecessor, through the body's handles."""
@@ -71,7 +71,7 @@ def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
         out[i, 5] += sgn * (n2 + l0 * f1 - l1 * f0)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
     if nb >= treesolve.PARALLEL_MIN_BODIES:
         for i in prange(nb):
@@ -81,7 +81,7 @@ def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
             _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
             scratch, Vh, v):
@@ -106,7 +106,7 @@ def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut
     _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
     """Cut-joint impulse wrenches (tree-solve sign, about each COM) and their time
     derivatives at fixed multipliers."""
@@ -149,7 +149,7 @@ def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
                 Wdot[a, k] += Wa[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
     """Eq. (H3) for tree joint k."""
     parent, jtype, v_adr = mk[0], mk[1], mk[3]
@@ -208,7 +208,7 @@ def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdo
             s0 * R0 + s1 * R1 + s2 * R2 + s3 * R3 + s4 * R4 + s5 * R5
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
     """Eq. (H3) for every tree joint (independent of each other)."""
     nb = x.shape[0]
@@ -220,7 +220,7 @@ def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
             _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _loads(nb, Fext, Wcut, Wdot, V, Q):
     """Per body: F_ext - d/dt(G^T lam)|lam - [0; v_C x W_cut,lin] (eq. H3); only bodies
     at cut joints differ from F_ext."""
@@ -233,7 +233,7 @@ def _loads(nb, Fext, Wcut, Wdot, V, Q):
         Q[i, 5] -= v0 * Wcut[i, 1] - v1 * Wcut[i, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
               spring_cut, q, p, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
               Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot):

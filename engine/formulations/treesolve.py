@@ -185,7 +185,7 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
 # ------------------------------------------------------------------ small algebra
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pchol(W, L, P, kb, rb, n, tol):
     """Pivoted Cholesky of the symmetric positive semi-definite n x n matrix stored
     flat at ``W[kb:]`` (overwritten): ``K[piv][:, piv] = L L^T`` on the leading
@@ -269,7 +269,7 @@ def _pchol(W, L, P, kb, rb, n, tol):
     return rank
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
     """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] (basic solution); ``scr[m, t0:t0+n]`` is scratch."""
     for k in range(rank):
@@ -288,7 +288,7 @@ def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
         x[vb + P[rb + k]] = sgn * scr[m, t0 + k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
     """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] (basic solution);
     ``scr[m, t0:t0+n]`` is scratch."""
@@ -312,7 +312,7 @@ def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
 # ----------------------------------------------------------------- merge kernels
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _gphi6(Gs, w, r, nr, Phi, blk, out):
     """out[:nr] = G_w[r:r+nr] Phi[blk]  (axpy form over the 6 columns; zero entries skipped)."""
     for a in range(nr):
@@ -325,7 +325,7 @@ def _gphi6(Gs, w, r, nr, Phi, blk, out):
                     out[a, d] += g * Phi[blk, c, d]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _psolve6(L, P, kb, rb, n, rank, B, X, base, sgn, Z):
     """X[base:base+n, :6] = sgn K^-1 B[base:base+n, :6], all six columns at once
     (basic solution of the pivoted factor; ``Z`` is (>= n, 6) scratch)."""
@@ -357,7 +357,7 @@ def _psolve6(L, P, kb, rb, n, rank, B, X, base, sgn, Z):
             X[base + pk, d] = sgn * Z[k, d]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     """:func:`_merge_matrices` for one interface joint and 6 x 6 blocks (chains and trees of
     the DCA/HDCA): the same equations in axpy form with fixed trip counts over the six
@@ -449,7 +449,7 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
                         Phi[blk2, d, c] = T[c, d]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
@@ -580,7 +580,7 @@ def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
                         Phi[blk2, d, c] = Phi[blk, c, d]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     """:func:`_merge_bias` for one interface joint and 6-vectors (axpy form)."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
@@ -622,7 +622,7 @@ def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
                 bv[sN + e, d] -= Y[eb + e * nr + a, d] * ra
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
     """:func:`_merge_down` for one interface joint and 6-vectors (axpy form)."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
@@ -670,7 +670,7 @@ def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
                 Fh[sr, d] += G[wr, r + a, d] * la
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
@@ -718,7 +718,7 @@ def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
             bv[sN + e, d] = t
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
@@ -780,7 +780,7 @@ def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
 # ----------------------------------------------------------------- level passes
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
         _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
@@ -788,7 +788,7 @@ def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
         _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
         _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
@@ -796,7 +796,7 @@ def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
         _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
     if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
         _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
@@ -804,7 +804,7 @@ def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
         _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
     subtrees in one parallel region, then the few merges above them."""
@@ -817,7 +817,7 @@ def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
         _matrices_one(top_merges[k], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     """Bias pass, leaves to root (the leaves' bv already filled)."""
     sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
@@ -829,7 +829,7 @@ def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
         _bias_one(top_merges[k], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def disassemble(ix, Fh, G, sel, lam, Y, y0):
     """Root to leaves: every joint's multipliers and every handle's force."""
     sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
@@ -866,7 +866,7 @@ def closing_merges(lay: TreeLayout, nb: int) -> np.ndarray:
                      if (tr.if_joint[tr.if_start[m]:tr.if_start[m + 1]] >= nb).any()], dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def loop_conditioning(ix, Kf, Kr, merges) -> float:
     """Smallest ``s_min / s_max`` of the Cholesky factors of the loop-closing merges'
     ``K`` (their independent part).  For the merge that closes a loop, ``K`` is the
