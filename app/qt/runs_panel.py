@@ -1,0 +1,144 @@
+"""The runs of the session: which are overlaid in the plots, their status, export and removal."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QHBoxLayout, QHeaderView, QMenu, QPushButton, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+    QWidget,
+)
+
+from app.session import Session, Subscriptions
+
+from .plotting import run_color
+from .widgets import color_icon
+
+
+class RunsPanel(QWidget):
+    exportRequested = Signal(object)  # RunRecord
+
+    def __init__(self, session: Session, compare_menu: QMenu | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("RunsPanel")
+        self.session = session
+        self.history = session.history
+        self._subs = Subscriptions()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.setSpacing(4)
+        self.tree = QTreeWidget()
+        self.tree.setObjectName("runsTree")
+        self.tree.setHeaderLabels(["Run", "Status", "Rows", "Wall [s]"])
+        self.tree.setToolTip("Ticked runs are overlaid in the plots; the current run (bold) is the one "
+                             "shown in the 3-D view and exported. Right-click for more.")
+        self.tree.setRootIsDecorated(False)
+        hdr = self.tree.header()
+        hdr.setStretchLastSection(False)
+        hdr.setSectionResizeMode(0, QHeaderView.Stretch)
+        for c in (1, 2, 3):
+            hdr.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        self.tree.itemChanged.connect(self._checked)
+        self.tree.currentItemChanged.connect(self._current)
+        self.tree.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._menu)
+        lay.addWidget(self.tree, 1)
+        bar = QHBoxLayout()
+        self.compare_btn = QToolButton()
+        self.compare_btn.setText("Compare with…")
+        self.compare_btn.setToolTip("Run the same mechanism with another formulation or setting and overlay "
+                                    "the drift curves")
+        self.compare_btn.setPopupMode(QToolButton.InstantPopup)
+        if compare_menu is not None:
+            self.compare_btn.setMenu(compare_menu)
+        bar.addWidget(self.compare_btn)
+        bar.addStretch(1)
+        self.remove_btn = QPushButton("Remove")
+        self.remove_btn.clicked.connect(self._remove_current)
+        bar.addWidget(self.remove_btn)
+        lay.addLayout(bar)
+        for ev in (self.history.added, self.history.removed, self.history.current_changed,
+                   self.history.visibility_changed):
+            self._subs.connect(ev, lambda *_: self.rebuild())
+        self._status_subs = Subscriptions()
+        self.rebuild()
+
+    def close_panel(self) -> None:
+        self._subs.disconnect_all()
+        self._status_subs.disconnect_all()
+
+    def rebuild(self) -> None:
+        self._status_subs.disconnect_all()
+        with QSignalBlocker(self.tree):
+            self.tree.clear()
+            for run in reversed(self.history.runs):
+                it = QTreeWidgetItem()
+                it.setData(0, Qt.UserRole, run.id)
+                it.setFlags(it.flags() | Qt.ItemIsUserCheckable)
+                self._fill(it, run)
+                self.tree.addTopLevelItem(it)
+                if run is self.history.current:
+                    self.tree.setCurrentItem(it)
+                self._status_subs.connect(run.status_changed, lambda s, r=run: self.update_run(r))
+        self.remove_btn.setEnabled(self.history.current is not None and not self.history.current.active)
+
+    def _fill(self, it: QTreeWidgetItem, run) -> None:
+        it.setText(0, run.label)
+        f = it.font(0)
+        f.setBold(run is self.history.current)
+        it.setFont(0, f)
+        it.setIcon(0, color_icon(run_color(run)))
+        it.setCheckState(0, Qt.Checked if (run.visible or run is self.history.current) else Qt.Unchecked)
+        it.setText(1, run.status)
+        it.setText(2, str(run.n_rows))
+        wall = run.stats.get("wall_time")
+        it.setText(3, f"{wall:.3g}" if wall is not None else "")
+        tip = run.summary()
+        it.setToolTip(0, tip)
+        it.setToolTip(1, run.error or run.status)
+
+    def update_run(self, run) -> None:
+        """Refresh one run's row (status or row count changed)."""
+        for i in range(self.tree.topLevelItemCount()):
+            it = self.tree.topLevelItem(i)
+            if it.data(0, Qt.UserRole) == run.id:
+                with QSignalBlocker(self.tree):
+                    self._fill(it, run)
+        self.remove_btn.setEnabled(self.history.current is not None and not self.history.current.active)
+
+    def _run_of(self, it):
+        return self.history.by_id(it.data(0, Qt.UserRole)) if it is not None else None
+
+    def _checked(self, it, col) -> None:
+        run = self._run_of(it)
+        if run is not None and col == 0:
+            self.history.set_visible(run, it.checkState(0) == Qt.Checked)
+
+    def _current(self, it, _prev) -> None:
+        run = self._run_of(it)
+        if run is not None and run is not self.history.current:
+            self.history.set_current(run)
+
+    def _remove_current(self) -> None:
+        run = self.history.current
+        if run is not None and not run.active:
+            self.history.remove(run)
+
+    def _menu(self, pos) -> None:
+        it = self.tree.itemAt(pos)
+        run = self._run_of(it)
+        if run is None:
+            return
+        m = QMenu(self)
+        a = QAction("Make current", m)
+        a.triggered.connect(lambda: self.history.set_current(run))
+        m.addAction(a)
+        a = QAction("Export results CSV…", m)
+        a.setEnabled(run.n_rows > 0)
+        a.triggered.connect(lambda: self.exportRequested.emit(run))
+        m.addAction(a)
+        a = QAction("Remove", m)
+        a.setEnabled(not run.active)
+        a.triggered.connect(lambda: self.history.remove(run))
+        m.addAction(a)
+        m.exec(self.tree.viewport().mapToGlobal(pos))

@@ -1,0 +1,191 @@
+"""Take the documentation's screenshots (run under Xvfb):
+
+    xvfb-run -a -s '-screen 0 1280x800x24' python -m app.screenshots docs/images
+
+Each picture is a real state of the application at 1280x800: the four-bar
+example loaded and run (the README's walkthrough), a run in progress with live
+plots, the sketch editor, a generator dialog, the 3-D view, and a comparison
+of two integrators.  Settings go to a temporary folder, not the user's.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _wait(app, seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def _wait_for(app, cond, timeout: float = 120.0) -> None:
+    end = time.perf_counter() + timeout
+    while not cond():
+        if time.perf_counter() > end:
+            raise TimeoutError("the application did not get there in time")
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def take(out: Path) -> list[Path]:
+    from .threads import configure_environment
+
+    configure_environment()
+    from . import qt  # noqa: F401  (PySide6 work-around first)
+    from PySide6.QtCore import QCoreApplication, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from .vispy.scene import use_backend
+
+    use_backend()
+    tmp = tempfile.mkdtemp(prefix="linkwork-shots-")
+    QCoreApplication.setOrganizationName("LinkworkScreenshots")
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tmp)
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    from .main import configure_application
+
+    configure_application(app)
+    from engine.paths import examples_dir
+
+    from .qt.exporting import export_plot, export_view_png
+    from .qt.mainwindow import MainWindow
+    from .session.document import Selection
+
+    out.mkdir(parents=True, exist_ok=True)
+    shots: list[Path] = []
+
+    def grab(widget, name):
+        p = out / name
+        widget.grab().save(str(p))
+        shots.append(p)
+        return p
+
+    win = MainWindow()
+    win.resize(1280, 800)
+    win.move(0, 0)
+    win.show()
+    _wait(app, 0.5)
+
+    # 1. the README walkthrough: File > Examples > parallelogram four-bar, Run
+    win.open_file(examples_dir() / "parallelogram-fourbar.mech.json")
+    win.session.solver.update(t_end=4.0)
+    win.session.plot_options.set(quantity="joint.J1.q")
+    _wait(app, 0.5)
+    grab(win, "fourbar-opened.png")
+    run = win.run()
+    _wait_for(app, lambda: not win.runner.busy)
+    win.view_panel.set_trail(("joint", "J3"))
+    win.session.playback.set_time(2.6)
+    _wait(app, 0.8)
+    grab(win, "fourbar-run.png")
+
+    # 2. a run in progress: double loop, plots filling, progress bar part way
+    win.open_file(examples_dir() / "loop-8.mech.json")
+    win.session.solver.update(t_end=12.0)
+    win.session.plot_options.set(quantity="reaction.J1.fy")
+    _wait(app, 0.3)
+    win.view_panel.reset_camera("front")
+    win.view_panel.set_trail(("joint", "J5"))
+    _wait(app, 0.3)
+    for attempt in range(4):  # the picture must show the run still going
+        run = win.run()
+        _wait_for(app, lambda: run.t_last > 4.5 or not win.runner.busy)
+        _wait(app, 0.15)
+        still_running = run.status == "running"
+        if still_running:
+            grab(win, "run-in-progress.png")
+        win.runner.stop()
+        _wait_for(app, lambda: not win.runner.busy)
+        if still_running:
+            break
+        win.session.solver.update(t_end=win.session.solver.settings.t_end * 2)
+    else:
+        print("warning: no picture of a run in progress (the runs ended too soon)", file=sys.stderr)
+
+    # 3. the 3-D view on its own, larger: a spatial chain with the trail of its tip
+    win.open_file(examples_dir() / "chain-5-spherical-spatial.mech.json")
+    win.session.solver.update(t_end=2.0)
+    run = win.run()
+    _wait_for(app, lambda: not win.runner.busy)
+    win.view_panel.set_trail(("body", "L5"))
+    win.session.playback.set_time(1.6)
+    win.view_panel.reset_camera("iso")
+    _wait(app, 0.5)
+    p = out / "view3d.png"
+    export_view_png(win.view_panel.scene, p, size=(1200, 760))
+    shots.append(p)
+
+    # 4. the sketch editor: a four-bar being drawn, a joint selected
+    win.session.document.new()
+    sk = win.session.sketch
+    sk.set_default(inertia_mode="unit", snap=True)
+    sk.set_tool("pivot")
+    sk.place_pivot(0.0, 0.0)
+    sk.place_pivot(1.2, 0.0)
+    sk.set_tool("link")
+    pts = lambda: sk.points()  # noqa: E731
+
+    def at(a, b):
+        for k, q in enumerate(pts()):
+            if abs(q.pos[0] - a) < 1e-9 and abs(q.pos[1] - b) < 1e-9:
+                return k
+        return None
+
+    sk.link_click(0.0, 0.0, at(0.0, 0.0))
+    sk.link_click(0.4, 0.7, None)
+    sk.link_click(1.5, 0.9, None)
+    sk.link_click(1.2, 0.0, at(1.2, 0.0))
+    sk.set_tool("select")
+    win.session.document.select(Selection("joint", "J2"))
+    win.tabs.setCurrentIndex(1)
+    win.sketch_panel.canvas.fit()
+    _wait(app, 0.4)
+    grab(win, "editor-sketch.png")
+
+    # 5. a generator dialog with its live preview
+    dlg = win.generate("ladder")
+    form = dlg.form()
+    form.set_value("cells", 3)
+    dlg.update_preview()
+    _wait(app, 0.4)
+    grab(dlg, "generator-dialog.png")
+    dlg.reject()
+    _wait(app, 0.2)
+
+    # 6. compare: RK4 against RK45 on the single loop, drift curves overlaid
+    win.session.document.set_dirty_from_undo(True)  # the drawing above is not to be saved
+    win.open_file(examples_dir() / "loop-4.mech.json")
+    win.tabs.setCurrentIndex(0)
+    win.session.solver.update(t_end=5.0)
+    win.run()
+    _wait_for(app, lambda: not win.runner.busy)
+    win.compare({"integrator": "rk45"}, win.session.history.current.settings)
+    _wait_for(app, lambda: not win.runner.busy)
+    _wait(app, 0.5)
+    grab(win, "compare.png")
+    p = out / "compare-plots.png"
+    export_plot(win.session, "all", p, width=1000, height=420)
+    shots.append(p)
+
+    win.session.document.set_dirty_from_undo(True)
+    win.close()
+    app.processEvents()
+    return shots
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out = Path(argv[0] if argv else "docs/images")
+    for p in take(out):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

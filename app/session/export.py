@@ -1,0 +1,55 @@
+"""Exporters that read the result history, never the widgets (conventions 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.results import CsvWriter
+
+from .runs import RunRecord
+
+
+def export_csv(run: RunRecord, path: str | Path) -> Path:
+    """Write ``run``'s rows as the contract's results CSV (section 3).
+
+    The same writer, columns and rows as ``linkwork run --out``: for the same
+    mechanism and settings the files are byte-identical.
+    """
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        writer = CsvWriter(fh, list(run.columns))
+        writer.write_rows(run.data)
+    tmp.replace(p)
+    return p
+
+
+def cli_command(run: RunRecord, mech_path: str | Path | None, out: str = "out.csv") -> str:
+    """The ``linkwork run`` command line that reproduces ``run`` (for the run's details)."""
+    s = run.settings
+    from engine.simulation import Settings
+
+    d = Settings()
+    args = ["linkwork", "run", str(mech_path) if mech_path else "MECHANISM.mech.json",
+            "--formulation", str(s.formulation), "--integrator", str(s.integrator),
+            "--dt", repr(s.dt), "--t-end", repr(s.t_end)]
+    if s.integrator not in ("rk4", "trapezoidal"):
+        args += ["--rtol", repr(s.rtol), "--atol", repr(s.atol)]
+    if s.penalty != d.penalty:
+        args += ["--penalty", repr(s.penalty)]
+    if s.newton_iters != d.newton_iters:
+        args += ["--newton-iters", str(s.newton_iters)]
+    if s.newton_tol != d.newton_tol:
+        args += ["--newton-tol", repr(s.newton_tol)]
+    if s.threads is not None:
+        args += ["--threads", str(s.threads)]
+    if s.projection is not None:
+        args += ["--projection", "on" if s.projection else "off"]
+    if s.baumgarte is not None:
+        args += ["--baumgarte", repr(s.baumgarte[0]), repr(s.baumgarte[1])]
+    if s.tangent_hold != d.tangent_hold:
+        args += ["--tangent-hold", str(s.tangent_hold)]
+    if s.geometric_stiffness:
+        args += ["--geometric-stiffness"]
+    args += ["--out", out]
+    return " ".join(args)

@@ -1,0 +1,227 @@
+"""Solver settings of the session (no Qt).
+
+The list of formulations is read from :data:`engine.formulations.REGISTRY`
+every time, so a formulation the engine registers appears without any change
+here; each says itself whether it can run the current mechanism
+(``supports(model) -> (ok, reason)``) and which extra settings it reads
+(``parameters``).  Settings are :class:`engine.simulation.Settings`; checking
+them is :func:`engine.simulation.resolve_settings`'s job.
+"""
+
+from __future__ import annotations
+
+import os
+import typing
+from dataclasses import dataclass, fields
+
+from engine import formulations as _forms
+from engine.errors import SettingsError
+from engine.integrators import SCIPY_METHODS
+from engine.model import Model
+from engine.simulation import Settings, resolve_settings
+
+from .events import Event
+
+
+@dataclass(frozen=True)
+class FormulationInfo:
+    name: str
+    title: str
+    summary: str
+    kind: str
+    integrators: tuple[str, ...]
+    default_integrator: str
+    parameters: tuple[str, ...]
+    ok: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class ParameterInfo:
+    """How a formulation-specific :class:`Settings` field is shown and edited.
+
+    ``kind``: "float", "int", "bool", "tristate" (None/True/False), "pair"
+    (None or two floats).
+    """
+
+    name: str
+    label: str
+    kind: str
+    tooltip: str = ""
+    minimum: float | None = None
+
+
+#: nice labels for the fields the engine has today; unknown fields get a generic editor
+KNOWN_PARAMETERS = {
+    "penalty": ParameterInfo("penalty", "Penalty α", "float",
+                             "Augmented-Lagrangian penalty factor of the index-3 formulation", 0.0),
+    "newton_iters": ParameterInfo("newton_iters", "Newton iterations", "int",
+                                  "Maximum Newton-Raphson iterations per step", 1),
+    "newton_tol": ParameterInfo("newton_tol", "Newton tolerance", "float",
+                                "Newton-Raphson tolerance on |Δq|", 0.0),
+    "projection": ParameterInfo("projection", "Projection", "tristate",
+                                "Project positions and velocities onto the constraints at every output "
+                                "instant (automatic: on when the mechanism has loops)"),
+    "baumgarte": ParameterInfo("baumgarte", "Baumgarte (α, β)", "pair",
+                               "Baumgarte stabilisation of the loop closures; off when unset"),
+    "tangent_hold": ParameterInfo("tangent_hold", "Tangent hold", "int",
+                                  "Reuse the Newton tangent for this many iterations (modified Newton)", 1),
+    "geometric_stiffness": ParameterInfo("geometric_stiffness", "Geometric stiffness", "bool",
+                                         "Add the geometric-stiffness terms to the Newton tangent"),
+}
+
+INTEGRATOR_TITLES = {
+    "rk4": "RK4 (fixed step)",
+    "rk45": "RK45 (Dormand–Prince, adaptive)",
+    "rk23": "RK23 (Bogacki–Shampine, adaptive)",
+    "dop853": "DOP853 (8th order, adaptive)",
+    "lsoda": "LSODA (stiff/non-stiff switching)",
+    "radau": "Radau IIA (implicit, stiff)",
+    "bdf": "BDF (implicit, stiff)",
+    "trapezoidal": "Trapezoidal rule (index-3)",
+}
+
+
+def parameter_info(name: str) -> ParameterInfo:
+    """How to edit Settings field ``name`` (generic for fields this GUI does not know)."""
+    if name in KNOWN_PARAMETERS:
+        return KNOWN_PARAMETERS[name]
+    fld = {f.name: f for f in fields(Settings)}.get(name)
+    if fld is None:
+        raise KeyError(f"Settings has no field {name!r}")
+    hints = typing.get_type_hints(Settings)
+    t = hints.get(name)
+    default = fld.default
+    label = name.replace("_", " ").capitalize()
+    if t is bool or isinstance(default, bool):
+        kind = "bool"
+    elif t is int or (isinstance(default, int) and not isinstance(default, bool)):
+        kind = "int"
+    elif t == typing.Optional[bool]:
+        kind = "tristate"
+    elif "tuple" in str(t):
+        kind = "pair"
+    else:
+        kind = "float"
+    return ParameterInfo(name, label, kind)
+
+
+def is_adaptive(integrator: str | None) -> bool:
+    return integrator in SCIPY_METHODS
+
+
+def available_formulations(model: Model | None) -> list[FormulationInfo]:
+    """Every registered formulation, with whether it can run ``model`` and why not."""
+    out = []
+    for name, cls in _forms.REGISTRY.items():
+        if model is None:
+            ok, reason = False, "no valid mechanism"
+        else:
+            try:
+                ok, reason = cls.supports(model)
+            except Exception as exc:  # a formulation's own check failing is a reason too
+                ok, reason = False, f"support check failed: {exc}"
+        out.append(FormulationInfo(
+            name=name, title=getattr(cls, "title", "") or name, summary=getattr(cls, "summary", ""),
+            kind=getattr(cls, "kind", "ode"), integrators=tuple(cls.integrators),
+            default_integrator=cls.default_integrator, parameters=tuple(getattr(cls, "parameters", ())),
+            ok=bool(ok), reason=str(reason)))
+    return out
+
+
+def default_t_end(model: Model | None) -> float:
+    """10 s as on the command line, shorter for large mechanisms (a first look, not a study)."""
+    if model is None:
+        return 10.0
+    if model.nb > 64:
+        return 1.0
+    if model.nb > 16:
+        return 5.0
+    return 10.0
+
+
+def automatic_threads() -> int:
+    """The engine's thread count when the user leaves it automatic: every core but one,
+    which stays free for the live plots and the 3-D view (on 2 cores a parallel pass
+    sharing both with the display waits on every fork/join: measured 20 % slower
+    against 9 % with one thread, tests/app/qt/test_responsiveness.py)."""
+    return max(1, cpu_count() - 1)
+
+
+def cpu_count() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+class SolverModel:
+    """The solver settings being edited; ``changed(settings)`` on every real change."""
+
+    def __init__(self):
+        self.changed = Event("solver_changed")
+        self._settings = Settings(formulation=None)
+        self._model: Model | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def model(self) -> Model | None:
+        return self._model
+
+    def formulations(self) -> list[FormulationInfo]:
+        return available_formulations(self._model)
+
+    def info(self, name: str | None = None) -> FormulationInfo | None:
+        name = name or self._settings.formulation
+        for f in self.formulations():
+            if f.name == name:
+                return f
+        return None
+
+    def update(self, **changes) -> bool:
+        """Change settings; picking a formulation also picks a valid integrator."""
+        new = self._settings.replace(**changes)
+        if "formulation" in changes and new.formulation is not None:
+            cls = _forms.REGISTRY.get(new.formulation)
+            if cls is not None and new.integrator not in cls.integrators:
+                new = new.replace(integrator=cls.default_integrator)
+        if new == self._settings:
+            return False
+        self._settings = new
+        self.changed.emit(new)
+        return True
+
+    def set_model(self, model: Model | None, reset: bool = False) -> None:
+        """The mechanism changed; ``reset`` picks the defaults for it (new file)."""
+        self._model = model
+        s = self._settings
+        if model is not None:
+            name = s.formulation
+            infos = {f.name: f for f in self.formulations()}
+            if reset or name not in infos or not infos[name].ok:
+                name = _forms.default_formulation(model)
+                if name not in infos or not infos[name].ok:
+                    name = next((f.name for f in infos.values() if f.ok), name)
+            cls = _forms.REGISTRY.get(name)
+            integ = s.integrator
+            if reset or cls is None or integ not in cls.integrators:
+                integ = cls.default_integrator if cls is not None else None
+            s = s.replace(formulation=name, integrator=integ)
+            if reset:
+                s = s.replace(t_end=default_t_end(model), dt=Settings().dt)
+        if s != self._settings:
+            self._settings = s
+        # formulation availability depends on the model: always tell the views
+        self.changed.emit(self._settings)
+
+    def resolved(self) -> tuple[Settings | None, str]:
+        """(resolved settings, "") or (None, the engine's reason they cannot be used)."""
+        if self._model is None:
+            return None, "the mechanism is not valid"
+        try:
+            s = resolve_settings(self._model, self._settings)
+        except SettingsError as exc:
+            return None, str(exc)
+        if s.threads is None:
+            s = s.replace(threads=automatic_threads())
+        return s, ""

@@ -1,0 +1,137 @@
+"""Fixtures of the desktop application's tests (conventions 13).
+
+- the environment the application sets up (single-threaded BLAS, the PySide6
+  reference-count work-around) before anything else loads;
+- settings isolated in a temporary folder, under an organisation name only
+  tests use;
+- ``make_window``: main windows that are closed after the test, failing the
+  test if a top-level widget leaks (napari's ``make_napari_viewer``);
+- the ``gl`` marker: skipped cleanly where no OpenGL display exists (run the
+  suite under ``xvfb-run`` to include them).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+from app.threads import configure_environment
+
+configure_environment()
+if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+    # no display at all: widgets still work off screen; the `gl` tests skip themselves
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import app.qt  # noqa: E402,F401 -- first Qt import: applies the PySide6 6.12 work-around
+import pytest  # noqa: E402
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings  # noqa: E402
+
+TEST_ORGANIZATION = "LinkworkTests"
+
+
+@pytest.fixture(scope="session")
+def settings_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("settings")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _app_identity(qapp, settings_dir):
+    """QSettings of every test go to a temporary folder, never to the user's."""
+    from app.main import configure_application
+    from app.vispy.scene import use_backend
+
+    use_backend()
+    QCoreApplication.setOrganizationName(TEST_ORGANIZATION)
+    QCoreApplication.setApplicationName("LinkworkTestApp")
+    QSettings.setDefaultFormat(QSettings.IniFormat)
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(settings_dir))
+    QSettings.setPath(QSettings.IniFormat, QSettings.SystemScope, str(settings_dir / "system"))
+    configure_application(qapp)
+    yield
+
+
+def _gl_usable() -> tuple[bool, str]:
+    from PySide6.QtGui import QGuiApplication, QOffscreenSurface, QOpenGLContext
+
+    plat = QGuiApplication.platformName()
+    if plat in ("offscreen", "minimal", "vnc"):
+        return False, f"Qt platform {plat!r} has no OpenGL windows (run under xvfb-run)"
+    ctx = QOpenGLContext()
+    if not ctx.create():
+        return False, "no OpenGL context can be created"
+    surf = QOffscreenSurface()
+    surf.create()
+    ok = ctx.makeCurrent(surf)
+    ctx.doneCurrent()
+    return (True, "") if ok else (False, "OpenGL context cannot be made current")
+
+
+@pytest.fixture(scope="session")
+def gl_status(qapp):
+    return _gl_usable()
+
+
+@pytest.fixture(autouse=True)
+def _skip_without_gl(request, gl_status):
+    if request.node.get_closest_marker("gl") is not None and not gl_status[0]:
+        pytest.skip(gl_status[1])
+
+
+@pytest.fixture
+def settings(tmp_path):
+    """A fresh settings file for one test."""
+    s = QSettings(str(tmp_path / "linkwork-test.ini"), QSettings.IniFormat)
+    yield s
+    s.sync()
+
+
+def _flush_deletes(qapp) -> None:
+    for _ in range(3):
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+        qapp.processEvents()
+    gc.collect()
+
+
+@pytest.fixture
+def make_window(qapp, qtbot, settings, gl_status, request):
+    """Factory of main windows; closes them after the test and fails on leaked widgets."""
+    from app.qt.mainwindow import MainWindow
+
+    before = {id(w) for w in qapp.topLevelWidgets()}
+    windows = []
+
+    def factory(gl: bool | None = None, show: bool = True, **kw):
+        use_gl = gl_status[0] if gl is None else gl
+        win = MainWindow(settings=settings, enable_gl=use_gl, **kw)
+        windows.append(win)
+        if show:
+            win.show()
+            qtbot.waitExposed(win)
+        return win
+
+    yield factory
+
+    for win in windows:
+        win.runner.shutdown()
+        win.session.document.set_dirty_from_undo(True)  # never prompt in a test
+        win.close()
+        win.deleteLater()
+    windows.clear()
+    _flush_deletes(qapp)
+    leaked = [w for w in qapp.topLevelWidgets() if id(w) not in before]
+    assert not leaked, f"leaked top-level widgets: {[type(w).__name__ + ':' + w.objectName() for w in leaked]}"
+
+
+@pytest.fixture
+def run_to_end(qtbot):
+    """Start a run in a window and wait for it to end; returns the RunRecord."""
+
+    def go(win, timeout=60_000, **overrides):
+        if overrides:
+            win.session.solver.update(**overrides)
+        with qtbot.waitSignal(win.runner.run_finished, timeout=timeout):
+            run = win.run()
+            assert run is not None, win.message_bar.text()
+        return run
+
+    return go

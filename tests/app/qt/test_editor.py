@@ -1,0 +1,144 @@
+"""Editor: tree, property panel, undo/redo, inline refusals, topology summary."""
+
+import pytest
+from PySide6.QtCore import Qt
+
+from engine import generators as g
+
+from app.session.document import Selection
+
+
+def _edit(widget, text):
+    widget.setText(text)
+    widget.editingFinished.emit()
+
+
+def test_property_edit_undo_redo_round_trip(make_window, qtbot):
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.fourbar())
+    original = doc.spec
+    doc.select(Selection("body", "B"))
+    page = win.editor.properties.current_page()
+    assert page.kind == "body" and page.mass.text() == "1"
+    _edit(page.mass, "2.5")
+    assert doc.spec.body("B").mass == 2.5 and doc.dirty
+    assert win.windowTitle().startswith("parallelogram four-bar[*]") or win.isWindowModified()
+    assert win.actions["undo"].isEnabled()
+    win.actions["undo"].trigger()
+    assert doc.spec is original and not doc.dirty
+    assert page.mass.text() == "1"
+    win.actions["redo"].trigger()
+    assert doc.spec.body("B").mass == 2.5
+    assert "Set mass of B" in win.undo_stack.undoText()
+
+
+def test_refusal_is_shown_inline_at_the_body(make_window):
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.fourbar())
+    doc.select(Selection("joint", "J1"))
+    doc.select(Selection("body", "C"))
+    page = win.editor.properties.current_page()
+    _edit(page.mass, "-1")
+    msg = win.editor.properties.message
+    assert msg.isVisible() and msg.text() == "bodies[2].mass: must be > 0 (got -1)"
+    assert "border" in page.mass.styleSheet()  # the field is outlined
+    assert not win.actions["run"].isEnabled()
+    assert "refused" in win.editor.summary.text()
+    # elsewhere, the message says where and offers to go there
+    doc.select(Selection("joint", "J2"))
+    assert "Show body 'C'" in msg.text()
+    win.editor.properties._show_target("show")
+    assert doc.selection == Selection("body", "C")
+    # the tree marks the culprit
+    item = win.editor.tree._items[("body", "C")]
+    assert item.foreground(0).color().name() == "#c62828"
+    win.actions["undo"].trigger()
+    assert not msg.isVisible() and win.actions["run"].isEnabled()
+
+
+def test_rename_length_and_joint_type(make_window):
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.chain(3))
+    doc.select(Selection("body", "L1"))
+    page = win.editor.properties.current_page()
+    _edit(page.name_edit, "base")
+    assert doc.spec.bodies[0].name == "base" and doc.spec.joint("J2").parent == "base"
+    assert doc.selection == Selection("body", "base")
+    page = win.editor.properties.current_page()
+    _edit(page.length, "1.5")
+    assert doc.spec.body("L3").position[0] == pytest.approx(3.0)  # carried along
+    doc.select(Selection("joint", "J2"))
+    jpage = win.editor.properties.current_page()
+    jpage.type.setCurrentIndex(jpage.type.findData("spherical"))
+    jpage.type.activated.emit(jpage.type.currentIndex())
+    assert doc.spec.joint("J2").type == "spherical" and doc.validation.ok
+    assert doc.validation.summary.dof == 5
+    # three undos restore the chain exactly
+    for _ in range(3):
+        win.actions["undo"].trigger()
+    assert doc.spec == g.chain(3)
+
+
+def test_joint_anchor_and_rate_and_forces(make_window):
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.fourbar())
+    doc.select(Selection("joint", "J1"))
+    page = win.editor.properties.current_page()
+    page.rate_edit.edits[0].setText("2")
+    page.rate_edit.edits[0].editingFinished.emit()
+    assert doc.spec.joint("J1").rate == (2.0,)
+    page.spring_btn.click()
+    assert doc.spec.forces[-1].type == "joint-spring" and doc.selection == Selection("force", "0")
+    fpage = win.editor.properties.current_page()
+    _edit(fpage.stiffness, "25")
+    assert doc.spec.forces[0].stiffness == 25.0
+    assert doc.validation.ok
+
+
+def test_tree_lists_items_and_deletes(make_window, qtbot):
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.slider_crank())
+    tree = win.editor.tree
+    assert ("body", "slider") in tree._items and ("force", "0") in tree._items
+    tree.setCurrentItem(tree._items[("body", "slider")])
+    assert doc.selection == Selection("body", "slider")
+    qtbot.keyClick(tree, Qt.Key_Delete)
+    assert "slider" not in [b.name for b in doc.spec.bodies]
+    assert doc.spec.forces == ()
+    win.actions["undo"].trigger()
+    assert doc.spec == g.slider_crank()
+
+
+def test_mechanism_page_gravity(make_window):
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.fourbar())
+    win.actions["mech_props"].trigger()
+    page = win.editor.properties.current_page()
+    assert page.kind == "mechanism"
+    page.gravity.edits[1].setText("-1.62")
+    page.gravity.edits[1].editingFinished.emit()
+    assert doc.spec.gravity == (0.0, -1.62, 0.0)
+
+
+def test_solver_panel_shows_each_formulations_own_settings(make_window):
+    from engine.formulations import REGISTRY
+
+    win = make_window(gl=False)
+    win.session.document.replace(g.fourbar())
+    panel = win.solver_panel
+    names = [panel.formulation.itemData(i) for i in range(panel.formulation.count())]
+    assert names == list(REGISTRY)
+    for name, cls in REGISTRY.items():
+        win.session.solver.update(formulation=name)
+        own = [p for p in cls.parameters if p not in ("threads", "dt", "t_end", "rtol", "atol")]
+        assert list(panel._param_widgets) == own
+        assert panel.params_box.isVisibleTo(panel) == bool(own)
+        ints = [panel.integrator.itemData(i) for i in range(panel.integrator.count())]
+        assert ints == list(cls.integrators)
+        assert panel.summary.text() == cls.summary

@@ -1,0 +1,99 @@
+"""Pure spec edits: points, lengths, names, deletion."""
+
+import numpy as np
+import pytest
+
+from engine import generators as g
+from engine.mechfile import GROUND
+
+from app.session import edits
+from app.session.validation import validate
+
+
+def test_move_point_moves_everything_on_it_and_keeps_loops_closed():
+    spec = g.fourbar()
+    pa = spec.joint("J2").anchor
+    new = (0.6, 0.9, 0.0)
+    out, _ = edits.move_point(spec, (), pa, new)
+    assert out.joint("J2").anchor == new
+    assert out.body("A").shape.p_to == new and out.body("B").shape.p_from == new
+    # centres of mass stay at the middle of the rods
+    assert np.allclose(out.body("A").position, 0.5 * np.array(new))
+    assert validate(out).ok
+
+
+def test_rod_inertia_stays_derived_but_typed_inertia_stays():
+    rod = g.chain(2, inertia=None)  # slender-rod inertias
+    assert edits.is_rod_inertia(rod.body("L1"))
+    out, _ = edits.move_point(rod, (), rod.joint("J2").anchor, (2.0, 0.0, 0.0))
+    assert edits.is_rod_inertia(out.body("L1")) and edits.is_rod_inertia(out.body("L2"))
+    unit = g.chain(2)  # diag(1,1,1)? the paper chains are; default chain is a rod
+    typed = edits.set_body(unit, "L1", inertia=edits.diag_inertia((1, 1, 1)))
+    out, _ = edits.move_point(typed, (), typed.joint("J2").anchor, (2.0, 0.0, 0.0))
+    assert out.body("L1").inertia == edits.diag_inertia((1, 1, 1))
+
+
+def test_mass_change_keeps_rod_inertia_derived():
+    spec = g.chain(1, inertia=None)
+    out = edits.set_body(spec, "L1", mass=3.0)
+    assert edits.is_rod_inertia(out.body("L1"))
+    assert out.body("L1").inertia[2][2] == pytest.approx(3.0 * (3 * 0.03**2 + 1.0) / 12)
+
+
+def test_length_of_an_open_chain_carries_the_rest_along():
+    spec = g.chain(3)
+    out = edits.set_rod_length(spec, "L1", 2.0)
+    assert edits.rod_length(out.body("L1")) == pytest.approx(2.0)
+    # L2 and L3 are translated, not stretched
+    assert edits.rod_length(out.body("L2")) == pytest.approx(1.0)
+    assert out.body("L3").position[0] == pytest.approx(spec.body("L3").position[0] + 1.0)
+    assert validate(out).ok
+
+
+def test_length_in_a_loop_stretches_the_neighbour():
+    spec = g.fourbar(crank=0.4, coupler=1.2, rocker=0.9, ground=1.0, crank_angle_deg=60.0)
+    out = edits.set_rod_length(spec, "A", 0.5)
+    assert edits.rod_length(out.body("A")) == pytest.approx(0.5)
+    # the rocker pivot to ground did not move: the loop stays closed by stretching B
+    assert out.joint("J4").anchor == spec.joint("J4").anchor
+    assert validate(out).ok
+
+
+def test_rename_updates_every_reference():
+    spec = g.slider_crank()
+    out = edits.set_body(spec, "slider", name="block")
+    assert any(j.child == "block" for j in out.joints)
+    assert out.forces[0].body2 == "block"
+    out = edits.set_joint(out, "guide", name="rail")
+    assert out.joint("rail").type == "prismatic"
+
+
+def test_delete_body_removes_its_joints_and_forces():
+    spec = g.slider_crank()
+    out = edits.delete_body(spec, "slider")
+    assert all("slider" not in (j.parent, j.child) for j in out.joints)
+    assert out.forces == ()
+
+
+def test_changing_joint_type_gets_the_axes_it_needs():
+    spec = g.fourbar()
+    u = edits.set_joint(spec, "J2", type="universal")
+    a1, a2 = u.joint("J2").axes
+    assert abs(np.dot(a1, a2)) < 1e-12
+    s = edits.set_joint(u, "J2", type="spherical")
+    assert s.joint("J2").axis is None and s.joint("J2").axes is None
+    assert validate(s).ok
+
+
+def test_add_link_and_names():
+    spec = g.fourbar()
+    out, b, j = edits.add_link(spec, (0, 0, 0), (0, -1, 0), GROUND, "revolute", (0, 0, 1))
+    assert b == "D" and j == "J5"
+    assert out.joint("J5").axis == (0.0, 0.0, 1.0)
+    with pytest.raises(ValueError):
+        edits.add_link(spec, (0, 0, 0), (0, 0, 0), GROUND, "revolute", (0, 0, 1))
+
+
+def test_joint_axes_for_a_drawn_prismatic_follow_the_link():
+    d = edits.joint_axes_for("prismatic", (0, 0, 1), (3.0, 4.0, 0.0))
+    assert np.allclose(d["axis"], (0.6, 0.8, 0.0))

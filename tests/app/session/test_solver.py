@@ -1,0 +1,71 @@
+"""Formulations come from the engine's registry; new ones appear without GUI changes."""
+
+import pytest
+
+from engine import formulations as forms
+from engine import generators as g
+from engine.formulations.dense import DenseFormulation
+from engine.model import build_model
+
+from app.session.solver import SolverModel, available_formulations, parameter_info
+
+
+class LoopsOnly(DenseFormulation):
+    name = "loopsonly"
+    title = "test formulation"
+    summary = "only closed loops"
+    parameters = ("projection", "tangent_hold")
+
+    @classmethod
+    def supports(cls, model):
+        return (model.ncut > 0, "this test formulation needs a closed loop")
+
+
+@pytest.fixture
+def extra_formulation(monkeypatch):
+    monkeypatch.setitem(forms.REGISTRY, "loopsonly", LoopsOnly)
+    yield LoopsOnly
+
+
+def test_registry_is_read_every_time(extra_formulation):
+    tree = build_model(g.chain(3))
+    infos = {f.name: f for f in available_formulations(tree)}
+    assert set(forms.REGISTRY) == set(infos)
+    assert not infos["loopsonly"].ok and "closed loop" in infos["loopsonly"].reason
+    loop = build_model(g.fourbar())
+    assert {f.name: f for f in available_formulations(loop)}["loopsonly"].ok
+
+
+def test_unsupported_formulation_is_replaced_by_a_supported_default(extra_formulation):
+    m = SolverModel()
+    m.set_model(build_model(g.fourbar()), reset=True)
+    m.update(formulation="loopsonly")
+    assert m.settings.formulation == "loopsonly"
+    tree = build_model(g.chain(2))
+    m.set_model(tree)
+    assert m.settings.formulation == forms.default_formulation(tree)
+
+
+def test_settings_resolve_with_the_engines_message():
+    m = SolverModel()
+    m.set_model(build_model(g.fourbar()), reset=True)
+    m.update(dt=0.5, t_end=0.1)
+    s, why = m.resolved()
+    assert s is None and "--dt (0.5) must not exceed --t-end (0.1)" in why
+
+
+def test_parameter_editors_for_known_and_unknown_fields():
+    assert parameter_info("penalty").kind == "float"
+    assert parameter_info("projection").kind == "tristate"
+    assert parameter_info("geometric_stiffness").kind == "bool"
+    assert parameter_info("baumgarte").kind == "pair"
+    with pytest.raises(KeyError):
+        parameter_info("no_such_field")
+
+
+def test_defaults_are_sensible_for_the_mechanism():
+    m = SolverModel()
+    m.set_model(build_model(g.paper000_chain(128)), reset=True)
+    assert m.settings.t_end == 1.0
+    m.set_model(build_model(g.fourbar()), reset=True)
+    assert m.settings.t_end == 10.0 and m.settings.integrator == "rk4"
