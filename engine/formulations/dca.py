@@ -34,7 +34,7 @@ from ..kinematics import (
     qdot_from_v,
 )
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
-from ..spatial import shift_force, shift_motion
+from ..spatial import shift_motion
 from ..topology import build_assembly_tree
 from . import treesolve
 from .base import Evaluation, Formulation, check_consistent
@@ -474,6 +474,28 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------- formulation
 
 
+def tree_setup(form, m: Model) -> None:
+    """What ``dca`` and ``hdca`` share: kernel arrays, the assembly tree and its layout
+    (6-D handles, the joints' constraint rows, unit-row selection), the singularity
+    watch, springs, and the position-level workspace."""
+    form.mk = kin_arrays(m)
+    form.ca = con_arrays(m)
+    form.fa = force_arrays(m)
+    form.tree = build_assembly_tree(m)
+    form.lay = treesolve.build_layout(m, form.tree, 6, m.nc_j)
+    form.lay.sel[:] = unit_rows(m, form.lay.ix[19])
+    form._watch_init(form.lay, m.nb)
+    form.spring_joints = spring_joints(m)
+    form.cut_spring = np.array([j for j in form.spring_joints if j >= m.nb], dtype=np.int64)
+    form.spring_tree = np.array([j for j in form.spring_joints if j < m.nb], dtype=np.int64)
+    form.jq_ref = np.zeros(m.nj)
+    form.jq = np.full(m.nj, np.nan)
+    form.x = np.zeros((m.nb, 3))  # COM, fk_positions
+    form.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
+    form.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+    form.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
+
+
 class DCAFormulation(treesolve.SingularityWatch, Formulation):
     name = "dca"
     title = "divide-and-conquer algorithm (Featherstone), acceleration level"
@@ -485,24 +507,10 @@ class DCAFormulation(treesolve.SingularityWatch, Formulation):
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
         m = model
-        self.mk = kin_arrays(m)
-        self.ca = con_arrays(m)
-        self.fa = force_arrays(m)
-        self.tree = build_assembly_tree(m)
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
-        self._watch_init(self.lay, m.nb)
+        tree_setup(self, m)
         bg = getattr(settings, "baumgarte", None)
         self.alpha, self.beta = (float(bg[0]), float(bg[1])) if bg else (0.0, 0.0)
-        self.spring_joints = spring_joints(m)
-        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
-        self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
-        self.jq_ref = np.zeros(m.nj)
-        self.jq = np.full(m.nj, np.nan)
         # workspace: position -> velocity -> acceleration -> constraint
-        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
-        self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
-        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
-        self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
         self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
         self.c = np.zeros((m.nb, 6))  # velocity-product terms, fk_velocities
         self.Fext = np.zeros((m.nb, 6))  # applied wrenches at the COM, applied_forces
@@ -514,7 +522,6 @@ class DCAFormulation(treesolve.SingularityWatch, Formulation):
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self.qd = np.zeros(m.nq)
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
-        self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:

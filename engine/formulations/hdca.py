@@ -23,19 +23,18 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
-from ..constraints import con_arrays, joint_constraint, joint_constraint_rate
+from ..constraints import joint_constraint, joint_constraint_rate
 from ..errors import SingularSystemError
-from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..forces import applied_forces, joint_coordinates_from_poses
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
+    classical_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions,
     qdot_from_v, subtree_sums,
 )
 from ..model import UNIVERSAL, Model
-from ..topology import build_assembly_tree
 from . import treesolve
 from .base import Evaluation, Formulation, check_consistent
-from .dca import _accelerations, _cut_rows, _leaves, _residual, _tree_rows, unit_rows
+from .dca import _accelerations, _cut_rows, _leaves, _residual, _tree_rows, tree_setup
 
 
 @njit(cache=True, nogil=True)
@@ -268,23 +267,8 @@ class HDCAFormulation(treesolve.SingularityWatch, Formulation):
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
         m = model
-        self.mk = kin_arrays(m)
-        self.ca = con_arrays(m)
-        self.fa = force_arrays(m)
-        self.tree = build_assembly_tree(m)
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
-        self._watch_init(self.lay, m.nb)
-        self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
-        self.spring_joints = spring_joints(m)
-        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
-        self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
-        self.jq_ref = np.zeros(m.nj)
-        self.jq = np.full(m.nj, np.nan)
+        tree_setup(self, m)
         # workspace: position -> velocity (phase 1) -> momentum rates (phase 2) -> reactions
-        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
-        self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
-        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
-        self.S = np.zeros((m.nv, 6))  # motion subspace, motion_subspace
         self.V0 = np.zeros((m.nb, 6))  # zero twists (rows from positions only)
         self.c0 = np.zeros((m.nb, 6))  # zero velocity-product terms
         self.impulses = np.zeros((m.nb, 6))  # known joint impulses per body, _known_impulses
