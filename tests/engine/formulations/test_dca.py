@@ -53,17 +53,26 @@ def test_accelerations_agree_with_dense_at_random_states(kind, seed, kw):
     complements, like any normal-equations solve, amplify round-off by ~1/s^2, so for
     those draws the bound is 1e-16 / s^2 (docs/derivations.md, "DCA").
     """
-    spec = gen.random_mechanism(1000 * (kind == "coupled") + 500 * (kind == "loop") + seed, **kw)
-    model, dense, dca = _pair(spec)
+    s, rel = random_state_error(kind, seed, kw)
+    bound = 1e-9 if s > 1e-2 else max(1e-9, 1e-16 / s**2)
+    assert rel < bound, f"rel {rel:.2e}, conditioning {s:.1e}"
+
+
+def random_case(kind, seed, kw):
+    return gen.random_mechanism(1000 * (kind == "coupled") + 500 * (kind == "loop") + seed, **kw)
+
+
+def random_state_error(kind, seed, kw):
+    """(loop conditioning, relative joint-acceleration error of dca against dense) at the
+    case's random state (also printed by benchmarks/agreement.py)."""
+    model, dense, dca = _pair(random_case(kind, seed, kw))
     y = dense.initial_state()
     if kind == "tree":
         y = _random_tree_state(model, np.random.default_rng(seed))
     s = _conditioning(dense, y)
     a_ref = dense.rhs(0.0, y)[model.nq:]
     a = dca.rhs(0.0, y)[model.nq:]
-    rel = np.abs(a - a_ref).max() / max(1.0, np.abs(a_ref).max())
-    bound = 1e-9 if s > 1e-2 else max(1e-9, 1e-16 / s**2)
-    assert rel < bound, f"rel {rel:.2e}, conditioning {s:.1e}"
+    return s, np.abs(a - a_ref).max() / max(1.0, np.abs(a_ref).max())
 
 
 def test_most_random_loops_are_well_conditioned():
@@ -72,8 +81,7 @@ def test_most_random_loops_are_well_conditioned():
     for kind, seed, kw in CASES:
         if kind == "tree":
             continue
-        spec = gen.random_mechanism(1000 * (kind == "coupled") + 500 * (kind == "loop") + seed, **kw)
-        model, dense, _ = _pair(spec)
+        model, dense, _ = _pair(random_case(kind, seed, kw))
         strict += _conditioning(dense, dense.initial_state()) > 1e-2
     assert strict >= 26  # of 32
 
