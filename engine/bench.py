@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
             per = [rows[n][f]["per_body_1t_ns"] for n in rows if 64 <= n <= 1024]
             if per:
                 summary[f"{f}_{kind}_per_body_spread_64_1024"] = max(per) / min(per) - 1.0
+                # the target "flat within +-30 %": the largest deviation from the mean per-body cost
+                mean = sum(per) / len(per)
+                summary[f"{f}_{kind}_per_body_dev_from_mean_64_1024"] = max(abs(p / mean - 1.0) for p in per)
             aba = [rows[n]["pinocchio_aba_s"] / n for n in rows if rows[n]["pinocchio_aba_s"]]
             if aba and max(rows) == 1024:
                 aba_1024 = min(aba[-2:]) * 1024  # per-body cost is flat: from the largest measured sizes
