@@ -11,11 +11,13 @@ from .base import Evaluation, Formulation
 from .dca import DCAFormulation
 from .dense import DenseFormulation
 from .hdca import HDCAFormulation
+from .index3 import Index3Formulation
 
 REGISTRY: dict[str, type[Formulation]] = {
     "dense": DenseFormulation,
     "dca": DCAFormulation,
     "hdca": HDCAFormulation,
+    "index3": Index3Formulation,
 }
 
 #: names the contract reserves for formulations this version does not have yet

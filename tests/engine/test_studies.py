@@ -41,3 +41,15 @@ def test_study_list_and_refusals(capsys, tmp_path):
     assert "hdca-vs-dca" in capsys.readouterr().out
     assert main(["study", "no-such-study"]) == 2
     assert main(["study", "dca-drift", "--repeat", "0", "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.slow
+def test_index3_quick(tmp_path):
+    assert main(["study", "index3", "--quick", "--out", str(tmp_path)]) == 0
+    report = (tmp_path / "index3.md").read_text()
+    assert not (tmp_path / "index3" / "index3.md").exists()
+    for png in ("index3_double_pendulum", "index3_fourbar", "index3_chain128"):
+        assert (tmp_path / "index3" / f"{png}.png").stat().st_size > 10_000
+        assert f"](index3/{png}.png)" in report
+    assert "Quick run" in report and "## Timing" in report
+    assert json.loads((tmp_path / "index3" / "results.json").read_text())["study"] == "index3"

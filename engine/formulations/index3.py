@@ -1,0 +1,341 @@
+"""Formulation ``index3``: the index-3 augmented-Lagrangian divide-and-conquer
+algorithm of paper 000 (docs/index3.md).
+
+Absolute coordinates per body, ``q_i = [r_i; p_i]`` (centre of mass and Euler
+parameters, nd = 7), the trapezoidal rule, and at every step
+
+1. Newton-Raphson on the positions (eqs. 17-39): predictor
+   ``q = qb + dt qb_dot + dt^2/2 qb_ddot``, ``lam = lam_b``; each iteration solves
+
+       M_cc dq + dt^2/4 Phi_q^T dlam = -dt^2/4 (g + Psi_q^T alpha Psi),
+       dlam = alpha (Phi + Phi_q dq),   dmu = alpha (Psi + Psi_q dq)
+
+   with ``M_cc = M + dt^2/4 alpha Psi_q^T Psi_q`` (+ the geometric stiffness
+   ``dt^2/4 (Phi_qq^T lam + Psi_qq^T mu)`` body-diagonal blocks if asked);
+   the tangent is kept for ``tangent_hold`` iterations (modified Newton); a fixed
+   ``newton_iters`` iterations, or fewer once ``|dq| < newton_tol``;
+2. the mass-orthogonal projection of the velocities (eqs. 40-54);
+3. the mass-orthogonal projection of the accelerations (eqs. 55-69).
+
+All three linear solves are one assembly-disassembly over the binary assembly
+tree (:mod:`.treesolve`, ``Phi = delta``, ``eps = 1 / alpha``, ``sgn = -1``); the
+projections rerun only its bias pass.  ``linear="dense"`` solves the same
+linear systems as one dense KKT system instead (the test oracle).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import config
+from ..constraints import con_arrays
+from ..errors import SimulationError, SingularSystemError
+from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..initial import initial_state
+from ..model import Model
+from ..spatial import rot_to_quat
+from ..topology import build_assembly_tree
+from . import index3_kernels as K
+from . import treesolve
+from .base import Evaluation, Formulation
+
+#: A step has failed (diverged) when, after the Newton iterations, the position
+#: residual of the joints exceeds this (metres / unit directions), or anything is not finite.
+DIVERGED_VIOLATION = 1e-2
+#: Central-difference step of the geometric-stiffness blocks (coordinates are O(1)).
+GEO_FD_STEP = 1e-6
+
+
+class Index3Formulation(Formulation):
+    name = "index3"
+    title = "index-3 augmented Lagrangian, divide and conquer (paper 000)"
+    kind = "stepper"
+    integrators = ("trapezoidal",)
+    default_integrator = "trapezoidal"
+    parameters = ("penalty", "newton_iters", "newton_tol", "tangent_hold", "geometric_stiffness")
+    summary = ("Index-3 augmented Lagrangian in absolute coordinates (Euler parameters), trapezoidal "
+               "rule and Newton-Raphson with mass-orthogonal projections, all solved over the binary "
+               "assembly tree; handles redundant constraints and singular configurations.")
+
+    def __init__(self, model: Model, settings, linear: str = "tree"):
+        super().__init__(model, settings)
+        if linear not in ("tree", "dense"):
+            raise ValueError(f"linear must be 'tree' or 'dense' (got {linear!r})")
+        m = model
+        nb = m.nb
+        self.linear = linear
+        self.alpha = float(settings.penalty)
+        self.iters = int(settings.newton_iters)
+        self.tol = float(settings.newton_tol)
+        self.hold = int(getattr(settings, "tangent_hold", 1))
+        self.geo = bool(getattr(settings, "geometric_stiffness", False))
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.tree = build_assembly_tree(m)
+        self.lay = treesolve.build_layout(m, self.tree, 7, m.nc_j)
+        self.row_adr = self.lay.ix[19]
+        self.rows = self.lay.ix[20]
+        self.nr = self.lay.n_rows
+        self.springs = spring_joints(m)
+        self.jq_ref = np.zeros(m.nj)
+        self.jq = np.full(m.nj, np.nan)
+        # ---- workspace: position stage (body_kinematics, joint_rows)
+        self.x = np.zeros((nb, 3))  # (nb, 3) COM, body_kinematics
+        self.R = np.zeros((nb, 3, 3))  # (nb, 3, 3) orientation of the normalised p, body_kinematics
+        self.E = np.zeros((nb, 3, 4))  # (nb, 3, 4) E(p), body_kinematics
+        self.phi = np.zeros(self.nr)  # (n_rows,) joint residuals, joint_rows
+        self.Ga = np.zeros((self.nr, 6))  # (n_rows, 6) twist Jacobian, pred end, joint_rows
+        self.Gb = np.zeros((self.nr, 6))  # (n_rows, 6) twist Jacobian, succ end, joint_rows
+        self.G7 = np.zeros((2, self.nr, 7))  # (2, n_rows, 7) Phi_q rows at the current q, joint_rows
+        # ---- velocity / acceleration stage
+        self.V = np.zeros((nb, 6))  # (nb, 6) twists [v_C; w], body_kinematics
+        self.A = np.zeros((nb, 6))  # (nb, 6) classical accelerations, body_kinematics
+        self.gq = np.zeros(self.nr)  # (n_rows,) quadratic terms of Phi_ddot, joint_rows
+        # ---- dynamics stage
+        self.F = np.zeros((nb, 6))  # (nb, 6) applied wrenches about the COM, applied_forces
+        self.Mb = np.zeros((nb, 7, 7))  # (nb, 7, 7) M_i (eq. 7), body_mass_forces
+        self.Qb = np.zeros((nb, 7))  # (nb, 7) Q_i (eq. 8), body_mass_forces
+        self.res = np.zeros((nb, 7))  # (nb, 7) g_i (eq. 12), residuals
+        self.Hgeo = np.zeros((nb, 7, 7))  # (nb, 7, 7) geometric stiffness, geometric_stiffness
+        # ---- tree-solve stage (leaf coefficients; the merges' workspace is self.lay)
+        self.Mcc = np.zeros((nb, 7, 7))  # (nb, 7, 7) M_cc of the last matrix pass, leaf_matrices
+        self.D = np.zeros((nb, 7, 7))  # (nb, 7, 7) delta_i = leaf Phi block, leaf_matrices
+        self.pst = np.zeros((nb, 4))  # (nb, 4) p at the last matrix pass, leaf_matrices
+        self.okb = np.zeros(nb, dtype=np.int64)  # (nb,) M_cc positive definite, leaf_matrices
+        self.base = np.zeros((nb, 7))  # (nb, 7) bias base term, projection_rhs
+        self.rhs = np.zeros((nb, 7))  # (nb, 7) bias right-hand side, newton_rhs / projection_rhs
+        self.bl = np.zeros((nb, 7))  # (nb, 7) leaf biases b_i, leaf_biases
+        self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
+        self.zero7 = np.zeros((nb, 7))
+        self.nu = np.zeros(nb)  # (nb,) Euler-parameter acceleration term nu_i
+        self._lam_solve = np.zeros(self.nr)
+        self.timing = {"newton": 0.0, "projections": 0.0}
+        self.steps = 0
+        self.newton_total = 0
+        self.last_dq = 0.0
+        self.max_dq = 0.0
+        self.max_violation = 0.0
+
+    @classmethod
+    def supports(cls, model: Model) -> tuple[bool, str]:
+        return True, ""
+
+    # ------------------------------------------------------------------ state layout
+    def _split(self, y):
+        nb, nr = self.model.nb, self.nr
+        n7 = 7 * nb
+        q = y[:n7].reshape(nb, 7)
+        qd = y[n7:2 * n7].reshape(nb, 7)
+        qdd = y[2 * n7:3 * n7].reshape(nb, 7)
+        lam = y[3 * n7:3 * n7 + nr]
+        mu = y[3 * n7 + nr:]
+        return q, qd, qdd, lam, mu
+
+    def _pack(self, q, qd, qdd, lam, mu):
+        return np.concatenate([q.ravel(), qd.ravel(), qdd.ravel(), lam, mu])
+
+    # ------------------------------------------------------------------ passes
+    def _kinematics(self, q, qd, qdd):
+        K.body_kinematics(q, qd, qdd, self.x, self.R, self.V, self.A, self.E)
+
+    def _forces(self):
+        if self.springs.shape[0]:
+            joint_coordinates_from_poses(self.fa, self.springs, self.x, self.R, self.jq_ref, self.jq)
+        applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.F)
+
+    def _rows(self):
+        K.joint_rows(self.ca, self.row_adr, self.x, self.R, self.V, self.E, self.phi, self.Ga, self.Gb,
+                     self.gq, self.G7)
+
+    def _matrices(self, q, c4, kpsi, scale):
+        """Leaf coefficients (eq. 26) from the current M, p (and geometric stiffness)."""
+        K.leaf_matrices(self.lay.ix, self.Mb, self.Hgeo, q, c4, self.alpha, kpsi, scale, self.Mcc, self.D,
+                        self.pst, self.lay.Phi, self.okb)
+        if not self.okb.all():
+            raise np.linalg.LinAlgError("a body's tangent block M_cc is not positive definite")
+        self.lay.G[:] = self.G7
+
+    def _solve(self, g0, eps, sgn, matrices):
+        """x_i = D_i sum F + b_i,  G x + g0 = eps Lambda over the whole mechanism.
+
+        Leaf biases from ``self.base`` and ``self.rhs``; result in ``self.out``, the
+        multipliers Lambda in ``self._lam_solve``."""
+        lay = self.lay
+        K.leaf_biases(lay.ix, self.D, self.base, self.rhs, self.bl, lay.bv)
+        if self.linear == "tree":
+            lay.g0[:] = g0
+            treesolve.solve(lay, eps=eps, sgn=sgn, matrices=matrices)
+            K.leaf_results(lay.ix, self.D, self.bl, lay.Fh, self.out)
+            self._lam_solve[:] = lay.lam
+        else:
+            self._dense_solve(g0, eps)
+
+    def _dense_solve(self, g0, eps):
+        """The same linear system as one dense KKT solve (test oracle):
+        [[D^-1, -G^T], [G, -eps 1]] [x; Lambda] = [D^-1 b; -g0]."""
+        m = self.model
+        nb, nr = m.nb, self.nr
+        n7 = 7 * nb
+        Gf = np.zeros((nr, n7))
+        for j in range(m.nj):
+            r, n = self.row_adr[j], self.rows[j]
+            a, b = m.pred[j], m.succ[j]
+            Gf[r:r + n, 7 * b:7 * b + 7] += self.lay.G[1, r:r + n]
+            if a >= 0:
+                Gf[r:r + n, 7 * a:7 * a + 7] += self.lay.G[0, r:r + n]
+        Di = np.zeros((n7, n7))
+        for i in range(nb):
+            Di[7 * i:7 * i + 7, 7 * i:7 * i + 7] = np.linalg.inv(self.D[i])
+        b = self.bl.ravel()
+        if eps > 0.0:
+            # eliminate Lambda = (G x + g0) / eps: (G^T G / eps - D^-1) x = -D^-1 b - G^T g0 / eps
+            A = Gf.T @ Gf / eps - Di
+            x = np.linalg.solve(A, -Di @ b - Gf.T @ g0 / eps)
+            self.out[:] = x.reshape(nb, 7)
+            self._lam_solve[:] = (Gf @ x + g0) / eps
+            return
+        Kkt = np.zeros((n7 + nr, n7 + nr))
+        Kkt[:n7, :n7] = Di
+        Kkt[:n7, n7:] = -Gf.T
+        Kkt[n7:, :n7] = Gf
+        rhs = np.concatenate([Di @ b, -g0])
+        sol = np.linalg.lstsq(Kkt, rhs, rcond=1e-12)[0]
+        self.out[:] = sol[:n7].reshape(nb, 7)
+        self._lam_solve[:] = sol[n7:]
+
+    # ------------------------------------------------------------------ initial state
+    def initial_state(self) -> np.ndarray:
+        m = self.model
+        nb = m.nb
+        ini = initial_state(m)
+        self.initial = ini
+        q = np.zeros((nb, 7))
+        qd = np.zeros((nb, 7))
+        pq = np.zeros(4)
+        for i in range(nb):
+            rot_to_quat(ini.R[i], pq)
+            q[i, :3] = ini.x[i]
+            q[i, 3:] = pq
+            Ei = np.zeros((3, 4))
+            K.emat(pq, Ei)
+            qd[i, :3] = ini.V[i, :3]
+            qd[i, 3:] = 0.5 * Ei.T @ ini.V[i, 3:]
+        qdd, lam, mu = self._accelerations(q, qd)
+        return self._pack(q, qd, qdd, lam, mu)
+
+    def _accelerations(self, q, qd):
+        """Exact accelerations and multipliers at a consistent state (pseudo-code step 1):
+        the tree solve with leaf blocks (M + k p p^T)^-1, eps = 0 (pivoted Cholesky for
+        redundant rows), p-direction of Q removed (it is what mu carries)."""
+        nb = self.model.nb
+        self._kinematics(q, qd, self.zero7)
+        self._forces()
+        K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
+        self._rows()
+        kpsi = float(np.max(self.Mb[:, 3:, 3:].reshape(nb, -1), axis=1).max())
+        self.Hgeo[:] = 0.0
+        self._matrices(q, 1.0, kpsi, 1.0)
+        p = q[:, 3:]
+        pn2 = np.sum(p * p, axis=1)
+        mu = np.sum(p * self.Qb[:, 3:], axis=1) / pn2
+        nu = -np.sum(qd[:, 3:] ** 2, axis=1)
+        self.base[:] = 0.0
+        self.rhs[:] = self.Qb
+        self.rhs[:, 3:] += -mu[:, None] * p + kpsi * p * nu[:, None]
+        self._solve(self.gq, 0.0, 1.0, True)
+        return self.out.copy(), -self._lam_solve.copy(), mu
+
+    # ------------------------------------------------------------------ one step
+    def step(self, t, y, dt):
+        m = self.model
+        qb, qdb, qddb, lamb, mub = self._split(y)
+        a = self.alpha
+        c4 = 0.25 * dt * dt
+        t0 = time.perf_counter()
+        q = qb + dt * qdb + 0.5 * dt * dt * qddb
+        lam = lamb.copy()
+        mu = mub.copy()
+        qd_hat = -(2.0 / dt * qb + qdb)
+        qdd_hat = -(4.0 / (dt * dt) * qb + 4.0 / dt * qdb + qddb)
+        self.base[:] = 0.0
+        dqn = np.inf
+        for it in range(self.iters):
+            qd = 2.0 / dt * q + qd_hat
+            qdd = 4.0 / (dt * dt) * q + qdd_hat
+            self._kinematics(q, qd, qdd)
+            self._forces()
+            K.body_mass_forces(m.mass, m.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
+            self._rows()
+            K.residuals(self.lay.ix, self.Mb, self.Qb, q, qdd, mu, lam, self.G7, self.row_adr, self.rows,
+                        self.res)
+            refresh = it % self.hold == 0
+            if refresh:
+                if self.geo:
+                    K.geometric_stiffness(self.lay.ix, self.ca, self.row_adr, q, lam, mu, GEO_FD_STEP, self.Hgeo)
+                self._matrices(q, c4, a, -c4)
+            K.newton_rhs(q, self.res, a, self.rhs)
+            self._solve(self.phi, 1.0 / a, -1.0, refresh)
+            lam += self._lam_solve
+            dqn = np.sqrt(K.newton_update(q, self.out, mu, a))
+            self.newton_total += 1
+            if dqn < self.tol:
+                break
+        t1 = time.perf_counter()
+        self.last_dq = dqn
+        self.max_dq = max(self.max_dq, dqn)
+        # ---- mass-orthogonal projections (eqs. 40-69), on the tree's last matrices
+        qd = 2.0 / dt * q + qd_hat
+        qdd = 4.0 / (dt * dt) * q + qdd_hat
+        self.nu[:] = 0.0
+        K.projection_rhs(self.pst, qd, self.nu, a, self.base, self.rhs)
+        self._kinematics(q, qd, qdd)
+        self._rows()
+        viol = float(np.sqrt(np.dot(self.phi, self.phi)))
+        self._solve(np.zeros(self.nr), 1.0 / a, -1.0, False)
+        qd = self.out.copy()
+        self._kinematics(q, qd, qdd)
+        self._rows()
+        self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
+        K.projection_rhs(self.pst, qdd, self.nu, a, self.base, self.rhs)
+        self._solve(self.gq, 1.0 / a, -1.0, False)
+        qdd = self.out.copy()
+        self.base[:] = 0.0
+        t2 = time.perf_counter()
+        self.timing["newton"] += t1 - t0
+        self.timing["projections"] += t2 - t1
+        self.steps += 1
+        self.max_violation = max(self.max_violation, viol)
+        if self.springs.shape[0]:
+            self.jq_ref[self.springs] = self.jq[self.springs]
+        if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(qdd).all()
+                and np.isfinite(lam).all()) or viol > DIVERGED_VIOLATION:
+            raise SimulationError(t + dt, f"Newton-Raphson did not converge (position residual {viol:.3g}, "
+                                          f"last |dq| {dqn:.3g}); try a larger --penalty or more "
+                                          "--newton-iters")
+        return self._pack(q, qd, qdd, lam, mu)
+
+    # ------------------------------------------------------------------ output
+    def evaluate(self, t, y) -> Evaluation:
+        m = self.model
+        q, qd, qdd, lam, mu = self._split(y)
+        self._kinematics(q, qd, qdd)
+        self._rows()
+        P = np.zeros((m.nj, 3))
+        for j in range(m.nj):
+            a = m.pred[j]
+            P[j] = m.anchor_pred[j] if a < 0 else self.x[a] + self.R[a] @ m.anchor_pred[j]
+        reactions = np.zeros((m.nj, 6))
+        K.body_wrench_from_rows(self.ca, self.row_adr, self.x, P, self.Gb, lam, reactions)
+        if not np.isfinite(q).all():
+            raise SingularSystemError(t, "positions are not finite")
+        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(), acc=self.A.copy(), P=P,
+                          reactions=reactions, jq=np.full(m.nj, np.nan),
+                          extra={"q": q.copy(), "lam": lam.copy(), "mu": mu.copy()})
+
+    def stats(self) -> dict:
+        return {"steps": self.steps, "newton_iterations": self.newton_total,
+                "newton_time": self.timing["newton"], "projection_time": self.timing["projections"],
+                "last_dq": self.last_dq, "max_dq": self.max_dq,
+                "max_position_violation_after_newton": self.max_violation}

@@ -1,0 +1,575 @@
+"""numba kernels of the ``index3`` formulation (paper 000; docs/index3.md).
+
+Per body ``i`` the absolute coordinates are ``q_i = [r_i; p_i]`` (centre of mass,
+Euler parameters ``p = [e0, e1, e2, e3]``), nd = 7.  World angular velocity
+``w = 2 E(p) p_dot``, body angular velocity ``w' = 2 G(p) p_dot`` with
+
+    E(p) = [-e,  e~ + e0 1],     G(p) = [-e, -e~ + e0 1]      (paper 000, eq. 7)
+
+so a joint row ``Phi_dot = G_a^tw V_a + G_b^tw V_b`` of :mod:`engine.constraints`
+(twists ``V = [v_C; w]``) becomes, in absolute coordinates,
+
+    Phi_q = [G^tw_lin,  2 G^tw_ang E(p)].
+
+The Euler-parameter normalisation is ``Psi = (p^T p - 1) / 2`` (``Psi_q = [0, p^T]``).
+Every kernel takes arrays only and never allocates in the step loop except
+where noted; body loops go parallel from ``treesolve.PARALLEL_MIN_BODIES`` on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..constraints import joint_constraint
+from .treesolve import PARALLEL_MIN_BODIES
+
+
+# ------------------------------------------------------------------ quaternion algebra
+
+
+@njit(cache=True)
+def emat(p, E):
+    """E(p) (3 x 4): w = 2 E(p) p_dot (world angular velocity)."""
+    e0, e1, e2, e3 = p[0], p[1], p[2], p[3]
+    E[0, 0] = -e1
+    E[0, 1] = e0
+    E[0, 2] = -e3
+    E[0, 3] = e2
+    E[1, 0] = -e2
+    E[1, 1] = e3
+    E[1, 2] = e0
+    E[1, 3] = -e1
+    E[2, 0] = -e3
+    E[2, 1] = -e2
+    E[2, 2] = e1
+    E[2, 3] = e0
+
+
+@njit(cache=True)
+def gmat(p, G):
+    """G(p) (3 x 4): w' = 2 G(p) p_dot (body-frame angular velocity), paper 000 eq. 7."""
+    e0, e1, e2, e3 = p[0], p[1], p[2], p[3]
+    G[0, 0] = -e1
+    G[0, 1] = e0
+    G[0, 2] = e3
+    G[0, 3] = -e2
+    G[1, 0] = -e2
+    G[1, 1] = -e3
+    G[1, 2] = e0
+    G[1, 3] = e1
+    G[2, 0] = -e3
+    G[2, 1] = e2
+    G[2, 2] = -e1
+    G[2, 3] = e0
+
+
+@njit(cache=True)
+def _rot_of(p, R):
+    """Rotation of the normalised Euler parameters p (body -> world)."""
+    n = np.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3])
+    w, x, y, z = p[0] / n, p[1] / n, p[2] / n, p[3] / n
+    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[0, 1] = 2.0 * (x * y - w * z)
+    R[0, 2] = 2.0 * (x * z + w * y)
+    R[1, 0] = 2.0 * (x * y + w * z)
+    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[1, 2] = 2.0 * (y * z - w * x)
+    R[2, 0] = 2.0 * (x * z - w * y)
+    R[2, 1] = 2.0 * (y * z + w * x)
+    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+# ------------------------------------------------------------------ body kernels
+
+
+@njit(cache=True)
+def _body_kin(i, q, qd, qdd, x, R, V, A, E):
+    """Pose, twist [v_C; w] and classical acceleration [a_C; alpha] of body i."""
+    for k in range(3):
+        x[i, k] = q[i, k]
+    p = q[i, 3:7]
+    _rot_of(p, R[i])
+    Ei = E[i]
+    emat(p, Ei)
+    for k in range(3):
+        V[i, k] = qd[i, k]
+        A[i, k] = qdd[i, k]
+        w = 0.0
+        a = 0.0
+        for c in range(4):
+            w += 2.0 * Ei[k, c] * qd[i, 3 + c]
+            a += 2.0 * Ei[k, c] * qdd[i, 3 + c]  # E_dot p_dot = 0: alpha = 2 E p_ddot
+        V[i, 3 + k] = w
+        A[i, 3 + k] = a
+
+
+@njit(cache=True, parallel=True)
+def body_kinematics(q, qd, qdd, x, R, V, A, E):
+    nb = q.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _body_kin(i, q, qd, qdd, x, R, V, A, E)
+    else:
+        for i in range(nb):
+            _body_kin(i, q, qd, qdd, x, R, V, A, E)
+
+
+@njit(cache=True)
+def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
+    """Mass matrix M_i (eq. 7) and generalized forces Q_i (eq. 8) of body i.
+
+    ``F[i]`` is the applied wrench [f; n] about the COM in world components.
+    """
+    p = q[i, 3:7]
+    pd = qd[i, 3:7]
+    G = np.empty((3, 4))
+    Gd = np.empty((3, 4))
+    gmat(p, G)
+    gmat(pd, Gd)
+    J = inertia[i]
+    M = Mb[i]
+    for a in range(7):
+        for b in range(7):
+            M[a, b] = 0.0
+    for k in range(3):
+        M[k, k] = mass[i]
+        Qb[i, k] = F[i, k]
+    # JG = J' G  (3 x 4)
+    JG = np.empty((3, 4))
+    for a in range(3):
+        for c in range(4):
+            s = 0.0
+            for k in range(3):
+                s += J[a, k] * G[k, c]
+            JG[a, c] = s
+    for c in range(4):
+        for d in range(4):
+            s = 0.0
+            for k in range(3):
+                s += G[k, c] * JG[k, d]
+            M[3 + c, 3 + d] = 4.0 * s
+    # body-frame torque n' = R^T n
+    Ri = R[i]
+    nb0 = Ri[0, 0] * F[i, 3] + Ri[1, 0] * F[i, 4] + Ri[2, 0] * F[i, 5]
+    nb1 = Ri[0, 1] * F[i, 3] + Ri[1, 1] * F[i, 4] + Ri[2, 1] * F[i, 5]
+    nb2 = Ri[0, 2] * F[i, 3] + Ri[1, 2] * F[i, 4] + Ri[2, 2] * F[i, 5]
+    # J' G p_dot
+    h = np.empty(3)
+    for a in range(3):
+        s = 0.0
+        for c in range(4):
+            s += JG[a, c] * pd[c]
+        h[a] = s
+    for c in range(4):
+        Qb[i, 3 + c] = 2.0 * (G[0, c] * nb0 + G[1, c] * nb1 + G[2, c] * nb2) \
+            - 8.0 * (Gd[0, c] * h[0] + Gd[1, c] * h[1] + Gd[2, c] * h[2])
+
+
+@njit(cache=True, parallel=True)
+def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
+    nb = q.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb)
+    else:
+        for i in range(nb):
+            _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb)
+
+
+# ------------------------------------------------------------------ joint rows
+
+
+@njit(cache=True)
+def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
+    pred, succ, nc_j = ca[1], ca[2], ca[11]
+    a = pred[j]
+    b = succ[j]
+    r = row_adr[j]
+    n = nc_j[j]
+    if a < 0:
+        joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n],
+                         g[r:r + n])
+    else:
+        joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n],
+                         Gb[r:r + n], g[r:r + n])
+    for k in range(r, r + n):
+        for side in range(2):
+            body = a if side == 0 else b
+            Gt = Ga if side == 0 else Gb
+            if body < 0:
+                for c in range(7):
+                    G7[side, k, c] = 0.0
+                continue
+            for c in range(3):
+                G7[side, k, c] = Gt[k, c]
+            Eb = E[body]
+            for c in range(4):
+                G7[side, k, 3 + c] = 2.0 * (Gt[k, 3] * Eb[0, c] + Gt[k, 4] * Eb[1, c] + Gt[k, 5] * Eb[2, c])
+
+
+@njit(cache=True, parallel=True)
+def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
+    """Every joint's residual ``phi``, twist Jacobians ``Ga``, ``Gb``, quadratic term ``g``
+    and the absolute-coordinate Jacobian rows ``G7`` (2, n_rows, 7): [0] pred, [1] succ."""
+    nj = ca[0].shape[0]
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
+    if nj >= PARALLEL_MIN_BODIES:
+        for j in prange(nj):
+            _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
+    else:
+        for j in range(nj):
+            _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
+
+
+# ------------------------------------------------------------------ Newton residual
+
+
+@njit(cache=True)
+def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
+    """res_i = M_i qdd_i + sum_joints Phi_qi^T lam + Psi_qi^T mu_i - Q_i (eq. 12)."""
+    node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
+    M = Mb[i]
+    for a in range(7):
+        s = -Qb[i, a]
+        for b in range(7):
+            s += M[a, b] * qdd[i, b]
+        res[i, a] = s
+    for c in range(4):
+        res[i, 3 + c] += q[i, 3 + c] * mu[i]
+    sh = node_h_start[i]
+    for h in range(node_nh[i]):
+        j = h_joint[sh + h]
+        w = h_side[sh + h]
+        r = row_adr[j]
+        for k in range(r, r + rows[j]):
+            lk = lam[k]
+            for a in range(7):
+                res[i, a] += G7[w, k, a] * lk
+
+
+@njit(cache=True, parallel=True)
+def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
+    nb = q.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
+    else:
+        for i in range(nb):
+            _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
+
+
+# ------------------------------------------------------------------ leaf coefficients
+
+
+@njit(cache=True)
+def _inv7(A, out):
+    """out = A^-1 for a symmetric positive definite 7 x 7 (Cholesky; no pivoting)."""
+    L = np.zeros((7, 7))
+    for k in range(7):
+        d = A[k, k]
+        for m in range(k):
+            d -= L[k, m] * L[k, m]
+        if d <= 0.0:
+            return False
+        L[k, k] = np.sqrt(d)
+        for r in range(k + 1, 7):
+            s = A[r, k]
+            for m in range(k):
+                s -= L[r, m] * L[k, m]
+            L[r, k] = s / L[k, k]
+    # invert column by column
+    y = np.empty(7)
+    for c in range(7):
+        for r in range(7):
+            s = 1.0 if r == c else 0.0
+            for m in range(r):
+                s -= L[r, m] * y[m]
+            y[r] = s / L[r, r]
+        for r in range(6, -1, -1):
+            s = y[r]
+            for m in range(r + 1, 7):
+                s -= L[m, r] * out[m, c]
+            out[r, c] = s / L[r, r]
+    return True
+
+
+@njit(cache=True)
+def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
+    """M_cc = M_i + c4 * kpsi * Psi_q^T Psi_q (+ c4 * H_geo), D_i = scale * M_cc^-1;
+    every handle pair (h, k) of leaf i gets the block D_i (eqs. 22-26)."""
+    node_nh, node_h_start, node_pair_start = ix[4], ix[5], ix[6]
+    A = Mcc[i]
+    for a in range(7):
+        for b in range(7):
+            A[a, b] = Mb[i, a, b] + c4 * Hgeo[i, a, b]
+    for c in range(4):
+        pst[i, c] = q[i, 3 + c]
+    for a in range(4):
+        for b in range(4):
+            A[3 + a, 3 + b] += c4 * kpsi * q[i, 3 + a] * q[i, 3 + b]
+    D = Dl[i]
+    if not _inv7(A, D):
+        ok[i] = 0
+        for a in range(7):
+            for b in range(7):
+                D[a, b] = 0.0
+    else:
+        ok[i] = 1
+    for a in range(7):
+        for b in range(7):
+            D[a, b] *= scale
+    nh = node_nh[i]
+    ph = node_pair_start[i]
+    for h in range(nh * nh):
+        for a in range(7):
+            for b in range(7):
+                Phi[ph + h, a, b] = D[a, b]
+
+
+@njit(cache=True, parallel=True)
+def leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
+    nb = q.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok)
+    else:
+        for i in range(nb):
+            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok)
+
+
+@njit(cache=True)
+def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
+    """b_i = base_i + D_i rhs_i, copied to every handle of leaf i."""
+    node_nh, node_h_start = ix[4], ix[5]
+    D = Dl[i]
+    for a in range(7):
+        s = base[i, a]
+        for b in range(7):
+            s += D[a, b] * rhs[i, b]
+        bl[i, a] = s
+    sh = node_h_start[i]
+    for h in range(node_nh[i]):
+        for a in range(7):
+            bv[sh + h, a] = bl[i, a]
+
+
+@njit(cache=True, parallel=True)
+def leaf_biases(ix, Dl, base, rhs, bl, bv):
+    nb = Dl.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv)
+    else:
+        for i in range(nb):
+            _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv)
+
+
+@njit(cache=True)
+def _leaf_result_one(i, ix, Dl, bl, Fh, out):
+    """x_i = D_i sum_h F_h + b_i (eqs. 24/25, 43/44, 58/59 for a physical body)."""
+    node_nh, node_h_start = ix[4], ix[5]
+    sh = node_h_start[i]
+    f = np.zeros(7)
+    for h in range(node_nh[i]):
+        for a in range(7):
+            f[a] += Fh[sh + h, a]
+    D = Dl[i]
+    for a in range(7):
+        s = bl[i, a]
+        for b in range(7):
+            s += D[a, b] * f[b]
+        out[i, a] = s
+
+
+@njit(cache=True, parallel=True)
+def leaf_results(ix, Dl, bl, Fh, out):
+    nb = Dl.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _leaf_result_one(i, ix, Dl, bl, Fh, out)
+    else:
+        for i in range(nb):
+            _leaf_result_one(i, ix, Dl, bl, Fh, out)
+
+
+# ------------------------------------------------------------------ Newton / projection right-hand sides
+
+
+@njit(cache=True)
+def newton_rhs(q, res, alpha, rhs):
+    """rhs_i = g_i + Psi_qi^T alpha Psi_i (eq. 22, Psi = (p^T p - 1) / 2)."""
+    nb = q.shape[0]
+    for i in range(nb):
+        psi = 0.5 * (q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2 - 1.0)
+        for a in range(3):
+            rhs[i, a] = res[i, a]
+        for c in range(4):
+            rhs[i, 3 + c] = res[i, 3 + c] + alpha * psi * q[i, 3 + c]
+
+
+@njit(cache=True)
+def newton_update(q, dq, mu, alpha):
+    """q += dq, mu += alpha (Psi + Psi_q dq) (eq. 21); returns |dq|^2."""
+    nb = q.shape[0]
+    s = 0.0
+    for i in range(nb):
+        psi = 0.5 * (q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2 - 1.0)
+        lin = 0.0
+        for c in range(4):
+            lin += q[i, 3 + c] * dq[i, 3 + c]
+        mu[i] += alpha * (psi + lin)
+        for a in range(7):
+            q[i, a] += dq[i, a]
+            s += dq[i, a] * dq[i, a]
+    return s
+
+
+@njit(cache=True)
+def projection_rhs(pst, qs, nu, kpsi, base, rhs):
+    """Projection biases (eqs. 45, 60): base = qs, rhs = kpsi p (p^T qs - nu), so that
+    b = qs + D rhs = M_cc^-1 (M_c qs + c4 kpsi p nu) with M_c = M_cc - c4 kpsi p p^T."""
+    nb = qs.shape[0]
+    for i in range(nb):
+        s = -nu[i]
+        for c in range(4):
+            s += pst[i, c] * qs[i, 3 + c]
+        for a in range(7):
+            base[i, a] = qs[i, a]
+        for a in range(3):
+            rhs[i, a] = 0.0
+        for c in range(4):
+            rhs[i, 3 + c] = kpsi * pst[i, c] * s
+
+
+@njit(cache=True)
+def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
+    """Wrench [f; n] the predecessor exerts on the successor of each joint, about P[j]:
+    minus the succ rows' force G_b^T lam (about the succ COM), shifted to P[j]."""
+    succ, nc_j = ca[2], ca[11]
+    nj = succ.shape[0]
+    for j in range(nj):
+        b = succ[j]
+        r = row_adr[j]
+        w = np.zeros(6)
+        for k in range(r, r + nc_j[j]):
+            for c in range(6):
+                w[c] -= Gb[k, c] * lam[k]
+        l0 = x[b, 0] - P[j, 0]
+        l1 = x[b, 1] - P[j, 1]
+        l2 = x[b, 2] - P[j, 2]
+        out[j, 0] = w[0]
+        out[j, 1] = w[1]
+        out[j, 2] = w[2]
+        out[j, 3] = w[3] + l1 * w[2] - l2 * w[1]
+        out[j, 4] = w[4] + l2 * w[0] - l0 * w[2]
+        out[j, 5] = w[5] + l0 * w[1] - l1 * w[0]
+
+
+# ------------------------------------------------------------------ geometric stiffness
+
+
+@njit(cache=True)
+def _pose_of(qi, xo, Ro, Eo):
+    for k in range(3):
+        xo[k] = qi[k]
+    _rot_of(qi[3:7], Ro)
+    emat(qi[3:7], Eo)
+
+
+@njit(cache=True)
+def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_Ga, tmp_Gb, tmp_g, out):
+    """out = Phi_q(side)^T lam for joint j with the bodies at (qa, qb)."""
+    xa = np.empty(3)
+    Ra = np.empty((3, 3))
+    Ea = np.empty((3, 4))
+    xb = np.empty(3)
+    Rb = np.empty((3, 3))
+    Eb = np.empty((3, 4))
+    _pose_of(qb, xb, Rb, Eb)
+    if has_a:
+        _pose_of(qa, xa, Ra, Ea)
+        joint_constraint(ca, j, xa, Ra, V0, xb, Rb, V0, tmp_phi[:n], tmp_Ga[:n], tmp_Gb[:n], tmp_g[:n])
+    else:
+        joint_constraint(ca, j, x0, R0, V0, xb, Rb, V0, tmp_phi[:n], tmp_Ga[:n], tmp_Gb[:n], tmp_g[:n])
+    Gt = tmp_Ga if side == 0 else tmp_Gb
+    Ex = Ea if side == 0 else Eb
+    for a in range(7):
+        out[a] = 0.0
+    for k in range(n):
+        lk = lam[r + k]
+        for c in range(3):
+            out[c] += Gt[k, c] * lk
+        for c in range(4):
+            out[3 + c] += 2.0 * (Gt[k, 3] * Ex[0, c] + Gt[k, 4] * Ex[1, c] + Gt[k, 5] * Ex[2, c]) * lk
+
+
+@njit(cache=True)
+def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
+    """H_i = sum_joints d(Phi_qi^T lam)/dq_i (central differences) + mu_i 1_p, symmetrised:
+    the body-diagonal blocks of Phi_qq^T lam + Psi_qq^T mu (paper 000, sect. 4.4)."""
+    node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
+    pred, succ, nc_j = ca[1], ca[2], ca[11]
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
+    tphi = np.empty(6)
+    tGa = np.empty((6, 6))
+    tGb = np.empty((6, 6))
+    tg = np.empty(6)
+    fp = np.empty(7)
+    fm = np.empty(7)
+    qa = np.empty(7)
+    qb = np.empty(7)
+    Hi = H[i]
+    for a in range(7):
+        for b in range(7):
+            Hi[a, b] = 0.0
+    sh = node_h_start[i]
+    for hh in range(node_nh[i]):
+        j = h_joint[sh + hh]
+        side = h_side[sh + hh]
+        a_ = pred[j]
+        b_ = succ[j]
+        r = row_adr[j]
+        n = nc_j[j]
+        for c in range(7):
+            qb[c] = q[b_, c]
+            qa[c] = q[a_, c] if a_ >= 0 else 0.0
+        for c in range(7):
+            if side == 0:
+                qa[c] += h
+            else:
+                qb[c] += h
+            _end_force(ca, j, side, qa, qb, a_ >= 0, lam, r, n, x0, R0, V0, tphi, tGa, tGb, tg, fp)
+            if side == 0:
+                qa[c] -= 2.0 * h
+            else:
+                qb[c] -= 2.0 * h
+            _end_force(ca, j, side, qa, qb, a_ >= 0, lam, r, n, x0, R0, V0, tphi, tGa, tGb, tg, fm)
+            if side == 0:
+                qa[c] += h
+            else:
+                qb[c] += h
+            for a in range(7):
+                Hi[a, c] += (fp[a] - fm[a]) / (2.0 * h)
+    for a in range(7):
+        for b in range(a + 1, 7):
+            s = 0.5 * (Hi[a, b] + Hi[b, a])
+            Hi[a, b] = s
+            Hi[b, a] = s
+    for c in range(4):
+        Hi[3 + c, 3 + c] += mu[i]
+
+
+@njit(cache=True, parallel=True)
+def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
+    nb = q.shape[0]
+    if nb >= PARALLEL_MIN_BODIES:
+        for i in prange(nb):
+            _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H)
+    else:
+        for i in range(nb):
+            _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H)

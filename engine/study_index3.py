@@ -1,0 +1,211 @@
+"""Paper 000's numerical cases with the ``index3`` formulation (docs/index3.md).
+
+:func:`run_index3_study` reproduces sections 4.2-4.4 and the timing of 5.2:
+
+* spatial double pendulum (4.2): 10 s, dt = 0.01, alpha = 1e6, 3 iterations;
+* four-bar through its singular configuration (4.3): 30 s, dt = 0.01, alpha = 1e6,
+  4 iterations;
+* 128-link pendulum (4.4): 10 s, dt = 0.01, alpha = 1e9, 3 iterations -- minimum total
+  energy and when, final level (paper: -46.84 J at t ~ 5.22 s, then ~ -25 J);
+  which alpha in 1e6 .. 1e9 fail, with and without geometric stiffness;
+* timing: 128 links on one thread, 1024 links on two, Newton vs projections.
+
+Writes ``<out>/index3.md`` and PNGs (matplotlib, Agg).  ``quick`` shortens every
+run (for tests); the figures it reports are then not the paper's.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import generators as gen
+from .errors import SimulationError
+from .model import build_model
+from .simulation import Settings, Simulation
+
+
+def _run(spec_or_model, **kw):
+    """(columns, rows, stats, error message or None) of one index3 run."""
+    model = spec_or_model if hasattr(spec_or_model, "nb") else build_model(spec_or_model)
+    sim = Simulation(model, Settings(formulation="index3", **kw))
+    parts, err = [], None
+    try:
+        for ch in sim.run():
+            parts.append(ch.rows)
+    except SimulationError as exc:
+        err = str(exc)
+    rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
+    return sim.columns, rows, sim.formulation.stats(), err, model
+
+
+def _col(cols, rows, name):
+    return rows[:, cols.index(name)]
+
+
+def _timing(n, threads, t_end, alpha, hold=1):
+    import numba
+
+    model = build_model(gen.paper000_chain(n))
+    s = Settings(formulation="index3", dt=0.01, t_end=t_end, penalty=alpha, newton_iters=3, newton_tol=1e-12,
+                 tangent_hold=hold, threads=min(threads, numba.config.NUMBA_NUM_THREADS))
+    sim = Simulation(model, s)
+    sim.prepare()
+    f = sim.formulation
+    f.step(0.0, sim._y0, 0.01)  # compile / warm up outside the clock
+    f.timing = {"newton": 0.0, "projections": 0.0}
+    t0 = time.perf_counter()
+    err = None
+    try:
+        for _ in sim.states():
+            pass
+    except SimulationError as exc:
+        err = str(exc)
+    wall = time.perf_counter() - t0
+    return wall, f.timing["newton"], f.timing["projections"], err, numba.get_num_threads()
+
+
+def run_index3_study(out_dir, quick: bool = False) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    scale = 0.1 if quick else 1.0
+    lines = ["# index3 study (paper 000, sections 4.2-4.4, 5.2)", ""]
+    if quick:
+        lines += ["*Quick run: every simulated time is 1/10 of the paper's; the figures are not the paper's.*", ""]
+
+    # ---------------------------------------------------------------- 4.2 spatial double pendulum
+    T = 10.0 * scale
+    cols, rows, st, err, model = _run(gen.spatial_double_pendulum(), dt=0.01, t_end=T, penalty=1e6,
+                                      newton_iters=3, newton_tol=1e-12)
+    E = _col(cols, rows, "energy.total")
+    lines += ["## Spatial double pendulum (4.2)", "",
+              f"{T:g} s, dt = 0.01, alpha = 1e6, 3 iterations, tol 1e-12: "
+              + ("completed" if err is None else f"**failed**: {err}") + ".", "",
+              f"- total energy: {E.min():.3e} .. {E.max():.3e} J (initial {E[0]:.3e} J)",
+              f"- max violation: position {_col(cols, rows, 'violation.position').max():.2e}, velocity "
+              f"{_col(cols, rows, 'violation.velocity').max():.2e}, acceleration "
+              f"{_col(cols, rows, 'violation.acceleration').max():.2e}", ""]
+    bn = model.spec.bodies[0].name
+    jn = model.spec.joints[0].name
+    fig, ax = plt.subplots(2, 2, figsize=(10, 7))
+    for c in "xyz":
+        ax[0, 0].plot(rows[:, 0], _col(cols, rows, f"{bn}.{c}"), label=c)
+        ax[0, 1].plot(rows[:, 0], _col(cols, rows, f"reaction.{jn}.f{c}"), label=f"f{c}")
+    for lv in ("position", "velocity", "acceleration"):
+        ax[1, 0].semilogy(rows[:, 0], np.maximum(_col(cols, rows, f"violation.{lv}"), 1e-18), label=lv)
+    ax[1, 1].plot(rows[:, 0], E)
+    ax[0, 0].set_title(f"body {bn} position [m]")
+    ax[0, 1].set_title(f"reaction at {jn} [N]")
+    ax[1, 0].set_title("constraint violations")
+    ax[1, 1].set_title("total energy [J]")
+    for a in ax.flat:
+        a.set_xlabel("t [s]")
+    ax[0, 0].legend(); ax[0, 1].legend(); ax[1, 0].legend()  # noqa: E702
+    fig.tight_layout()
+    fig.savefig(out / "index3_double_pendulum.png", dpi=90)
+    plt.close(fig)
+    lines += ["![double pendulum](index3_double_pendulum.png)", ""]
+
+    # ---------------------------------------------------------------- 4.3 four-bar
+    T = 30.0 * scale
+    cols, rows, st, err, model = _run(gen.fourbar(), dt=0.01, t_end=T, penalty=1e6, newton_iters=4,
+                                      newton_tol=1e-12)
+    E = _col(cols, rows, "energy.total")
+    vp = _col(cols, rows, "violation.position")
+    lines += ["## Four-bar through the singular configuration (4.3)", "",
+              f"{T:g} s, dt = 0.01, alpha = 1e6, 4 iterations: "
+              + ("completed, no failure" if err is None else f"**failed**: {err}") + ".", "",
+              f"- max position violation {vp.max():.2e} (velocity "
+              f"{_col(cols, rows, 'violation.velocity').max():.2e}, acceleration "
+              f"{_col(cols, rows, 'violation.acceleration').max():.2e})",
+              f"- total energy {E.min():.6f} .. {E.max():.6f} J (range {E.max() - E.min():.2e} J, "
+              f"initial {E[0]:.6f} J, final {E[-1]:.6f} J)",
+              f"- largest last Newton increment |dq| {st['max_dq']:.2e}", ""]
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.5))
+    for lv in ("position", "velocity", "acceleration"):
+        ax[0].semilogy(rows[:, 0], np.maximum(_col(cols, rows, f"violation.{lv}"), 1e-18), label=lv)
+    ax[0].legend()
+    ax[0].set_title("constraint violations")
+    ax[1].plot(rows[:, 0], E)
+    ax[1].set_title("total energy [J]")
+    fig.tight_layout()
+    fig.savefig(out / "index3_fourbar.png", dpi=90)
+    plt.close(fig)
+    lines += ["![four-bar](index3_fourbar.png)", ""]
+
+    # ---------------------------------------------------------------- 4.4 128-link pendulum
+    T = 10.0 * scale
+    chain = build_model(gen.paper000_chain(128))
+    lines += ["## 128-link pendulum (4.4)", "",
+              f"{T:g} s, dt = 0.01, 3 iterations, tol 1e-12.  Paper (alpha = 1e9): minimum total energy "
+              "-46.84 J at t ~ 5.22 s, then ~ -25 J; alpha = 1e6, 1e7 no convergence, 1e8 wrong results.", "",
+              "| alpha | geometric stiffness | result | min total energy [J] (at t) | final total energy [J] "
+              "| max position violation | max last dq |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    ref = None
+    alphas = (1e6, 1e7, 1e8, 1e9)
+    for geo in (False, True):
+        for a in alphas:
+            cols, rows, st, err, _ = _run(chain, dt=0.01, t_end=T, penalty=a, newton_iters=3, newton_tol=1e-12,
+                                          geometric_stiffness=geo)
+            E = _col(cols, rows, "energy.total")
+            k = int(np.argmin(E))
+            res = "completed" if err is None else f"failed at t = {rows[-1, 0] + 0.01:.2f} s"
+            lines.append(f"| {a:.0e} | {'on' if geo else 'off'} | {res} | {E[k]:.2f} ({rows[k, 0]:.2f} s) | "
+                         f"{E[-1]:.2f} | {_col(cols, rows, 'violation.position').max():.1e} | "
+                         f"{st['max_dq']:.1e} |")
+            if a == 1e9 and not geo:
+                ref = (cols, rows)
+    lines.append("")
+    if ref is not None:
+        cols, rows = ref
+        names = [b.name for b in chain.spec.bodies]
+        last = names[-1]
+        fig, ax = plt.subplots(2, 2, figsize=(10, 7))
+        for c in "xy":
+            ax[0, 0].plot(rows[:, 0], _col(cols, rows, f"{last}.{c}"), label=c)
+            ax[1, 0].plot(rows[:, 0], _col(cols, rows, f"{last}.v{c}"), label=f"v{c}")
+        j1 = chain.spec.joints[0].name
+        for c in "xy":
+            ax[0, 1].plot(rows[:, 0], _col(cols, rows, f"reaction.{j1}.f{c}"), label=f"f{c}")
+        for e in ("kinetic", "potential", "total"):
+            ax[1, 1].plot(rows[:, 0], _col(cols, rows, f"energy.{e}"), label=e)
+        for a in ax.flat:
+            a.legend()
+            a.set_xlabel("t [s]")
+        ax[0, 0].set_title(f"last body ({last}) position [m]")
+        ax[1, 0].set_title("its velocity [m/s]")
+        ax[0, 1].set_title(f"reaction at {j1} [N]")
+        ax[1, 1].set_title("energy [J]")
+        fig.tight_layout()
+        fig.savefig(out / "index3_chain128.png", dpi=90)
+        plt.close(fig)
+        lines += ["![128-link pendulum](index3_chain128.png)", ""]
+
+    # ---------------------------------------------------------------- timing
+    lines += ["## Timing (5.2)", "",
+              "Wall time of the integration alone (no output rows), after a warm-up step; "
+              "dt = 0.01, 3 iterations (always taken); the tangent refreshed every iteration "
+              "(tangent_hold 1) or once per step (3, modified Newton).  The machine may be shared: "
+              "the wall times are upper bounds.", "",
+              "| links | threads | alpha | tangent_hold | simulated | wall [s] | Newton [s] | projections [s] "
+              "| result |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    runs = ((128, 1, 1e9, 1), (128, 1, 1e9, 3), (1024, 2, 1e9, 1), (1024, 2, 1e11, 1), (1024, 2, 1e11, 3)) \
+        if not quick else ((128, 1, 1e9, 1),)
+    for n, thr, a, hold in runs:
+        T = 10.0 * scale
+        wall, tn, tp, err, used = _timing(n, thr, T, a, hold)
+        lines.append(f"| {n} | {used} | {a:.0e} | {hold} | {T:g} s | {wall:.2f} | {tn:.2f} | {tp:.2f} | "
+                     f"{'ok' if err is None else err} |")
+    lines.append("")
+    path = out / "index3.md"
+    path.write_text("\n".join(lines))
+    return path

@@ -1,0 +1,385 @@
+"""Formulation ``index3`` (paper 000; issue 5; docs/index3.md).
+
+* the tree solve (assembly-disassembly, paper eqs. 24-69) against the dense KKT
+  solve of the same linear systems (``linear="dense"``, the oracle);
+* the absolute-coordinate Jacobian and the geometric stiffness against finite
+  differences;
+* initial accelerations and reactions against the ``dense`` formulation;
+* trajectories of every shipped example against ``dense`` and the order of
+  convergence of the trapezoidal rule;
+* paper 000's four-bar through its singular configuration, and the CLI.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import generators as gen
+from engine.errors import SimulationError
+from engine.formulations import REGISTRY
+from engine.formulations import index3_kernels as K
+from engine.formulations.index3 import Index3Formulation
+from engine.model import build_model, load_model
+from engine.results import columns, read_csv
+from engine.simulation import Settings, Simulation
+
+from ..conftest import EXAMPLES, example_path
+from .test_trajectories import reference as dense_reference
+
+
+def _form(model, linear="tree", **kw):
+    s = Simulation(model, Settings(formulation="index3", **kw)).settings
+    return Index3Formulation(model, s, linear=linear)
+
+
+def _positions(cols, rows, model):
+    idx = [cols.index(f"{b.name}.{c}") for b in model.spec.bodies for c in "xyz"]
+    return rows[:, idx]
+
+
+RANDOM = ([("tree", s, dict(n_bodies=5 + s % 4, loops=0)) for s in range(4)]
+          + [("loop", s, dict(n_bodies=7, loops=1)) for s in range(4)]
+          + [("coupled", s, dict(n_bodies=8, loops=2)) for s in range(3)])
+
+
+def _random_model(kind, seed, kw):
+    return build_model(gen.random_mechanism(1000 * (kind == "coupled") + 500 * (kind == "loop") + seed, **kw))
+
+
+# ------------------------------------------------------------------ registry and settings
+
+
+def test_registered_with_trapezoidal_rule():
+    assert REGISTRY["index3"] is Index3Formulation
+    sim = Simulation(load_model(example_path("parallelogram-fourbar")), Settings(formulation="index3"))
+    assert sim.settings.integrator == "trapezoidal"
+    assert Index3Formulation.kind == "stepper"
+    assert set(Index3Formulation.parameters) == {"penalty", "newton_iters", "newton_tol", "tangent_hold",
+                                                 "geometric_stiffness"}
+
+
+# ------------------------------------------------------------------ Jacobians
+
+
+def _phi_of(f, q):
+    nb = q.shape[0]
+    z = np.zeros((nb, 7))
+    f._kinematics(q, z, z)
+    f._rows()
+    return f.phi.copy(), f.G7.copy()
+
+
+@pytest.mark.parametrize("name", ["joint-zoo", "slider-crank", "fivebar-redundant"])
+def test_absolute_jacobian_is_derivative_of_constraints(name):
+    """Phi_q = [G_lin, 2 G_ang E(p)] equals the finite-difference derivative of Phi(q)."""
+    model = load_model(example_path(name))
+    f = _form(model)
+    y = f.initial_state()
+    rng = np.random.default_rng(1)
+    q = f._split(y)[0].copy()
+    q[:, :3] += rng.normal(scale=0.1, size=(model.nb, 3))
+    q[:, 3:] += rng.normal(scale=0.2, size=(model.nb, 4))
+    q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1)[:, None]
+    phi0, G7 = _phi_of(f, q)
+    h = 1e-6
+    for i in range(model.nb):
+        for c in range(7):
+            qp, qm = q.copy(), q.copy()
+            qp[i, c] += h
+            qm[i, c] -= h
+            d = (_phi_of(f, qp)[0] - _phi_of(f, qm)[0]) / (2 * h)
+            an = np.zeros_like(d)
+            for j in range(model.nj):
+                r, n = f.row_adr[j], f.rows[j]
+                if model.pred[j] == i:
+                    an[r:r + n] += G7[0, r:r + n, c]
+                if model.succ[j] == i:
+                    an[r:r + n] += G7[1, r:r + n, c]
+            assert np.abs(d - an).max() < 1e-7, (i, c)
+
+
+def test_geometric_stiffness_is_derivative_of_constraint_forces():
+    """H_i = d(Phi_qi^T lam + Psi_qi^T mu)/dq_i, the body-diagonal blocks (paper 000, sect. 4.4)."""
+    model = load_model(example_path("joint-zoo"))
+    f = _form(model, geometric_stiffness=True)
+    y = f.initial_state()
+    q, _, _, lam, mu = (a.copy() for a in f._split(y))
+    rng = np.random.default_rng(2)
+    lam = rng.normal(size=lam.shape)
+    mu = rng.normal(size=mu.shape)
+    H = np.zeros((model.nb, 7, 7))
+    K.geometric_stiffness(f.lay.ix, f.ca, f.row_adr, q, lam, mu, 1e-6, H)
+    nb = model.nb
+
+    def force(qq, i):
+        _, G7 = _phi_of(f, qq)
+        out = qq[i, :].copy() * 0.0
+        out[3:] = mu[i] * qq[i, 3:]
+        for j in range(model.nj):
+            r, n = f.row_adr[j], f.rows[j]
+            for side, b in ((0, model.pred[j]), (1, model.succ[j])):
+                if b == i:
+                    out += G7[side, r:r + n].T @ lam[r:r + n]
+        return out
+
+    h = 1e-6
+    for i in range(nb):
+        D = np.zeros((7, 7))
+        for c in range(7):
+            qp, qm = q.copy(), q.copy()
+            qp[i, c] += h
+            qm[i, c] -= h
+            D[:, c] = (force(qp, i) - force(qm, i)) / (2 * h)
+        D = 0.5 * (D + D.T)
+        assert np.abs(D - H[i]).max() < 1e-6 * max(1.0, np.abs(D).max())
+
+
+# ------------------------------------------------------------------ tree solve against the dense oracle
+
+
+def _steps(f, n, dt):
+    y = f.initial_state()
+    out = [y]
+    for k in range(n):
+        y = f.step(k * dt, y, dt)
+        out.append(y)
+    return np.array(out)
+
+
+def _linear_pair(model, y, dt, alpha, seed):
+    """The same random linear system (leaf blocks at state y) through the tree and densely."""
+    rng = np.random.default_rng(seed)
+    fs = [_form(model, "tree", penalty=alpha), _form(model, "dense", penalty=alpha)]
+    base = rng.normal(size=(model.nb, 7))
+    rhs = rng.normal(size=(model.nb, 7))
+    g0 = rng.normal(scale=1e-6, size=fs[0].nr)
+    for f in fs:
+        q, qd, qdd, lam, mu = f._split(y)
+        f._kinematics(q, qd, qdd)
+        f._forces()
+        K.body_mass_forces(model.mass, model.inertia, q, qd, f.R, f.F, f.Mb, f.Qb)
+        f._rows()
+    return fs, base, rhs, g0, q
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("kind,seed,kw", RANDOM, ids=[f"{c[0]}-{c[1]}" for c in RANDOM])
+def test_tree_solve_equals_dense_solve_random(kind, seed, kw):
+    """One assembly-disassembly (paper eqs. 24-39 / 43-54 / 58-69) against the dense KKT
+    solve of the same linear system, at a state of a random mechanism: penalised
+    (Newton and projections: Phi = delta < 0, eps = 1/alpha) and exact (eps = 0, the
+    initial accelerations; redundant rows give non-unique multipliers, so only x)."""
+    model = _random_model(kind, seed, kw)
+    y = _steps(_form(model), 2, 1e-3)[-1]
+    dt = 1e-3
+    c4 = dt * dt / 4
+    for alpha in (1e6, 1e9):
+        fs, base, rhs, g0, q = _linear_pair(model, y, dt, alpha, seed)
+        res = []
+        for f in fs:
+            f._matrices(q, c4, alpha, -c4)
+            f.base[:] = base
+            f.rhs[:] = rhs
+            f._solve(g0, 1.0 / alpha, -1.0, True)
+            res.append((f.out.copy(), f._lam_solve.copy()))
+        (xa, la), (xb, lb) = res
+        assert np.abs(xa - xb).max() <= 1e-9 * np.abs(xb).max()
+        assert np.abs(la - lb).max() <= 1e-7 * np.abs(lb).max()
+        # the projections reuse the matrix pass: bias pass only
+        rhs2 = rhs[::-1].copy()
+        res = []
+        for f in fs:
+            f.rhs[:] = rhs2
+            f._solve(2.0 * g0, 1.0 / alpha, -1.0, False)
+            res.append(f.out.copy())
+        assert np.abs(res[0] - res[1]).max() <= 1e-9 * np.abs(res[1]).max()
+    # exact: g0 consistent with the (possibly redundant) rows, g0 = -G x0
+    x0 = np.random.default_rng(seed + 1).normal(size=(model.nb, 7))
+    f = fs[0]
+    g0 = np.zeros(f.nr)
+    for j in range(model.nj):
+        r, n = f.row_adr[j], f.rows[j]
+        g0[r:r + n] -= f.G7[1, r:r + n] @ x0[model.succ[j]]
+        if model.pred[j] >= 0:
+            g0[r:r + n] -= f.G7[0, r:r + n] @ x0[model.pred[j]]
+    res = []
+    for f in fs:
+        f._matrices(q, 1.0, 10.0, 1.0)
+        f.base[:] = base
+        f.rhs[:] = rhs
+        f._solve(g0, 0.0, 1.0, True)
+        res.append(f.out.copy())
+    assert np.abs(res[0] - res[1]).max() <= 1e-8 * np.abs(res[1]).max()
+
+
+@pytest.mark.parametrize("name", ["parallelogram-fourbar", "fivebar-redundant", "double-loop-8", "joint-zoo",
+                                  "ladder-2", "spatial-double-pendulum"])
+@pytest.mark.parametrize("geo", [False, True])
+def test_tree_steps_equal_dense_steps_examples(name, geo):
+    """Whole steps, including redundant constraints (four-bar, five-bar, ladder) and the
+    geometric stiffness: positions and velocities.  (Accelerations come from
+    qdd = 4/dt^2 q + ..., which multiplies round-off in q by 4e6 at dt = 1e-3; the
+    single solves above compare them.)  ``newton_tol`` = 1e-30: both take every iteration."""
+    model = load_model(example_path(name))
+    kw = dict(geometric_stiffness=geo, tangent_hold=2, newton_tol=1e-30)
+    ya = _steps(_form(model, "tree", **kw), 6, 1e-3)
+    yb = _steps(_form(model, "dense", **kw), 6, 1e-3)
+    n7 = 7 * model.nb
+    a, b = ya[:, :n7], yb[:, :n7]
+    assert np.abs(a - b).max() <= 1e-11 * max(1.0, np.abs(b).max())
+    a, b = ya[:, n7:2 * n7], yb[:, n7:2 * n7]
+    assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
+
+
+# ------------------------------------------------------------------ against the dense formulation
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name[:-10] for p in EXAMPLES])
+def test_initial_accelerations_match_dense(path):
+    """The exact solve at t = 0 (tree, eps = 0) gives dense's accelerations."""
+    model = load_model(path)
+    dense = Simulation(model, Settings(formulation="dense", projection=False)).formulation
+    a_ref = dense.evaluate(0.0, dense.initial_state()).acc
+    f = _form(model)
+    a = f.evaluate(0.0, f.initial_state()).acc
+    assert np.abs(a - a_ref).max() <= 1e-9 * max(1.0, np.abs(a_ref).max())
+
+
+@pytest.mark.parametrize("name", ["spatial-double-pendulum", "chain-8-revolute", "slider-crank",
+                                  "chain-6-universal-spatial", "fourbar-crank-rocker", "joint-zoo"])
+def test_reactions_match_dense(name):
+    """Non-redundant mechanisms: the wrench pred exerts on succ about P[j], from lambda."""
+    model = load_model(example_path(name))
+    dense = Simulation(model, Settings(formulation="dense", projection=False)).formulation
+    ev_ref = dense.evaluate(0.0, dense.initial_state())
+    f = _form(model)
+    ev = f.evaluate(0.0, f.initial_state())
+    assert np.abs(ev.P - ev_ref.P).max() < 1e-12
+    scale = max(1.0, np.abs(ev_ref.reactions).max())
+    assert np.abs(ev.reactions - ev_ref.reactions).max() <= 1e-9 * scale
+
+
+def _dense_reference(model, T, dt=1e-3):
+    return Simulation(model, Settings(formulation="dense", projection=False, integrator="rk4", dt=dt,
+                                      t_end=T)).run_all()
+
+
+#: dt = 1e-3 over 2 s against dense (rk4, same dt).  Penalty: the default 1e9, except the
+#: 128-link chain, where alpha dt^2 / 4 must stay well above its effective masses (docs/index3.md):
+#: alpha = 1e11 keeps paper 000's alpha dt^2 / 4 = 2.5e4 at dt = 1e-3.
+PENALTY = {"chain-128-spherical": 1e11}
+#: measured trapezoidal truncation error exceeds 1e-4 at dt = 1e-3 over 2 s (chaotic chains and
+#: the joint zoo's 160 rad/s spin exchange through its Hooke joint); see test_order_of_convergence.
+TRUNCATION_LIMITED = {"chain-6-universal-spatial", "chain-8-revolute", "chain-5-spherical-spatial",
+                      "joint-zoo"}
+
+
+_TRAJ = [pytest.param(p, marks=pytest.mark.xfail(
+    strict=True, reason="trapezoidal truncation error above 1e-4 at dt = 1e-3 (measured, docs/index3.md)"))
+    if p.name[:-10] in TRUNCATION_LIMITED else p for p in EXAMPLES]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _TRAJ, ids=[p.name[:-10] for p in EXAMPLES])
+def test_trajectories_agree_with_dense(path):
+    """Every shipped example, 2 s at dt = 1e-3: body positions within 1e-4 of dense."""
+    name = path.name[:-10]
+    model = load_model(path)
+    c1, r1 = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=2.0,
+                                        penalty=PENALTY.get(name, 1e9))).run_all()
+    _, c2, r2 = dense_reference(path)  # shared with test_trajectories (same settings)
+    assert r1.shape == r2.shape
+    d = np.abs(_positions(c1, r1, model) - _positions(c2, r2, model)).max()
+    assert d < 1e-4, d
+
+
+#: where dt = 1e-3 is truncation-limited, the step at which the trapezoidal error is below 1e-4
+#: (from the measured second-order constants); the penalty keeps alpha dt^2 / 4 = 2.5e4
+SMALL_DT = {"chain-8-revolute": 5e-4, "chain-5-spherical-spatial": 5e-4, "chain-6-universal-spatial": 1.25e-4,
+            "joint-zoo": 5e-5}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL_DT))
+def test_truncation_limited_examples_agree_at_smaller_steps(name):
+    """The examples above that miss 1e-4 at dt = 1e-3 meet it at a step where the trapezoidal
+    rule's error allows, against a converged reference (dense, dop853 at 1e-12 -- on the joint
+    zoo dense's own rk4 at 1e-3 is 6e-4 off): what fails at 1e-3 is the integrator, not the solve."""
+    model = load_model(example_path(name))
+    dt = SMALL_DT[name]
+    c2, r2 = Simulation(model, Settings(formulation="dense", projection=False, integrator="dop853", rtol=1e-12,
+                                        atol=1e-12, dt=1e-3, t_end=2.0)).run_all()
+    c1, r1 = Simulation(model, Settings(formulation="index3", dt=dt, t_end=2.0, penalty=1e5 / dt**2)).run_all()
+    k = int(round(1e-3 / dt))
+    d = np.abs(_positions(c1, r1, model)[::k] - _positions(c2, r2, model)).max()
+    assert d < 1e-4, d
+
+
+ORDER_CASES = ["spatial-double-pendulum", "parallelogram-fourbar", "slider-crank", "chain-8-revolute",
+               "fivebar-redundant", "chain-6-universal-spatial", "chain-5-spherical-spatial", "double-loop-8"]
+#: the joint zoo spins at up to ~160 rad/s: omega dt = 1.6 at dt = 1e-2 is outside the asymptotic
+#: range (measured orders 1.66, 1.78 from dt = 1e-2); it is checked from dt = 4e-3 on
+DTS = {"joint-zoo": (4e-3, 2e-3, 1e-3)}
+
+
+@pytest.mark.parametrize("name", ORDER_CASES + ["joint-zoo"])
+def test_order_of_convergence(name):
+    """Errors at t = 1 s for dt = 1e-2, 5e-3, 2.5e-3 against dense (rk4, 1e-3): order ~ 2."""
+    model = load_model(example_path(name))
+    T = 1.0
+    c2, r2 = _dense_reference(model, T, 2.5e-4 if name in DTS else 1e-3)
+    ref = _positions(c2, r2, model)[-1]
+    errs = []
+    for dt in DTS.get(name, (1e-2, 5e-3, 2.5e-3)):
+        c1, r1 = Simulation(model, Settings(formulation="index3", dt=dt, t_end=T)).run_all()
+        assert abs(r1[-1, 0] - T) < 1e-12
+        errs.append(np.abs(_positions(c1, r1, model)[-1] - ref).max())
+    orders = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
+    assert np.all((orders > 1.8) & (orders < 2.3)), (errs, orders)
+
+
+# ------------------------------------------------------------------ paper 000 cases
+
+
+def test_fourbar_through_singular_configuration():
+    """Paper 000, 4.3: 30 s, dt = 0.01, alpha = 1e6, 4 iterations; redundant and singular."""
+    model = build_model(gen.fourbar())
+    cols, rows = Simulation(model, Settings(formulation="index3", dt=0.01, t_end=30.0, penalty=1e6,
+                                            newton_iters=4, newton_tol=1e-12)).run_all()
+    assert abs(rows[-1, 0] - 30.0) < 1e-9
+    assert rows[:, cols.index("violation.position")].max() < 1e-8
+    E = rows[:, cols.index("energy.total")]
+    assert E.max() - E.min() < 0.05 * abs(E[0])
+    # it does pass through the singular (folded) configuration: crank angle through 90 deg
+    a = np.arctan2(rows[:, cols.index("A.y")], rows[:, cols.index("A.x")])
+    assert a.max() > np.pi / 2
+
+
+def test_chain_fails_cleanly_with_small_penalty():
+    """Paper 000, 4.4: alpha = 1e6 does not converge on the 128-link chain -> SimulationError
+    with the rows computed so far."""
+    model = build_model(gen.paper000_chain(128))
+    sim = Simulation(model, Settings(formulation="index3", dt=0.01, t_end=2.0, penalty=1e6))
+    rows = []
+    with pytest.raises(SimulationError):
+        for ch in sim.run():
+            rows.append(ch.rows)
+    assert rows and np.isfinite(np.vstack(rows)).all()
+
+
+# ------------------------------------------------------------------ command line
+
+
+def test_cli_run_writes_contract_columns(tmp_path):
+    out = tmp_path / "x.csv"
+    path = example_path("parallelogram-fourbar")
+    r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "--formulation", "index3",
+                        "--t-end", "0.1", "--dt", "0.01", "--penalty", "1e8", "--newton-iters", "4",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cols, rows = read_csv(out)
+    assert cols == columns(load_model(path))
+    assert rows.shape[0] == 11
+    assert rows[:, cols.index("violation.position")].max() < 1e-8
