@@ -14,15 +14,21 @@ import ctypes
 import os
 import sys
 
-_ENV = ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "LP_NUM_THREADS")
+_ENV = ("OPENBLAS_NUM_THREADS", "LP_NUM_THREADS")
 _SYMBOLS = ("openblas_set_num_threads", "openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
             "scipy_openblas_set_num_threads64_")
 
 
 def configure_environment() -> None:
-    """Before numpy is imported: single-threaded BLAS, passive OpenMP waiting (numba)."""
+    """Before numpy is imported: single-threaded BLAS.
+
+    numba's OpenMP threads keep GNU OpenMP's default waiting (spin briefly, then
+    sleep).  ``OMP_WAIT_POLICY=PASSIVE`` (sleep at once) made every parallel region
+    of a run in the worker thread wait for a futex wake-up of its idle team
+    member: the 128-link run took 2.2x its headless time (passive) against 0.97x
+    (default spinning), tests/app/qt/test_responsiveness.py.
+    """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # Mesa's software OpenGL: leave a core to the simulation thread
     os.environ.setdefault("LP_NUM_THREADS", str(max(1, (os.cpu_count() or 2) - 1)))
 
