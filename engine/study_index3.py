@@ -8,7 +8,8 @@
 * 128-link pendulum (4.4): 10 s, dt = 0.01, alpha = 1e9, 3 iterations -- minimum total
   energy and when, final level (paper: -46.84 J at t ~ 5.22 s, then ~ -25 J);
   which alpha in 1e6 .. 1e9 fail, with and without geometric stiffness;
-* timing: 128 links on one thread, 1024 links on two, Newton vs projections.
+* timing: 128 links on one thread, 1024 links on two, Newton vs projections;
+* scaling (5.2, Figs. 12-14): n = 2 ... 1024 links, 1 thread and all, speedup and efficiency.
 
 Writes ``<out>/index3.md`` and PNGs (matplotlib, Agg).  ``quick`` shortens every
 run (for tests); the figures it reports are then not the paper's.
@@ -45,7 +46,7 @@ def _col(cols, rows, name):
     return rows[:, cols.index(name)]
 
 
-def _timing(n, threads, t_end, alpha, hold=1):
+def _timing(n, threads, t_end, alpha, hold=1, detail=False):
     import numba
 
     model = build_model(gen.paper000_chain(n))
@@ -55,7 +56,7 @@ def _timing(n, threads, t_end, alpha, hold=1):
     sim.prepare()
     f = sim.formulation
     f.step(0.0, sim._y0, 0.01)  # compile / warm up outside the clock
-    f.timing = {"newton": 0.0, "projections": 0.0}
+    f.timing = {k: 0.0 for k in f.timing}
     t0 = time.perf_counter()
     err = None
     try:
@@ -64,7 +65,67 @@ def _timing(n, threads, t_end, alpha, hold=1):
     except SimulationError as exc:
         err = str(exc)
     wall = time.perf_counter() - t0
+    if detail:
+        return wall, dict(f.timing), err, numba.get_num_threads()
     return wall, f.timing["newton"], f.timing["projections"], err, numba.get_num_threads()
+
+
+#: the scaling sweep's penalty: enough for the longest chain at dt = 0.01 (1e9 fails at 1024 links)
+SWEEP_ALPHA = 1e11
+
+
+def _scaling(out: Path, plt, quick: bool) -> list[str]:
+    """Paper 000 section 5.2: chains of n = 2 ... 1024 links, 1 thread and all, wall time
+    per step split into Newton, velocity and acceleration projections; speedup and
+    efficiency (Figs. 12-14)."""
+    import numba
+
+    ns = [2 ** k for k in range(1, 7 if quick else 11)]
+    threads = sorted({1, numba.config.NUMBA_NUM_THREADS})
+    T = 0.1 if quick else 1.0
+    res = {}
+    for n in ns:
+        for th in threads:
+            wall, tm, err, used = _timing(n, th, T, SWEEP_ALPHA, detail=True)
+            res[(n, th)] = (wall / (T / 0.01), tm, err, used)
+    lines = ["## Scaling (5.2, Figs. 12-14)", "",
+             f"Chains of n links (paper000_chain), dt = 0.01, alpha = {SWEEP_ALPHA:.0e}, 3 iterations, "
+             f"{T:g} s simulated; wall time per step with 1 thread and with {threads[-1]}, and the share of "
+             "the Newton iterations and of the two projections (paper: about 81 % / 9.5 % / 9.5 %).", "",
+             "| n | threads | ms / step | Newton | velocity projection | acceleration projection | speedup | "
+             "efficiency | result |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for n in ns:
+        t1 = res[(n, 1)][0]
+        for th in threads:
+            per, tm, err, used = res[(n, th)]
+            tot = max(tm["newton"] + tm["projections"], 1e-300)
+            sp = t1 / per
+            lines.append(f"| {n} | {used} | {1e3 * per:.3f} | {100 * tm['newton'] / tot:.1f} % | "
+                         f"{100 * tm['velocity_projection'] / tot:.1f} % | "
+                         f"{100 * tm['acceleration_projection'] / tot:.1f} % | {sp:.2f} | {sp / used:.2f} | "
+                         f"{'ok' if err is None else err} |")
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
+    for th in threads:
+        ax[0].loglog(ns, [1e3 * res[(n, th)][0] for n in ns], "o-", label=f"{th} thread{'s' * (th > 1)}")
+    ax[0].set_title("wall time per step [ms]")
+    if len(threads) > 1:
+        top = threads[-1]
+        sp = [res[(n, 1)][0] / res[(n, top)][0] for n in ns]
+        ax[1].semilogx(ns, sp, "o-")
+        ax[1].axhline(top, color="0.6", lw=0.8)
+        ax[2].semilogx(ns, [s / top for s in sp], "o-")
+        ax[2].axhline(1.0, color="0.6", lw=0.8)
+    ax[1].set_title(f"speedup, {threads[-1]} threads vs 1")
+    ax[2].set_title("parallel efficiency")
+    for a in ax:
+        a.set_xlabel("links n")
+    ax[0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "index3_scaling.png", dpi=90)
+    plt.close(fig)
+    lines += ["", "![scaling](index3_scaling.png)", ""]
+    return lines
 
 
 def run_index3_study(out_dir, quick: bool = False) -> Path:
@@ -206,6 +267,7 @@ def run_index3_study(out_dir, quick: bool = False) -> Path:
         lines.append(f"| {n} | {used} | {a:.0e} | {hold} | {T:g} s | {wall:.2f} | {tn:.2f} | {tp:.2f} | "
                      f"{'ok' if err is None else err} |")
     lines.append("")
+    lines += _scaling(out, plt, quick)
     path = out / "index3.md"
     path.write_text("\n".join(lines))
     return path

@@ -111,7 +111,8 @@ class Index3Formulation(Formulation):
         self.zero7 = np.zeros((nb, 7))
         self.nu = np.zeros(nb)  # (nb,) Euler-parameter acceleration term nu_i
         self._lam_solve = np.zeros(self.nr)
-        self.timing = {"newton": 0.0, "projections": 0.0}
+        self.timing = {"newton": 0.0, "projections": 0.0, "velocity_projection": 0.0,
+                       "acceleration_projection": 0.0}
         self.steps = 0
         self.newton_total = 0
         self.last_dq = 0.0
@@ -295,6 +296,7 @@ class Index3Formulation(Formulation):
         viol = float(np.sqrt(np.dot(self.phi, self.phi)))
         self._solve(np.zeros(self.nr), 1.0 / a, -1.0, False)
         qd = self.out.copy()
+        t_v = time.perf_counter()
         self._kinematics(q, qd, qdd)
         self._rows()
         self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
@@ -305,6 +307,8 @@ class Index3Formulation(Formulation):
         t2 = time.perf_counter()
         self.timing["newton"] += t1 - t0
         self.timing["projections"] += t2 - t1
+        self.timing["velocity_projection"] += t_v - t1
+        self.timing["acceleration_projection"] += t2 - t_v
         self.steps += 1
         self.max_violation = max(self.max_violation, viol)
         if self.springs.shape[0]:
@@ -337,5 +341,7 @@ class Index3Formulation(Formulation):
     def stats(self) -> dict:
         return {"steps": self.steps, "newton_iterations": self.newton_total,
                 "newton_time": self.timing["newton"], "projection_time": self.timing["projections"],
+                "velocity_projection_time": self.timing["velocity_projection"],
+                "acceleration_projection_time": self.timing["acceleration_projection"],
                 "last_dq": self.last_dq, "max_dq": self.max_dq,
                 "max_position_violation_after_newton": self.max_violation}

@@ -48,8 +48,8 @@ def test_index3_quick(tmp_path):
     assert main(["study", "index3", "--quick", "--out", str(tmp_path)]) == 0
     report = (tmp_path / "index3.md").read_text()
     assert not (tmp_path / "index3" / "index3.md").exists()
-    for png in ("index3_double_pendulum", "index3_fourbar", "index3_chain128"):
+    for png in ("index3_double_pendulum", "index3_fourbar", "index3_chain128", "index3_scaling"):
         assert (tmp_path / "index3" / f"{png}.png").stat().st_size > 10_000
         assert f"](index3/{png}.png)" in report
-    assert "Quick run" in report and "## Timing" in report
+    assert "Quick run" in report and "## Timing" in report and "## Scaling" in report
     assert json.loads((tmp_path / "index3" / "results.json").read_text())["study"] == "index3"
