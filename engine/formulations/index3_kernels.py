@@ -28,7 +28,7 @@ from .treesolve import PARALLEL_MIN_BODIES
 # ------------------------------------------------------------------ quaternion algebra
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def emat(p, E):
     """E(p) (3 x 4): w = 2 E(p) p_dot (world angular velocity)."""
     e0, e1, e2, e3 = p[0], p[1], p[2], p[3]
@@ -46,7 +46,7 @@ def emat(p, E):
     E[2, 3] = e0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gmat(p, G):
     """G(p) (3 x 4): w' = 2 G(p) p_dot (body-frame angular velocity), paper 000 eq. 7."""
     e0, e1, e2, e3 = p[0], p[1], p[2], p[3]
@@ -64,7 +64,7 @@ def gmat(p, G):
     G[2, 3] = e0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rot_of(p, R):
     """Rotation of the normalised Euler parameters p (body -> world)."""
     n = np.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3])
@@ -83,7 +83,7 @@ def _rot_of(p, R):
 # ------------------------------------------------------------------ body kernels
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _body_kin(i, q, qd, qdd, x, R, V, A, E):
     """Pose, twist [v_C; w] and classical acceleration [a_C; alpha] of body i."""
     for k in range(3):
@@ -104,7 +104,7 @@ def _body_kin(i, q, qd, qdd, x, R, V, A, E):
         A[i, 3 + k] = a
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def body_kinematics(q, qd, qdd, x, R, V, A, E):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -115,7 +115,7 @@ def body_kinematics(q, qd, qdd, x, R, V, A, E):
             _body_kin(i, q, qd, qdd, x, R, V, A, E)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
     """Mass matrix M_i (eq. 7) and generalized forces Q_i (eq. 8) of body i.
 
@@ -166,7 +166,7 @@ def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
             - 8.0 * (Gd[0, c] * h[0] + Gd[1, c] * h[1] + Gd[2, c] * h[2])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -180,7 +180,7 @@ def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
 # ------------------------------------------------------------------ joint rows
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
     pred, succ, nc_j = ca[1], ca[2], ca[11]
     a = pred[j]
@@ -208,7 +208,7 @@ def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
                 G7[side, k, 3 + c] = 2.0 * (Gt[k, 3] * Eb[0, c] + Gt[k, 4] * Eb[1, c] + Gt[k, 5] * Eb[2, c])
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
     """Every joint's residual ``phi``, twist Jacobians ``Ga``, ``Gb``, quadratic term ``g``
     and the absolute-coordinate Jacobian rows ``G7`` (2, n_rows, 7): [0] pred, [1] succ."""
@@ -227,7 +227,7 @@ def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
 # ------------------------------------------------------------------ Newton residual
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
     """res_i = M_i qdd_i + sum_joints Phi_qi^T lam + Psi_qi^T mu_i - Q_i (eq. 12)."""
     node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
@@ -250,7 +250,7 @@ def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
                 res[i, a] += G7[w, k, a] * lk
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -264,7 +264,7 @@ def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
 # ------------------------------------------------------------------ leaf coefficients
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _inv7(A, out):
     """out = A^-1 for a symmetric positive definite 7 x 7 (Cholesky; no pivoting)."""
     L = np.zeros((7, 7))
@@ -296,7 +296,7 @@ def _inv7(A, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
     """M_cc = M_i + c4 * kpsi * Psi_q^T Psi_q (+ c4 * H_geo), D_i = scale * M_cc^-1;
     every handle pair (h, k) of leaf i gets the block D_i (eqs. 22-26)."""
@@ -329,7 +329,7 @@ def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, P
                 Phi[ph + h, a, b] = D[a, b]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -340,7 +340,7 @@ def leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok
             _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
     """b_i = base_i + D_i rhs_i, copied to every handle of leaf i."""
     node_nh, node_h_start = ix[4], ix[5]
@@ -356,7 +356,7 @@ def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
             bv[sh + h, a] = bl[i, a]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def leaf_biases(ix, Dl, base, rhs, bl, bv):
     nb = Dl.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -367,7 +367,7 @@ def leaf_biases(ix, Dl, base, rhs, bl, bv):
             _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _leaf_result_one(i, ix, Dl, bl, Fh, out):
     """x_i = D_i sum_h F_h + b_i (eqs. 24/25, 43/44, 58/59 for a physical body)."""
     node_nh, node_h_start = ix[4], ix[5]
@@ -384,7 +384,7 @@ def _leaf_result_one(i, ix, Dl, bl, Fh, out):
         out[i, a] = s
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def leaf_results(ix, Dl, bl, Fh, out):
     nb = Dl.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -398,7 +398,7 @@ def leaf_results(ix, Dl, bl, Fh, out):
 # ------------------------------------------------------------------ Newton / projection right-hand sides
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def newton_rhs(q, res, alpha, rhs):
     """rhs_i = g_i + Psi_qi^T alpha Psi_i (eq. 22, Psi = (p^T p - 1) / 2)."""
     nb = q.shape[0]
@@ -410,7 +410,7 @@ def newton_rhs(q, res, alpha, rhs):
             rhs[i, 3 + c] = res[i, 3 + c] + alpha * psi * q[i, 3 + c]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def newton_update(q, dq, mu, alpha):
     """q += dq, mu += alpha (Psi + Psi_q dq) (eq. 21); returns |dq|^2."""
     nb = q.shape[0]
@@ -427,7 +427,7 @@ def newton_update(q, dq, mu, alpha):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def projection_rhs(pst, qs, nu, kpsi, base, rhs):
     """Projection biases (eqs. 45, 60): base = qs, rhs = kpsi p (p^T qs - nu), so that
     b = qs + D rhs = M_cc^-1 (M_c qs + c4 kpsi p nu) with M_c = M_cc - c4 kpsi p p^T."""
@@ -444,7 +444,7 @@ def projection_rhs(pst, qs, nu, kpsi, base, rhs):
             rhs[i, 3 + c] = kpsi * pst[i, c] * s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
     """Wrench [f; n] the predecessor exerts on the successor of each joint, about P[j]:
     minus the succ rows' force G_b^T lam (about the succ COM), shifted to P[j]."""
@@ -471,7 +471,7 @@ def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
 # ------------------------------------------------------------------ geometric stiffness
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pose_of(qi, xo, Ro, Eo):
     for k in range(3):
         xo[k] = qi[k]
@@ -479,7 +479,7 @@ def _pose_of(qi, xo, Ro, Eo):
     emat(qi[3:7], Eo)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_Ga, tmp_Gb, tmp_g, out):
     """out = Phi_q(side)^T lam for joint j with the bodies at (qa, qb)."""
     xa = np.empty(3)
@@ -506,7 +506,7 @@ def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_G
             out[3 + c] += 2.0 * (Gt[k, 3] * Ex[0, c] + Gt[k, 4] * Ex[1, c] + Gt[k, 5] * Ex[2, c]) * lk
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
     """H_i = sum_joints d(Phi_qi^T lam)/dq_i (central differences) + mu_i 1_p, symmetrised:
     the body-diagonal blocks of Phi_qq^T lam + Psi_qq^T mu (paper 000, sect. 4.4)."""
@@ -564,7 +564,7 @@ def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
         Hi[3 + c, 3 + c] += mu[i]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
