@@ -57,6 +57,11 @@ class Settings:
 def resolve_settings(model: Model, settings: Settings) -> Settings:
     """Fill in defaults and check every setting; raises :class:`SettingsError`."""
     name = settings.formulation or default_formulation(model)
+    if settings.formulation is None and settings.integrator and settings.integrator not in REGISTRY[name].integrators:
+        # an integrator only some formulations accept (trapezoidal: index3) picks among those
+        fits = [n for n, c in REGISTRY.items() if settings.integrator in c.integrators and c.supports(model)[0]]
+        if fits:
+            name = fits[0]
     if name not in REGISTRY:
         raise SettingsError(f"unknown formulation {name!r} (available: {', '.join(REGISTRY)})")
     cls = REGISTRY[name]

@@ -55,7 +55,7 @@ def test_run_out_file_and_parse(tmp_path):
     (["--dt", "-1"], "--dt must be a positive number"),
     (["--dt", "abc"], "not a number"),
     (["--formulation", "bogus"], "unknown formulation"),
-    (["--integrator", "trapezoidal"], "does not apply"),
+    (["--formulation", "dca", "--integrator", "trapezoidal"], "does not apply"),
     (["--integrator", "euler"], "unknown integrator"),
     (["--newton-iters", "0"], "--newton-iters"),
     (["--threads", "0"], "--threads"),

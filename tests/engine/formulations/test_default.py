@@ -25,3 +25,9 @@ def test_small_loops_default_to_dense_and_large_ones_to_hdca():
 def test_simulation_resolves_the_default():
     model = build_model(gen.chain(4, "spherical", planar=False))
     assert Simulation(model, Settings()).settings.formulation == "dca"
+
+
+def test_an_integrator_only_index3_takes_picks_index3():
+    model = build_model(gen.fourbar())
+    assert Simulation(model, Settings(integrator="trapezoidal")).settings.formulation == "index3"
+    assert Simulation(model, Settings(integrator="rk45")).settings.formulation == "dense"
