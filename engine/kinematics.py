@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
-from .spatial import axis_angle_rot, crm, matmul3, shift_force, shift_motion
+from .spatial import axis_angle_rot, crm, matmul3, quat_to_rot, shift_force, shift_motion
 
 
 def kin_arrays(model: Model):
@@ -57,18 +57,7 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
         axis_angle_rot(ax2, q[qa + 1], tmp[1])
         matmul3(tmp[0], tmp[1], Rrel)
     elif jt == SPHERICAL:
-        w, x, y, z = q[qa], q[qa + 1], q[qa + 2], q[qa + 3]
-        n2 = w * w + x * x + y * y + z * z
-        s = 2.0 / n2
-        Rrel[0, 0] = 1.0 - s * (y * y + z * z)
-        Rrel[0, 1] = s * (x * y - w * z)
-        Rrel[0, 2] = s * (x * z + w * y)
-        Rrel[1, 0] = s * (x * y + w * z)
-        Rrel[1, 1] = 1.0 - s * (x * x + z * z)
-        Rrel[1, 2] = s * (y * z - w * x)
-        Rrel[2, 0] = s * (x * z - w * y)
-        Rrel[2, 1] = s * (y * z + w * x)
-        Rrel[2, 2] = 1.0 - s * (x * x + y * y)
+        quat_to_rot(q[qa:qa + 4], Rrel)
     else:  # FIXED
         for i in range(3):
             for k in range(3):

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MechanismError
-from .mechfile import GROUND, JOINT_TYPES, MechanismSpec
+from .mechfile import GROUND, MechanismSpec
+from .spatial import quat_to_rot
 
 # joint type codes used by the kernels
 REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, FIXED = range(6)
@@ -48,12 +49,9 @@ F_SPRING, F_JOINT_SPRING, F_JOINT_TORQUE = range(3)
 
 
 def _quat_to_rot(q) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    R = np.empty((3, 3))
+    quat_to_rot(np.asarray(q, dtype=float), R)
+    return R
 
 
 def perpendicular_pair(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -46,17 +46,19 @@ def skew(a):
 
 @njit(cache=True, nogil=True)
 def quat_to_rot(q, R):
-    """Rotation matrix of the unit quaternion ``q`` ([w, x, y, z]) into ``R``."""
+    """Rotation matrix of the quaternion ``q`` ([w, x, y, z]) into ``R``: the rotation of
+    ``q / |q|`` (exact for unit quaternions; drifted ones are normalised on the fly)."""
     w, x, y, z = q[0], q[1], q[2], q[3]
-    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    R[0, 1] = 2.0 * (x * y - w * z)
-    R[0, 2] = 2.0 * (x * z + w * y)
-    R[1, 0] = 2.0 * (x * y + w * z)
-    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    R[1, 2] = 2.0 * (y * z - w * x)
-    R[2, 0] = 2.0 * (x * z - w * y)
-    R[2, 1] = 2.0 * (y * z + w * x)
-    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    s = 2.0 / (w * w + x * x + y * y + z * z)
+    R[0, 0] = 1.0 - s * (y * y + z * z)
+    R[0, 1] = s * (x * y - w * z)
+    R[0, 2] = s * (x * z + w * y)
+    R[1, 0] = s * (x * y + w * z)
+    R[1, 1] = 1.0 - s * (x * x + z * z)
+    R[1, 2] = s * (y * z - w * x)
+    R[2, 0] = s * (x * z - w * y)
+    R[2, 1] = s * (y * z + w * x)
+    R[2, 2] = 1.0 - s * (x * x + y * y)
 
 
 @njit(cache=True, nogil=True)

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from engine.mechfile import GROUND, JOINT_TYPES, BodySpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec
+from engine.spatial import quat_to_rot as _quat_to_rot
 
 Vec3 = tuple[float, float, float]
 
@@ -44,14 +45,13 @@ def same_point(p, q, tol: float = POINT_TOL) -> bool:
 
 
 def quat_to_rot(q) -> np.ndarray:
-    w, x, y, z = (float(c) for c in q)
-    n = math.sqrt(w * w + x * x + y * y + z * z) or 1.0
-    w, x, y, z = w / n, x / n, y / n, z / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    """Rotation of ``q / |q|`` (the engine's kernel); identity for a zero quaternion
+    (an orientation half typed in the editor)."""
+    q = np.asarray(q, dtype=float)
+    R = np.eye(3)
+    if np.dot(q, q) > 0.0:
+        _quat_to_rot(q, R)
+    return R
 
 
 def rod_inertia_world(mass: float, p0, p1, radius: float) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..constraints import joint_constraint
+from ..spatial import quat_to_rot
 from .treesolve import PARALLEL_MIN_BODIES
 
 
@@ -64,22 +65,6 @@ def gmat(p, G):
     G[2, 3] = e0
 
 
-@njit(cache=True, nogil=True)
-def _rot_of(p, R):
-    """Rotation of the normalised Euler parameters p (body -> world)."""
-    n = np.sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3])
-    w, x, y, z = p[0] / n, p[1] / n, p[2] / n, p[3] / n
-    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    R[0, 1] = 2.0 * (x * y - w * z)
-    R[0, 2] = 2.0 * (x * z + w * y)
-    R[1, 0] = 2.0 * (x * y + w * z)
-    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    R[1, 2] = 2.0 * (y * z - w * x)
-    R[2, 0] = 2.0 * (x * z - w * y)
-    R[2, 1] = 2.0 * (y * z + w * x)
-    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
-
-
 # ------------------------------------------------------------------ body kernels
 
 
@@ -89,7 +74,7 @@ def _body_kin(i, q, qd, qdd, x, R, V, A, E):
     for k in range(3):
         x[i, k] = q[i, k]
     p = q[i, 3:7]
-    _rot_of(p, R[i])
+    quat_to_rot(p, R[i])
     Ei = E[i]
     emat(p, Ei)
     for k in range(3):
@@ -475,7 +460,7 @@ def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
 def _pose_of(qi, xo, Ro, Eo):
     for k in range(3):
         xo[k] = qi[k]
-    _rot_of(qi[3:7], Ro)
+    quat_to_rot(qi[3:7], Ro)
     emat(qi[3:7], Eo)
 
 
