@@ -580,26 +580,33 @@ def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
                         Phi[blk2, d, c] = Phi[blk, c, d]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
-    """:func:`_merge_bias` for one interface joint and 6-vectors (axpy form)."""
-    nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
+@njit(cache=True, nogil=True)
+def _one_joint(m, ix):
+    """Indices of a merge with one interface joint (the ``*_one6`` kernels): right child
+    (-1: none), the left child's handle count, both children's first handle slots, the
+    joint's first row and row count, the merge's row base, the pred/succ end the left
+    child holds, the left and right interface handle slots, the merged node's first
+    handle slot, its E/Y row base and handle count."""
+    nb, left, right, node_nh, node_h_start, h_side = ix[0], ix[1], ix[2], ix[4], ix[5], ix[8]
+    if_start, if_joint, if_left, if_right, m_R, m_E, row_adr, rows = (ix[10], ix[11], ix[12], ix[13], ix[17],
+                                                                      ix[18], ix[19], ix[20])
     n = nb + m
     Ln = left[m]
     Rn = right[m]
-    nL = node_nh[Ln]
     sL = node_h_start[Ln]
     sR = node_h_start[Rn] if Rn >= 0 else 0
     ii = if_start[m]
     j = if_joint[ii]
-    r = row_adr[j]
-    nr = rows[j]
-    rb = m_R[m]
-    wl = h_side[sL + if_left[ii]]
+    return (Rn, node_nh[Ln], sL, sR, row_adr[j], rows[j], m_R[m], h_side[sL + if_left[ii]], sL + if_left[ii],
+            sR + if_right[ii], node_h_start[n], m_E[m], node_nh[n])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+    """:func:`_merge_bias` for one interface joint and 6-vectors (axpy form)."""
+    Rn, nL, sL, sR, r, nr, rb, wl, bl, br, sN, eb, n_h = _one_joint(m, ix)
     wr = 1 - wl
-    bl = sL + if_left[ii]
-    br = sR + if_right[ii]
+    h_src, m_K = ix[9], ix[16]
     for a in range(nr):
         t = g0[r + a]
         for c in range(6):
@@ -609,9 +616,7 @@ def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
                 t += G[wr, r + a, c] * bv[br, c]
         r0[rb + a] = t
     _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, 6)
-    sN = node_h_start[n]
-    eb = m_E[m]
-    for e in range(node_nh[n]):
+    for e in range(n_h):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
         for d in range(6):
@@ -625,22 +630,9 @@ def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
     """:func:`_merge_down` for one interface joint and 6-vectors (axpy form)."""
-    nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
-    n = nb + m
-    Ln = left[m]
-    Rn = right[m]
-    nL = node_nh[Ln]
-    sL = node_h_start[Ln]
-    sR = node_h_start[Rn] if Rn >= 0 else 0
-    ii = if_start[m]
-    j = if_joint[ii]
-    r = row_adr[j]
-    nr = rows[j]
-    rb = m_R[m]
-    sN = node_h_start[n]
-    eb = m_E[m]
-    n_h = node_nh[n]
+    Rn, nL, sL, sR, r, nr, rb, wl, sl, sr, sN, eb, n_h = _one_joint(m, ix)
+    wr = 1 - wl
+    h_src = ix[9]
     for a in range(nr):
         t = y0[rb + a]
         for e in range(n_h):
@@ -652,10 +644,6 @@ def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
         slot = sL + src if src < nL else sR + (src - nL)
         for d in range(6):
             Fh[slot, d] = Fh[sN + e, d]
-    wl = h_side[sL + if_left[ii]]
-    wr = 1 - wl
-    sl = sL + if_left[ii]
-    sr = sR + if_right[ii]
     for d in range(6):
         Fh[sl, d] = 0.0
     if Rn >= 0:
