@@ -474,29 +474,38 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------- formulation
 
 
-def tree_setup(form, m: Model) -> None:
+class TreeFormulation(treesolve.SingularityWatch, Formulation):
     """What ``dca`` and ``hdca`` share: kernel arrays, the assembly tree and its layout
     (6-D handles, the joints' constraint rows, unit-row selection), the singularity
-    watch, springs, and the position-level workspace."""
-    form.mk = kin_arrays(m)
-    form.ca = con_arrays(m)
-    form.fa = force_arrays(m)
-    form.tree = build_assembly_tree(m)
-    form.lay = treesolve.build_layout(m, form.tree, 6, m.nc_j)
-    form.lay.sel[:] = unit_rows(m, form.lay.ix[19])
-    form._watch_init(form.lay, m.nb)
-    form.spring_joints = spring_joints(m)
-    form.cut_spring = np.array([j for j in form.spring_joints if j >= m.nb], dtype=np.int64)
-    form.spring_tree = np.array([j for j in form.spring_joints if j < m.nb], dtype=np.int64)
-    form.jq_ref = np.zeros(m.nj)
-    form.jq = np.full(m.nj, np.nan)
-    form.x = np.zeros((m.nb, 3))  # COM, fk_positions
-    form.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
-    form.P = np.zeros((m.nj, 3))  # joint points, fk_positions
-    form.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
+    watch, springs, the position-level workspace, and quaternion renormalisation."""
+
+    def __init__(self, model: Model, settings):
+        super().__init__(model, settings)
+        m = model
+        self.mk = kin_arrays(m)
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.tree = build_assembly_tree(m)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
+        self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
+        self._watch_init(self.lay, m.nb)
+        self.spring_joints = spring_joints(m)
+        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
+        self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
+        self.jq_ref = np.zeros(m.nj)
+        self.jq = np.full(m.nj, np.nan)
+        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
+        self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
+        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+        self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
+
+    def post_step(self, t, y):
+        y = y.copy()
+        normalize_quaternions(self.mk, y[: self.model.nq])
+        return y
 
 
-class DCAFormulation(treesolve.SingularityWatch, Formulation):
+class DCAFormulation(TreeFormulation):
     name = "dca"
     title = "divide-and-conquer algorithm (Featherstone), acceleration level"
     kind = "ode"
@@ -507,7 +516,6 @@ class DCAFormulation(treesolve.SingularityWatch, Formulation):
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
         m = model
-        tree_setup(self, m)
         bg = getattr(settings, "baumgarte", None)
         self.alpha, self.beta = (float(bg[0]), float(bg[1])) if bg else (0.0, 0.0)
         # workspace: position -> velocity -> acceleration -> constraint
@@ -562,11 +570,6 @@ class DCAFormulation(treesolve.SingularityWatch, Formulation):
         out[: m.nq] = self.qd
         out[m.nq:] = self.vdot
         return out
-
-    def post_step(self, t, y):
-        y = y.copy()
-        normalize_quaternions(self.mk, y[: self.model.nq])
-        return y
 
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay

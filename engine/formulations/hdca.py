@@ -28,13 +28,13 @@ from ..errors import SingularSystemError
 from ..forces import applied_forces, joint_coordinates_from_poses
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions,
+    classical_accelerations, fk_positions, fk_velocities, motion_subspace,
     qdot_from_v, subtree_sums,
 )
 from ..model import UNIVERSAL, Model
 from . import treesolve
-from .base import Evaluation, Formulation, check_consistent
-from .dca import _accelerations, _cut_rows, _leaves, _residual, _tree_rows, tree_setup
+from .base import Evaluation, check_consistent
+from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
 
 
 @njit(cache=True, nogil=True)
@@ -256,7 +256,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_ad
     _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix[19], ix[20], Qbar, pdot)
 
 
-class HDCAFormulation(treesolve.SingularityWatch, Formulation):
+class HDCAFormulation(TreeFormulation):
     name = "hdca"
     title = "Hamiltonian divide-and-conquer algorithm, velocity level"
     kind = "ode"
@@ -267,7 +267,6 @@ class HDCAFormulation(treesolve.SingularityWatch, Formulation):
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
         m = model
-        tree_setup(self, m)
         # workspace: position -> velocity (phase 1) -> momentum rates (phase 2) -> reactions
         self.V0 = np.zeros((m.nb, 6))  # zero twists (rows from positions only)
         self.c0 = np.zeros((m.nb, 6))  # zero velocity-product terms
@@ -348,11 +347,6 @@ class HDCAFormulation(treesolve.SingularityWatch, Formulation):
         out[: m.nq] = self.qd
         out[m.nq:] = self.pdot
         return out
-
-    def post_step(self, t, y):
-        y = y.copy()
-        normalize_quaternions(self.mk, y[: self.model.nq])
-        return y
 
     # ------------------------------------------------------------- reactions
     def _acceleration_pass(self):
