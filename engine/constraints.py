@@ -134,6 +134,16 @@ def _dot_d_row(row, u, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi):
 
 
 @njit(cache=True, nogil=True)
+def _separation(xa, ra, Va, wa, xb, rb, Vb, wb):
+    """Vector ``d`` from the pred's joint point to the succ's, and its rate ``dd``."""
+    d = (xb[0] + rb[0] - xa[0] - ra[0], xb[1] + rb[1] - xa[1] - ra[1], xb[2] + rb[2] - xa[2] - ra[2])
+    tb = _cr(wb, rb)
+    ta = _cr(wa, ra)
+    dd = (Vb[0] + tb[0] - Va[0] - ta[0], Vb[1] + tb[1] - Va[1] - ta[1], Vb[2] + tb[2] - Va[2] - ta[2])
+    return d, dd
+
+
+@njit(cache=True, nogil=True)
 def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
     """Residual ``phi`` (nc_j), Jacobians ``Ga``, ``Gb`` (nc_j, 6) w.r.t. the twists
     ``[v_C; w]`` of pred and succ, and the quadratic term ``g`` of joint ``j``.
@@ -164,10 +174,7 @@ def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
         _dot_row(r0 + 1, _rotv(Ra, frame_pred[j, 2]), _rotv(Rb, frame_succ[j, 0]), wa, wb, Ga, Gb, g, phi)
         _dot_row(r0 + 2, _rotv(Ra, frame_pred[j, 0]), _rotv(Rb, frame_succ[j, 1]), wa, wb, Ga, Gb, g, phi)
     if jt == PRISMATIC or jt == CYLINDRICAL:
-        d = (xb[0] + rb[0] - xa[0] - ra[0], xb[1] + rb[1] - xa[1] - ra[1], xb[2] + rb[2] - xa[2] - ra[2])
-        tb = _cr(wb, rb)
-        ta = _cr(wa, ra)
-        dd = (Vb[0] + tb[0] - Va[0] - ta[0], Vb[1] + tb[1] - Va[1] - ta[1], Vb[2] + tb[2] - Va[2] - ta[2])
+        d, dd = _separation(xa, ra, Va, wa, xb, rb, Vb, wb)
         u1 = _rotv(Ra, perp_pred[j, 0])
         u2 = _rotv(Ra, perp_pred[j, 1])
         r0 = 3 if jt == PRISMATIC else 2
@@ -244,10 +251,7 @@ def joint_constraint_rate(ca, j, xa, Ra, Va, xb, Rb, Vb, lam, Wa, Wb):
         _dot_row_rate(_rotv(Ra, frame_pred[j, 2]), _rotv(Rb, frame_succ[j, 0]), wa, wb, lam[r0 + 1], Wa, Wb)
         _dot_row_rate(_rotv(Ra, frame_pred[j, 0]), _rotv(Rb, frame_succ[j, 1]), wa, wb, lam[r0 + 2], Wa, Wb)
     if jt == PRISMATIC or jt == CYLINDRICAL:
-        d = (xb[0] + rb[0] - xa[0] - ra[0], xb[1] + rb[1] - xa[1] - ra[1], xb[2] + rb[2] - xa[2] - ra[2])
-        tb = _cr(wb, rb)
-        ta = _cr(wa, ra)
-        dd = (Vb[0] + tb[0] - Va[0] - ta[0], Vb[1] + tb[1] - Va[1] - ta[1], Vb[2] + tb[2] - Va[2] - ta[2])
+        d, dd = _separation(xa, ra, Va, wa, xb, rb, Vb, wb)
         u1 = _rotv(Ra, perp_pred[j, 0])
         u2 = _rotv(Ra, perp_pred[j, 1])
         r0 = 3 if jt == PRISMATIC else 2
