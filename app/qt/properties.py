@@ -30,7 +30,8 @@ INVALID_STYLE = "border: 2px solid #d9534f; border-radius: 3px;"
 
 
 class _Page(QWidget):
-    """A form bound to one kind of item."""
+    """A form bound to one kind of item.  Each page (mechanism, body, joint, force,
+    ground pivot) fills its fields for a named item in ``load(name)``."""
 
     kind = ""
 
@@ -68,9 +69,6 @@ class _Page(QWidget):
     def highlight(self, field: str | None) -> None:
         for key, w in self.fields.items():
             w.setStyleSheet(INVALID_STYLE if key == field else "")
-
-    def load(self, name: str) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
 
 class MechanismPage(_Page):
