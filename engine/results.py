@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from numba import njit
 
 from .constraints import con_arrays, violations
 from .forces import energies, force_arrays, joint_coordinate, joint_rate
@@ -62,35 +63,23 @@ class Recorder:
         self._Gb = np.zeros((m.nc, 6))
         self._g = np.zeros(m.nc)
         self._qprev = m.quat0.copy()  # internal body order
-        self._angle_joints = [m.joint_internal[k] for k, js in enumerate(m.spec.joints)
-                              if js.type in ("revolute", "prismatic")]
+        self._angle_joints = np.array([m.joint_internal[k] for k, js in enumerate(m.spec.joints)
+                                       if js.type in ("revolute", "prismatic")], dtype=np.int64)
+        self._nan = np.full(m.nj, np.nan)
         self._jq_ref = np.zeros(m.nj)
         self._jq = np.zeros(m.nj)
-        self._quat = np.zeros(4)
 
     def row(self, ev) -> np.ndarray:
         m = self.model
         out = np.empty(len(self.columns))
         out[0] = ev.t
-        k = 1
-        for fb in range(m.nb):
-            i = m.body_internal[fb]
-            rot_to_quat(ev.R[i], self._quat)
-            if np.dot(self._quat, self._qprev[i]) < 0:
-                self._quat *= -1.0
-            self._qprev[i] = self._quat
-            out[k:k + 3] = ev.x[i]
-            out[k + 3:k + 7] = self._quat
-            out[k + 7:k + 13] = ev.V[i]
-            k += 13
+        k = _body_columns(m.body_internal, ev.x, ev.R, ev.V, self._qprev, out, 1)
         # joint coordinates from poses (unwrapped), also feed the joint-spring energy
         jq = self._jq
-        for j in self._angle_joints:
-            jq[j] = joint_coordinate(self.fa, j, ev.x, ev.R, self._jq_ref[j])
-            self._jq_ref[j] = jq[j]
-        if ev.jq is not None:
-            known = np.isfinite(ev.jq)
-            jq[known] = ev.jq[known]
+        _angle_coordinates(self.fa, self._angle_joints, ev.x, ev.R, self._jq_ref, jq)
+        known_jq = self._nan if ev.jq is None else ev.jq
+        known = np.isfinite(known_jq)
+        jq[known] = known_jq[known]
         ke, pe = energies(self.fa, m.inertia, ev.x, ev.R, ev.V, jq)
         out[k:k + 3] = (ke, pe, ke + pe)
         k += 3
@@ -98,26 +87,82 @@ class Recorder:
         vp, vv, va = violations(self.ca, ev.x, ev.R, ev.V, acc, self._phi, self._Ga, self._Gb, self._g)
         out[k:k + 3] = (vp, vv, va)
         k += 3
-        for j in self._angle_joints:
-            out[k] = self._jq_ref[j] if ev.jq is None or not np.isfinite(ev.jq[j]) else ev.jq[j]
-            out[k + 1] = joint_rate(self.fa, j, ev.x, ev.R, ev.V)
-            k += 2
-        for fk in range(m.nj):
-            j = m.joint_internal[fk]
-            w = ev.reactions[j]
-            if m.reversed[j]:
-                # wrench on the file child (= pred) by the file parent (= succ), about the
-                # anchor fixed in the file parent
-                b = m.succ[j]
-                Q = ev.x[b] + ev.R[b] @ m.anchor_succ[j]
-                f = -w[:3]
-                n = -w[3:] + np.cross(ev.P[j] - Q, f)
-                out[k:k + 3] = f
-                out[k + 3:k + 6] = n
-            else:
-                out[k:k + 6] = w
-            k += 6
+        k = _angle_columns(self.fa, self._angle_joints, known_jq, self._jq_ref, ev.x, ev.R, ev.V, out, k)
+        _reaction_columns(m.joint_internal, m.reversed, m.succ, m.anchor_succ, ev.x, ev.R, ev.P, ev.reactions,
+                          out, k)
         return out
+
+
+# Per-row kernels: no Python loop over bodies or joints for each output row.
+
+
+@njit(cache=True, nogil=True)
+def _body_columns(body_internal, x, R, V, qprev, out, k):
+    """Position, quaternion (sign kept continuous with ``qprev``) and twist of every
+    body in file order from column ``k``; returns the next column."""
+    quat = np.empty(4)
+    for fb in range(body_internal.shape[0]):
+        i = body_internal[fb]
+        rot_to_quat(R[i], quat)
+        if quat[0] * qprev[i, 0] + quat[1] * qprev[i, 1] + quat[2] * qprev[i, 2] + quat[3] * qprev[i, 3] < 0.0:
+            for c in range(4):
+                quat[c] = -quat[c]
+        for c in range(4):
+            qprev[i, c] = quat[c]
+            out[k + 3 + c] = quat[c]
+        for c in range(3):
+            out[k + c] = x[i, c]
+        for c in range(6):
+            out[k + 7 + c] = V[i, c]
+        k += 13
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _angle_coordinates(fa, joints, x, R, jq_ref, jq):
+    """One-freedom joint coordinates from the poses, each on the branch nearest its last value."""
+    for n in range(joints.shape[0]):
+        j = joints[n]
+        jq[j] = joint_coordinate(fa, j, x, R, jq_ref[j])
+        jq_ref[j] = jq[j]
+
+
+@njit(cache=True, nogil=True)
+def _angle_columns(fa, joints, known_jq, jq_ref, x, R, V, out, k):
+    """``joint.*.q`` (the formulation's own where it has one) and ``joint.*.qd``."""
+    for n in range(joints.shape[0]):
+        j = joints[n]
+        out[k] = known_jq[j] if np.isfinite(known_jq[j]) else jq_ref[j]
+        out[k + 1] = joint_rate(fa, j, x, R, V)
+        k += 2
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _reaction_columns(joint_internal, reversed_, succ, anchor_succ, x, R, P, reactions, out, k):
+    """Reaction wrenches in file semantics: for a reversed joint, the wrench on the file
+    child (= pred) by the file parent (= succ), about the anchor fixed in the file parent."""
+    for fk in range(joint_internal.shape[0]):
+        j = joint_internal[fk]
+        if reversed_[j]:
+            b = succ[j]
+            l0 = P[j, 0] - (x[b, 0] + R[b, 0, 0] * anchor_succ[j, 0] + R[b, 0, 1] * anchor_succ[j, 1]
+                            + R[b, 0, 2] * anchor_succ[j, 2])
+            l1 = P[j, 1] - (x[b, 1] + R[b, 1, 0] * anchor_succ[j, 0] + R[b, 1, 1] * anchor_succ[j, 1]
+                            + R[b, 1, 2] * anchor_succ[j, 2])
+            l2 = P[j, 2] - (x[b, 2] + R[b, 2, 0] * anchor_succ[j, 0] + R[b, 2, 1] * anchor_succ[j, 1]
+                            + R[b, 2, 2] * anchor_succ[j, 2])
+            f0, f1, f2 = -reactions[j, 0], -reactions[j, 1], -reactions[j, 2]
+            out[k] = f0
+            out[k + 1] = f1
+            out[k + 2] = f2
+            out[k + 3] = -reactions[j, 3] + (l1 * f2 - l2 * f1)
+            out[k + 4] = -reactions[j, 4] + (l2 * f0 - l0 * f2)
+            out[k + 5] = -reactions[j, 5] + (l0 * f1 - l1 * f0)
+        else:
+            for c in range(6):
+                out[k + c] = reactions[j, c]
+        k += 6
 
 
 def format_row(values) -> str:
