@@ -504,6 +504,21 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         normalize_quaternions(self.mk, y[: self.model.nq])
         return y
 
+    def _reactions(self) -> np.ndarray:
+        """Each joint's wrench on its successor, ``G_b^T lambda``, from the last disassembly."""
+        lay = self.lay
+        out = np.zeros((self.model.nj, 6))
+        _joint_wrenches(lay.ix[19], lay.ix[20], lay.G[1], lay.lam, out)
+        return out
+
+
+@njit(cache=True, nogil=True)
+def _joint_wrenches(row_adr, rows, Gb, lam, out):
+    for j in range(out.shape[0]):
+        for a in range(row_adr[j], row_adr[j] + rows[j]):
+            for c in range(6):
+                out[j, c] += Gb[a, c] * lam[a]
+
 
 class DCAFormulation(TreeFormulation):
     name = "dca"
@@ -578,10 +593,7 @@ class DCAFormulation(TreeFormulation):
         check_consistent(t, *self.closure_residual())
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
-        reactions = np.zeros((m.nj, 6))
-        for j in range(m.nj):
-            r, n = lay.ix[19][j], lay.ix[20][j]
-            reactions[j] = lay.G[1, r:r + n].T @ lay.lam[r:r + n]
+        reactions = self._reactions()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
                           jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy()})

@@ -377,10 +377,7 @@ class HDCAFormulation(TreeFormulation):
         if m.ncut:
             check_consistent(t, *_residual((lay.ix[19], lay.ix[20]), m.pred, m.succ, self.x, self.P, self.A,
                                            lay.G[0], lay.G[1], lay.g0, m.nj))
-        reactions = np.zeros((m.nj, 6))
-        for j in range(m.nj):
-            r, n = lay.ix[19][j], lay.ix[20][j]
-            reactions[j] = lay.G[1, r:r + n].T @ lay.lam[r:r + n]
+        reactions = self._reactions()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
                           jq=self.jq.copy(),

@@ -326,10 +326,10 @@ class Index3Formulation(Formulation):
         q, qd, qdd, lam, mu = self._split(y)
         self._kinematics(q, qd, qdd)
         self._rows()
-        P = np.zeros((m.nj, 3))
-        for j in range(m.nj):
-            a = m.pred[j]
-            P[j] = m.anchor_pred[j] if a < 0 else self.x[a] + self.R[a] @ m.anchor_pred[j]
+        # joint points: the anchor fixed in the predecessor (ground anchors are world points)
+        a = np.maximum(m.pred, 0)
+        P = np.where((m.pred < 0)[:, None], m.anchor_pred,
+                     self.x[a] + np.einsum("jik,jk->ji", self.R[a], m.anchor_pred))
         reactions = np.zeros((m.nj, 6))
         K.body_wrench_from_rows(self.ca, self.row_adr, self.x, P, self.Gb, lam, reactions)
         if not np.isfinite(q).all():
