@@ -79,7 +79,7 @@ class TreeLayout:
     E: np.ndarray  # (sum ne*nr, nd) E_e, matrix pass
     r0: np.ndarray  # (sum nr,) bias pass
     y0: np.ndarray  # (sum nr,) K^-1 r0, bias pass
-    scr: np.ndarray  # (nm, nd + 3 max_nr + 36) per-merge scratch (no allocation in the passes)
+    scr: np.ndarray  # (nm, nd + 3 max_nr + nd^2) per-merge scratch (no allocation in the passes)
     #: (n_rows,) column k if constraint row r is +-e_k on both ends (G rows of tree
     #: joints' translational parts), else -1: G Phi is then a signed row copy.
     #: Set by the formulation when it knows its rows' structure; -1 is always safe.
@@ -177,7 +177,7 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         g0=np.zeros(n_rows), lam=np.zeros(n_rows), Kf=np.zeros(nK), Kp=np.zeros(nR, dtype=np.int64),
         Kr=np.zeros(nm, dtype=np.int64), Ks=np.zeros(nK), Y=np.zeros((nE, nd)), E=np.zeros((nE, nd)),
         r0=np.zeros(nR), y0=np.zeros(nR),
-        scr=np.zeros((max(nm, 1), nd + 3 * int(m_nr.max(initial=0)) + 36)),
+        scr=np.zeros((max(nm, 1), nd + 3 * int(m_nr.max(initial=0)) + nd * nd)),
         sel=np.full(n_rows, -1, dtype=np.int64),
     )
 
@@ -313,55 +313,58 @@ def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _gphi6(Gs, w, r, nr, Phi, blk, out):
+def _gphi(Gs, w, r, nr, Phi, blk, out):
     """out[:nr] = G_w[r:r+nr] Phi[blk]  (axpy form over the 6 columns; zero entries skipped)."""
+    nd = Phi.shape[2]
     for a in range(nr):
-        for d in range(6):
+        for d in range(nd):
             out[a, d] = 0.0
-        for c in range(6):
+        for c in range(nd):
             g = Gs[w, r + a, c]
             if g != 0.0:
-                for d in range(6):
+                for d in range(nd):
                     out[a, d] += g * Phi[blk, c, d]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _psolve6(L, P, kb, rb, n, rank, B, X, base, sgn, Z):
-    """X[base:base+n, :6] = sgn K^-1 B[base:base+n, :6], all six columns at once
-    (basic solution of the pivoted factor; ``Z`` is (>= n, 6) scratch)."""
+def _psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z):
+    """X[base:base+n, :nd] = sgn K^-1 B[base:base+n, :nd], all nd columns at once
+    (basic solution of the pivoted factor; ``Z`` is (>= n, nd) scratch)."""
+    nd = B.shape[1]
     for k in range(rank):
         pk = P[rb + k]
-        for d in range(6):
+        for d in range(nd):
             Z[k, d] = B[base + pk, d]
         for i in range(k):
             lki = L[kb + k * n + i]
-            for d in range(6):
+            for d in range(nd):
                 Z[k, d] -= lki * Z[i, d]
         inv = 1.0 / L[kb + k * n + k]
-        for d in range(6):
+        for d in range(nd):
             Z[k, d] *= inv
     for k in range(rank - 1, -1, -1):
         for i in range(k + 1, rank):
             lik = L[kb + i * n + k]
-            for d in range(6):
+            for d in range(nd):
                 Z[k, d] -= lik * Z[i, d]
         inv = 1.0 / L[kb + k * n + k]
-        for d in range(6):
+        for d in range(nd):
             Z[k, d] *= inv
     for k in range(n):
-        for d in range(6):
+        for d in range(nd):
             X[base + k, d] = 0.0
     for k in range(rank):
         pk = P[rb + k]
-        for d in range(6):
+        for d in range(nd):
             X[base + pk, d] = sgn * Z[k, d]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
-    """:func:`_merge_matrices` for one interface joint and 6 x 6 blocks (chains and trees of
-    the DCA/HDCA): the same equations in axpy form with fixed trip counts over the six
-    columns, which the compiler vectorises, and zero entries of G skipped."""
+def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+    """:func:`_merge_matrices` for one interface joint (every merge of a chain or tree):
+    the same equations in axpy form over the nd columns, which the compiler vectorises,
+    and zero entries of G skipped."""
+    nd = Phi.shape[2]
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     n = nb + m
@@ -382,7 +385,7 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
     wr = 1 - wl
     hl = if_left[ii]
     hr = if_right[ii]
-    T = scr[m, scr.shape[1] - 36:].reshape((6, 6))  # scratch, no allocation
+    T = scr[m, scr.shape[1] - nd * nd:].reshape((nd, nd))  # scratch, no allocation
     # K = sgn (G_l Phi^L_ll G_l^T + G_r Phi^R_rr G_r^T - eps 1)
     for a in range(nr * nr):
         Ks[kb + a] = 0.0
@@ -390,9 +393,9 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
     for side in range(nside):
         w = wl if side == 0 else wr
         blk = pL + hl * nL + hl if side == 0 else pR + hr * nR + hr
-        _gphi6(G, w, r, nr, Phi, blk, T)
+        _gphi(G, w, r, nr, Phi, blk, T)
         for b in range(nr):
-            for d in range(6):
+            for d in range(nd):
                 g = G[w, r + b, d]
                 if g != 0.0:
                     for a in range(nr):
@@ -408,14 +411,14 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
     for e in range(n_h):
         src = h_src[sN + e]
         if src < nL:
-            _gphi6(G, wl, r, nr, Phi, pL + hl * nL + src, T)
+            _gphi(G, wl, r, nr, Phi, pL + hl * nL + src, T)
         else:
-            _gphi6(G, wr, r, nr, Phi, pR + hr * nR + (src - nL), T)
+            _gphi(G, wr, r, nr, Phi, pR + hr * nR + (src - nL), T)
         base = eb + e * nr
         for a in range(nr):
-            for d in range(6):
+            for d in range(nd):
                 E[base + a, d] = T[a, d]
-        _psolve6(Kf, Kp, kb, rb, nr, rank, E, Y, base, sgn, T)
+        _psolve_cols(Kf, Kp, kb, rb, nr, rank, E, Y, base, sgn, T)
     pN = node_pair_start[n]
     for e in range(n_h):
         se = h_src[sN + e]
@@ -426,26 +429,26 @@ def _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
             blk = pN + e * n_h + f
             if (se < nL) == (sf < nL):
                 src_blk = pL + se * nL + sf if se < nL else pR + (se - nL) * nR + (sf - nL)
-                for c in range(6):
-                    for d in range(6):
+                for c in range(nd):
+                    for d in range(nd):
                         T[c, d] = Phi[src_blk, c, d]
             else:
-                for c in range(6):
-                    for d in range(6):
+                for c in range(nd):
+                    for d in range(nd):
                         T[c, d] = 0.0
             for a in range(nr):
-                for c in range(6):
+                for c in range(nd):
                     ea = E[be + a, c]
                     if ea != 0.0:
-                        for d in range(6):
+                        for d in range(nd):
                             T[c, d] -= ea * Y[bf + a, d]
-            for c in range(6):
-                for d in range(6):
+            for c in range(nd):
+                for d in range(nd):
                     Phi[blk, c, d] = T[c, d]
             if f != e:
                 blk2 = pN + f * n_h + e
-                for c in range(6):
-                    for d in range(6):
+                for c in range(nd):
+                    for d in range(nd):
                         Phi[blk2, d, c] = T[c, d]
 
 
@@ -582,7 +585,7 @@ def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
 
 @njit(cache=True, nogil=True)
 def _one_joint(m, ix):
-    """Indices of a merge with one interface joint (the ``*_one6`` kernels): right child
+    """Indices of a merge with one interface joint (the ``*_one`` kernels): right child
     (-1: none), the left child's handle count, both children's first handle slots, the
     joint's first row and row count, the merge's row base, the pred/succ end the left
     child holds, the left and right interface handle slots, the merged node's first
@@ -602,59 +605,61 @@ def _one_joint(m, ix):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
-    """:func:`_merge_bias` for one interface joint and 6-vectors (axpy form)."""
+def _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+    """:func:`_merge_bias` for one interface joint (axpy form)."""
+    nd = bv.shape[1]
     Rn, nL, sL, sR, r, nr, rb, wl, bl, br, sN, eb, n_h = _one_joint(m, ix)
     wr = 1 - wl
     h_src, m_K = ix[9], ix[16]
     for a in range(nr):
         t = g0[r + a]
-        for c in range(6):
+        for c in range(nd):
             t += G[wl, r + a, c] * bv[bl, c]
         if Rn >= 0:
-            for c in range(6):
+            for c in range(nd):
                 t += G[wr, r + a, c] * bv[br, c]
         r0[rb + a] = t
-    _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, 6)
+    _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, nd)
     for e in range(n_h):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
-        for d in range(6):
+        for d in range(nd):
             bv[sN + e, d] = bv[slot, d]
         for a in range(nr):
             ra = r0[rb + a]
-            for d in range(6):
+            for d in range(nd):
                 bv[sN + e, d] -= Y[eb + e * nr + a, d] * ra
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _merge_down_one6(m, ix, Fh, G, lam, Y, y0):
-    """:func:`_merge_down` for one interface joint and 6-vectors (axpy form)."""
+def _merge_down_one(m, ix, Fh, G, lam, Y, y0):
+    """:func:`_merge_down` for one interface joint (axpy form)."""
+    nd = Fh.shape[1]
     Rn, nL, sL, sR, r, nr, rb, wl, sl, sr, sN, eb, n_h = _one_joint(m, ix)
     wr = 1 - wl
     h_src = ix[9]
     for a in range(nr):
         t = y0[rb + a]
         for e in range(n_h):
-            for d in range(6):
+            for d in range(nd):
                 t += Y[eb + e * nr + a, d] * Fh[sN + e, d]
         lam[r + a] = -t
     for e in range(n_h):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
-        for d in range(6):
+        for d in range(nd):
             Fh[slot, d] = Fh[sN + e, d]
-    for d in range(6):
+    for d in range(nd):
         Fh[sl, d] = 0.0
     if Rn >= 0:
-        for d in range(6):
+        for d in range(nd):
             Fh[sr, d] = 0.0
     for a in range(nr):
         la = lam[r + a]
-        for d in range(6):
+        for d in range(nd):
             Fh[sl, d] += G[wl, r + a, d] * la
         if Rn >= 0:
-            for d in range(6):
+            for d in range(nd):
                 Fh[sr, d] += G[wr, r + a, d] * la
 
 
@@ -770,24 +775,24 @@ def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
 
 @njit(cache=True, nogil=True)
 def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
-    if ix[10][m + 1] - ix[10][m] == 1 and Phi.shape[1] == 6:
-        _merge_matrices_one6(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    if ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= Phi.shape[1]:
+        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
     else:
         _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
 @njit(cache=True, nogil=True)
 def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
-    if ix[10][m + 1] - ix[10][m] == 1 and bv.shape[1] == 6:
-        _merge_bias_one6(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    if ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= bv.shape[1]:
+        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
     else:
         _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
 
 @njit(cache=True, nogil=True)
 def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
-    if ix[10][m + 1] - ix[10][m] == 1 and Fh.shape[1] == 6:
-        _merge_down_one6(m, ix, Fh, G, lam, Y, y0)
+    if ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= Fh.shape[1]:
+        _merge_down_one(m, ix, Fh, G, lam, Y, y0)
     else:
         _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
 
