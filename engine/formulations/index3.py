@@ -46,6 +46,7 @@ from .base import Evaluation, Formulation
 DIVERGED_VIOLATION = 1e-2
 #: Central-difference step of the geometric-stiffness blocks (coordinates are O(1)).
 GEO_FD_STEP = 1e-6
+NOT_DEFINITE = "a body's tangent block M_cc is not positive definite"
 
 
 class Index3Formulation(Formulation):
@@ -109,6 +110,9 @@ class Index3Formulation(Formulation):
         self.bl = np.zeros((nb, 7))  # (nb, 7) leaf biases b_i, leaf_biases
         self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
         self.zero7 = np.zeros((nb, 7))
+        self.zero_rows = np.zeros(self.nr)
+        self.qd_w = np.zeros((nb, 7))  # (nb, 7) q_dot of the Newton iterate, newton_state
+        self.qdd_w = np.zeros((nb, 7))  # (nb, 7) q_ddot of the Newton iterate, newton_state
         self.nu = np.zeros(nb)  # (nb,) Euler-parameter acceleration term nu_i
         self._lam_solve = np.zeros(self.nr)
         self.timing = {"newton": 0.0, "projections": 0.0, "velocity_projection": 0.0,
@@ -155,7 +159,7 @@ class Index3Formulation(Formulation):
         K.leaf_matrices(self.lay.ix, self.Mb, self.Hgeo, q, c4, self.alpha, kpsi, scale, self.Mcc, self.D,
                         self.pst, self.lay.Phi, self.okb)
         if not self.okb.all():
-            raise np.linalg.LinAlgError("a body's tangent block M_cc is not positive definite")
+            raise np.linalg.LinAlgError(NOT_DEFINITE)
         self.lay.G[:] = self.G7
 
     def _solve(self, g0, eps, sgn, matrices):
@@ -164,13 +168,13 @@ class Index3Formulation(Formulation):
         Leaf biases from ``self.base`` and ``self.rhs``; result in ``self.out``, the
         multipliers Lambda in ``self._lam_solve``."""
         lay = self.lay
-        K.leaf_biases(lay.ix, self.D, self.base, self.rhs, self.bl, lay.bv)
         if self.linear == "tree":
-            lay.g0[:] = g0
-            treesolve.solve(lay, eps=eps, sgn=sgn, matrices=matrices)
-            K.leaf_results(lay.ix, self.D, self.bl, lay.Fh, self.out)
+            K.tree_solve(lay.ix, self.D, self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G,
+                         lay.sel, g0, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0,
+                         lay.scr, eps, sgn, config.PIVOT_RTOL, matrices)
             self._lam_solve[:] = lay.lam
         else:
+            K.leaf_biases(lay.ix, self.D, self.base, self.rhs, self.bl, lay.bv)
             self._dense_solve(g0, eps)
 
     def _dense_solve(self, g0, eps):
@@ -261,28 +265,38 @@ class Index3Formulation(Formulation):
         qd_hat = -(2.0 / dt * qb + qdb)
         qdd_hat = -(4.0 / (dt * dt) * qb + 4.0 / dt * qdb + qddb)
         self.base[:] = 0.0
-        dqn = np.inf
-        for it in range(self.iters):
-            qd = 2.0 / dt * q + qd_hat
-            qdd = 4.0 / (dt * dt) * q + qdd_hat
-            self._kinematics(q, qd, qdd)
-            self._forces()
-            K.body_mass_forces(m.mass, m.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
-            self._rows()
-            K.residuals(self.lay.ix, self.Mb, self.Qb, q, qdd, mu, lam, self.G7, self.row_adr, self.rows,
-                        self.res)
-            refresh = it % self.hold == 0
-            if refresh:
-                if self.geo:
-                    K.geometric_stiffness(self.lay.ix, self.ca, self.row_adr, q, lam, mu, GEO_FD_STEP, self.Hgeo)
-                self._matrices(q, c4, a, -c4)
-            K.newton_rhs(q, self.res, a, self.rhs)
-            self._solve(self.phi, 1.0 / a, -1.0, refresh)
-            lam += self._lam_solve
-            dqn = np.sqrt(K.newton_update(q, self.out, mu, a))
-            self.newton_total += 1
-            if dqn < self.tol:
-                break
+        if self.linear == "tree":
+            lay = self.lay
+            n_it, dqn = K.newton_iterations(
+                self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP, dt, a, q, qd_hat, qdd_hat, mu, lam,
+                self.fa, self.springs, self.jq_ref, self.jq, self.ca, lay.ix, m.mass, m.inertia, self.qd_w,
+                self.qdd_w, self.x, self.R, self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga,
+                self.Gb, self.gq, self.G7, self.res, self.Hgeo, self.Mcc, self.D, self.pst, self.okb, self.base,
+                self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp,
+                lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL)
+            if n_it < 0:
+                raise np.linalg.LinAlgError(NOT_DEFINITE)
+            self.newton_total += n_it
+        else:  # the same iterations in Python, with the dense linear solve (test oracle)
+            dqn = np.inf
+            for it in range(self.iters):
+                K.newton_state(q, qd_hat, qdd_hat, dt, self.qd_w, self.qdd_w, mu, lam, self.fa, self.springs,
+                               self.jq_ref, self.jq, self.ca, self.lay.ix, m.mass, m.inertia, self.x, self.R,
+                               self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga, self.Gb,
+                               self.gq, self.G7, self.res)
+                refresh = it % self.hold == 0
+                if refresh:
+                    if self.geo:
+                        K.geometric_stiffness(self.lay.ix, self.ca, self.row_adr, q, lam, mu, GEO_FD_STEP,
+                                              self.Hgeo)
+                    self._matrices(q, c4, a, -c4)
+                K.newton_rhs(q, self.res, a, self.rhs)
+                self._solve(self.phi, 1.0 / a, -1.0, refresh)
+                lam += self._lam_solve
+                dqn = np.sqrt(K.newton_update(q, self.out, mu, a))
+                self.newton_total += 1
+                if dqn < self.tol:
+                    break
         t1 = time.perf_counter()
         self.last_dq = dqn
         self.max_dq = max(self.max_dq, dqn)
@@ -294,7 +308,7 @@ class Index3Formulation(Formulation):
         self._kinematics(q, qd, qdd)
         self._rows()
         viol = float(np.sqrt(np.dot(self.phi, self.phi)))
-        self._solve(np.zeros(self.nr), 1.0 / a, -1.0, False)
+        self._solve(self.zero_rows, 1.0 / a, -1.0, False)
         qd = self.out.copy()
         t_v = time.perf_counter()
         self._kinematics(q, qd, qdd)

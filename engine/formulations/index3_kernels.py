@@ -22,7 +22,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..constraints import joint_constraint
+from ..forces import applied_forces, joint_coordinates_from_poses
 from ..spatial import quat_to_rot
+from . import treesolve
 from .treesolve import PARALLEL_MIN_BODIES
 
 
@@ -105,50 +107,38 @@ def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
     """Mass matrix M_i (eq. 7) and generalized forces Q_i (eq. 8) of body i.
 
     ``F[i]`` is the applied wrench [f; n] about the COM in world components.
+    No allocation: G(p), G(p_dot) as tuples, J' G kept in the (zero) block M[:3, 3:].
     """
-    p = q[i, 3:7]
-    pd = qd[i, 3:7]
-    G = np.empty((3, 4))
-    Gd = np.empty((3, 4))
-    gmat(p, G)
-    gmat(pd, Gd)
+    e0, e1, e2, e3 = q[i, 3], q[i, 4], q[i, 5], q[i, 6]
+    d0, d1, d2, d3 = qd[i, 3], qd[i, 4], qd[i, 5], qd[i, 6]
+    G = ((-e1, e0, e3, -e2), (-e2, -e3, e0, e1), (-e3, e2, -e1, e0))  # gmat(p)
+    Gd = ((-d1, d0, d3, -d2), (-d2, -d3, d0, d1), (-d3, d2, -d1, d0))  # gmat(p_dot)
     J = inertia[i]
     M = Mb[i]
-    for a in range(7):
-        for b in range(7):
-            M[a, b] = 0.0
-    for k in range(3):
-        M[k, k] = mass[i]
-        Qb[i, k] = F[i, k]
-    # JG = J' G  (3 x 4)
-    JG = np.empty((3, 4))
-    for a in range(3):
+    for a in range(3):  # JG = J' G in M[:3, 3:]
         for c in range(4):
-            s = 0.0
-            for k in range(3):
-                s += J[a, k] * G[k, c]
-            JG[a, c] = s
+            M[a, 3 + c] = J[a, 0] * G[0][c] + J[a, 1] * G[1][c] + J[a, 2] * G[2][c]
     for c in range(4):
         for d in range(4):
-            s = 0.0
-            for k in range(3):
-                s += G[k, c] * JG[k, d]
-            M[3 + c, 3 + d] = 4.0 * s
+            M[3 + c, 3 + d] = 4.0 * (G[0][c] * M[0, 3 + d] + G[1][c] * M[1, 3 + d] + G[2][c] * M[2, 3 + d])
+    # J' G p_dot
+    h0 = M[0, 3] * d0 + M[0, 4] * d1 + M[0, 5] * d2 + M[0, 6] * d3
+    h1 = M[1, 3] * d0 + M[1, 4] * d1 + M[1, 5] * d2 + M[1, 6] * d3
+    h2 = M[2, 3] * d0 + M[2, 4] * d1 + M[2, 5] * d2 + M[2, 6] * d3
+    for a in range(3):
+        for b in range(7):
+            M[a, b] = 0.0
+            M[b, a] = 0.0
+        M[a, a] = mass[i]
+        Qb[i, a] = F[i, a]
     # body-frame torque n' = R^T n
     Ri = R[i]
     nb0 = Ri[0, 0] * F[i, 3] + Ri[1, 0] * F[i, 4] + Ri[2, 0] * F[i, 5]
     nb1 = Ri[0, 1] * F[i, 3] + Ri[1, 1] * F[i, 4] + Ri[2, 1] * F[i, 5]
     nb2 = Ri[0, 2] * F[i, 3] + Ri[1, 2] * F[i, 4] + Ri[2, 2] * F[i, 5]
-    # J' G p_dot
-    h = np.empty(3)
-    for a in range(3):
-        s = 0.0
-        for c in range(4):
-            s += JG[a, c] * pd[c]
-        h[a] = s
     for c in range(4):
-        Qb[i, 3 + c] = 2.0 * (G[0, c] * nb0 + G[1, c] * nb1 + G[2, c] * nb2) \
-            - 8.0 * (Gd[0, c] * h[0] + Gd[1, c] * h[1] + Gd[2, c] * h[2])
+        Qb[i, 3 + c] = 2.0 * (G[0][c] * nb0 + G[1][c] * nb1 + G[2][c] * nb2) \
+            - 8.0 * (Gd[0][c] * h0 + Gd[1][c] * h1 + Gd[2][c] * h2)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -250,35 +240,57 @@ def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
 
 
 @njit(cache=True, nogil=True)
-def _inv7(A, out):
-    """out = A^-1 for a symmetric positive definite 7 x 7 (Cholesky; no pivoting)."""
-    L = np.zeros((7, 7))
-    for k in range(7):
-        d = A[k, k]
+def _inv_spd(A, out, o, n):
+    """out[o:o+n, o:o+n] = A[o:o+n, o:o+n]^-1 for a symmetric positive definite block,
+    in place in ``out`` (Cholesky L, then L^-1, then L^-T L^-1); False if not definite."""
+    for k in range(n):  # L in the lower triangle of out
+        d = A[o + k, o + k]
         for m in range(k):
-            d -= L[k, m] * L[k, m]
+            d -= out[o + k, o + m] * out[o + k, o + m]
         if d <= 0.0:
             return False
-        L[k, k] = np.sqrt(d)
-        for r in range(k + 1, 7):
-            s = A[r, k]
+        d = np.sqrt(d)
+        out[o + k, o + k] = d
+        for r in range(k + 1, n):
+            t = A[o + r, o + k]
             for m in range(k):
-                s -= L[r, m] * L[k, m]
-            L[r, k] = s / L[k, k]
-    # invert column by column
-    y = np.empty(7)
-    for c in range(7):
-        for r in range(7):
-            s = 1.0 if r == c else 0.0
-            for m in range(r):
-                s -= L[r, m] * y[m]
-            y[r] = s / L[r, r]
-        for r in range(6, -1, -1):
-            s = y[r]
-            for m in range(r + 1, 7):
-                s -= L[m, r] * out[m, c]
-            out[r, c] = s / L[r, r]
+                t -= out[o + r, o + m] * out[o + k, o + m]
+            out[o + r, o + k] = t / d
+    for k in range(n):  # L^-1 in place, column by column
+        out[o + k, o + k] = 1.0 / out[o + k, o + k]
+        for r in range(k + 1, n):
+            t = 0.0
+            for m in range(k, r):
+                t -= out[o + r, o + m] * out[o + m, o + k]
+            out[o + r, o + k] = t / out[o + r, o + r]
+    for i in range(n):  # (L^-T L^-1)[i, j] = sum_{k >= i} Li[k, i] Li[k, j], j <= i; row i of Li last read here
+        for j in range(i + 1):
+            t = 0.0
+            for k in range(i, n):
+                t += out[o + k, o + i] * out[o + k, o + j]
+            out[o + i, o + j] = t
+    for i in range(n):
+        for j in range(i + 1, n):
+            out[o + i, o + j] = out[o + j, o + i]
     return True
+
+
+@njit(cache=True, nogil=True)
+def _inv7(A, out):
+    """out = A^-1 for a symmetric positive definite 7 x 7; the translation (3) and
+    Euler-parameter (4) blocks separately when A couples them not (no geometric stiffness)."""
+    coupled = False
+    for a in range(3):
+        for b in range(3, 7):
+            if A[a, b] != 0.0:
+                coupled = True
+    if coupled:
+        return _inv_spd(A, out, 0, 7)
+    for a in range(3):
+        for b in range(3, 7):
+            out[a, b] = 0.0
+            out[b, a] = 0.0
+    return _inv_spd(A, out, 0, 3) and _inv_spd(A, out, 3, 4)
 
 
 @njit(cache=True, nogil=True)
@@ -357,15 +369,12 @@ def _leaf_result_one(i, ix, Dl, bl, Fh, out):
     """x_i = D_i sum_h F_h + b_i (eqs. 24/25, 43/44, 58/59 for a physical body)."""
     node_nh, node_h_start = ix[4], ix[5]
     sh = node_h_start[i]
-    f = np.zeros(7)
-    for h in range(node_nh[i]):
-        for a in range(7):
-            f[a] += Fh[sh + h, a]
     D = Dl[i]
     for a in range(7):
         s = bl[i, a]
-        for b in range(7):
-            s += D[a, b] * f[b]
+        for h in range(node_nh[i]):
+            for b in range(7):
+                s += D[a, b] * Fh[sh + h, b]
         out[i, a] = s
 
 
@@ -558,3 +567,79 @@ def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
     else:
         for i in range(nb):
             _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H)
+
+
+# ------------------------------------------------------------------ fused calls
+# One dispatch instead of six to eight: at 128 bodies a step is ~1 ms, and each numba
+# call with the tree's index tuple costs 2-4 us to unbox.
+
+
+@njit(cache=True, nogil=True)
+def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
+                 x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res):
+    """State and residual of a Newton iterate: q_dot, q_ddot from the difference
+    equations (eqs. 15-16), body kinematics, applied forces, M_i and Q_i, the joint
+    rows at q and the residuals g_i (eq. 12)."""
+    c1 = 2.0 / dt
+    c2 = 4.0 / (dt * dt)
+    for i in range(q.shape[0]):
+        for a in range(7):
+            qd[i, a] = c1 * q[i, a] + qd_hat[i, a]
+            qdd[i, a] = c2 * q[i, a] + qdd_hat[i, a]
+    body_kinematics(q, qd, qdd, x, R, V, A, E)
+    if springs.shape[0]:
+        joint_coordinates_from_poses(fa, springs, x, R, jq_ref, jq)
+    applied_forces(fa, x, R, V, jq, F)
+    body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
+    row_adr, rows = ix[19], ix[20]
+    joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
+    residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
+
+
+@njit(cache=True, nogil=True)
+def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr,
+               eps, sgn, tol, matrices):
+    """Leaf biases b_i = base_i + D_i rhs_i, the tree passes (matrix pass if asked;
+    leaf blocks already filled), and x_i = D_i sum F_h + b_i per body into ``out``."""
+    leaf_biases(ix, Dl, base, rhs, bl, bv)
+    if matrices:
+        treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
+    leaf_results(ix, Dl, bl, Fh, out)
+
+
+@njit(cache=True, nogil=True)
+def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_hat, mu, lam, fa, springs, jq_ref,
+                      jq, ca, ix, mass, inertia, qd, qdd, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res, Hgeo,
+                      Mcc, Dl, pst, ok, base, rhs, bl, out, Phi, bv, Fh, G, sel, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0,
+                      scr, pivot_tol):
+    """The Newton-Raphson loop of one step over the tree (docs/index3.md): ``iters``
+    iterations, or fewer once |dq| < tol; the matrix pass every ``hold`` iterations.
+    Updates q, lam, mu in place (``base`` must be zero).  Returns (iterations, |dq|),
+    iterations = -1 if a body's M_cc is not positive definite."""
+    c4 = 0.25 * dt * dt
+    dqn = np.inf
+    row_adr = ix[19]
+    nb = q.shape[0]
+    for it in range(iters):
+        newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
+                     x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res)
+        refresh = it % hold == 0
+        if refresh:
+            if geo:
+                geometric_stiffness(ix, ca, row_adr, q, lam, mu, h_geo, Hgeo)
+            leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, alpha, -c4, Mcc, Dl, pst, Phi, ok)
+            for i in range(nb):
+                if ok[i] == 0:
+                    return -1, dqn
+            G[:] = G7
+        newton_rhs(q, res, alpha, rhs)
+        tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, phi, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
+                   1.0 / alpha, -1.0, pivot_tol, refresh)
+        for k in range(lam.shape[0]):
+            lam[k] += dlam[k]
+        dqn = np.sqrt(newton_update(q, out, mu, alpha))
+        if dqn < tol:
+            return it + 1, dqn
+    return iters, dqn

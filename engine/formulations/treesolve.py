@@ -431,25 +431,22 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
                 src_blk = pL + se * nL + sf if se < nL else pR + (se - nL) * nR + (sf - nL)
                 for c in range(nd):
                     for d in range(nd):
-                        T[c, d] = Phi[src_blk, c, d]
+                        Phi[blk, c, d] = Phi[src_blk, c, d]
             else:
                 for c in range(nd):
                     for d in range(nd):
-                        T[c, d] = 0.0
+                        Phi[blk, c, d] = 0.0
             for a in range(nr):
                 for c in range(nd):
                     ea = E[be + a, c]
                     if ea != 0.0:
                         for d in range(nd):
-                            T[c, d] -= ea * Y[bf + a, d]
-            for c in range(nd):
-                for d in range(nd):
-                    Phi[blk, c, d] = T[c, d]
+                            Phi[blk, c, d] -= ea * Y[bf + a, d]
             if f != e:
                 blk2 = pN + f * n_h + e
                 for c in range(nd):
                     for d in range(nd):
-                        Phi[blk2, d, c] = T[c, d]
+                        Phi[blk2, d, c] = Phi[blk, c, d]
 
 
 @njit(cache=True, nogil=True)
