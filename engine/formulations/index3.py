@@ -305,14 +305,12 @@ class Index3Formulation(Formulation):
         qdd = 4.0 / (dt * dt) * q + qdd_hat
         self.nu[:] = 0.0
         K.projection_rhs(self.pst, qd, self.nu, a, self.base, self.rhs)
-        self._kinematics(q, qd, qdd)
-        self._rows()
-        viol = float(np.sqrt(np.dot(self.phi, self.phi)))
-        self._solve(self.zero_rows, 1.0 / a, -1.0, False)
+        self._solve(self.zero_rows, 1.0 / a, -1.0, False)  # rows G and D of the last matrix pass
         qd = self.out.copy()
         t_v = time.perf_counter()
         self._kinematics(q, qd, qdd)
-        self._rows()
+        self._rows()  # g at the projected velocities; phi at the final q
+        viol = float(np.sqrt(np.dot(self.phi, self.phi)))
         self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
         K.projection_rhs(self.pst, qdd, self.nu, a, self.base, self.rhs)
         self._solve(self.gq, 1.0 / a, -1.0, False)
