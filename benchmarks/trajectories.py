@@ -9,6 +9,11 @@ For each example, 2 s: the largest body-position difference of ``dca``, ``hdca``
   truncation error.
 
     python benchmarks/trajectories.py [--only NAME,NAME]
+    python benchmarks/trajectories.py --refine --only joint-zoo,...
+
+``--refine`` instead prints, per example, the rk4 error of ``dense``/``dca``'s (q, v)
+and ``hdca``'s (q, p*) against the converged run at dt = 1e-3, 5e-4, 2.5e-4: whether a
+difference to ``dense`` is truncation, and how far from the asymptotic 16x per halving.
 """
 
 from __future__ import annotations
@@ -36,17 +41,40 @@ def _positions(model, cols, rows):
     return rows[:, idx]
 
 
-def _run(model, **kw):
-    cols, rows = Simulation(model, Settings(t_end=2.0, dt=1e-3, **kw)).run_all()
-    return _positions(model, cols, rows)
+def _run(model, dt=1e-3, **kw):
+    cols, rows = Simulation(model, Settings(t_end=2.0, dt=dt, **kw)).run_all()
+    return _positions(model, cols, rows)[::int(round(1e-3 / dt))]
+
+
+REFINE_DTS = (1e-3, 5e-4, 2.5e-4)
+
+
+def refine(paths) -> None:
+    """rk4 errors against the converged run at the three steps of ``REFINE_DTS``."""
+    print("| example | formulation | " + " | ".join(f"rk4 dt = {dt:g} [m]" for dt in REFINE_DTS) + " |")
+    print("|---|---|" + "---|" * len(REFINE_DTS))
+    for path in paths:
+        model = load_model(path)
+        conv = _run(model, formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12)
+        for form in ("dense", "hdca"):
+            kw = {"projection": False} if form == "dense" else {}
+            errs = [np.abs(_run(model, dt=dt, formulation=form, integrator="rk4", **kw) - conv).max()
+                    for dt in REFINE_DTS]
+            print(f"| {path.name.replace('.mech.json', '')} | {form} | " + " | ".join(f"{e:.1e}" for e in errs)
+                  + " |", flush=True)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated example names")
+    ap.add_argument("--refine", action="store_true", help="rk4 step refinement of dense and hdca instead")
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     t0 = time.perf_counter()
+    if args.refine:
+        refine([p for p in EXAMPLES if not only or p.name.replace(".mech.json", "") in only])
+        print(f"\n({time.perf_counter() - t0:.0f} s)")
+        return 0
     print("| example | formulation | vs dense rk4 1e-3 [m] | vs converged dense [m] | dense rk4 vs converged [m] |")
     print("|---|---|---|---|---|")
     for path in EXAMPLES:
