@@ -19,8 +19,10 @@ parameters, nd = 7), the trapezoidal rule, and at every step
 
 All three linear solves are one assembly-disassembly over the binary assembly
 tree (:mod:`.treesolve`, ``Phi = delta``, ``eps = 1 / alpha``, ``sgn = -1``); the
-projections rerun only its bias pass.  ``linear="dense"`` solves the same
-linear systems as one dense KKT system instead (the test oracle).
+projections rerun only its bias pass.  On the tree the whole Newton loop is one numba
+call (:func:`.index3_kernels.newton_iterations`); ``linear="dense"`` runs the same
+iterations in Python and solves the linear systems as one dense KKT system instead
+(the test oracle).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from .base import Evaluation, Formulation
 DIVERGED_VIOLATION = 1e-2
 #: Central-difference step of the geometric-stiffness blocks (coordinates are O(1)).
 GEO_FD_STEP = 1e-6
+#: Failure message when a leaf block M_cc is not positive definite (no tangent).
 NOT_DEFINITE = "a body's tangent block M_cc is not positive definite"
 
 
