@@ -797,7 +797,9 @@ def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
 @njit(cache=True, nogil=True, parallel=True)
 def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
-    subtrees in one parallel region, then the few merges above them."""
+    subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
+    ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
+    definite (index-3's ``delta`` blocks)."""
     sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
     if sub_start.shape[0] > 1:  # no parallel region at all for small trees
         for s in prange(sub_start.shape[0] - 1):
@@ -829,21 +831,6 @@ def disassemble(ix, Fh, G, sel, lam, Y, y0):
         for s in prange(sub_start.shape[0] - 1):
             for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
                 _down_one(sub_merges[k], ix, Fh, G, sel, lam, Y, y0)
-
-
-def solve(lay: TreeLayout, eps: float = 0.0, sgn: float = 1.0, matrices: bool = True,
-          tol: float = config.PIVOT_RTOL) -> None:
-    """Assemble (matrix pass optional) and disassemble; results in ``lay.Fh``, ``lay.lam``.
-
-    ``sgn`` = +1 when ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA),
-    -1 when it is negative definite (index-3's ``delta`` blocks).
-    """
-    if matrices:
-        assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E,
-                          lay.scr, eps, sgn, tol)
-    assemble_biases(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0, lay.y0,
-                    lay.scr, sgn)
-    disassemble(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0)
 
 
 # ------------------------------------------------------- singular configurations
