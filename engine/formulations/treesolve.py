@@ -770,7 +770,7 @@ def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
 # ----------------------------------------------------------------- level passes
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     if ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= Phi.shape[1]:
         _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
@@ -778,7 +778,7 @@ def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
         _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     if ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= bv.shape[1]:
         _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
@@ -786,7 +786,7 @@ def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
         _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
     if ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= Fh.shape[1]:
         _merge_down_one(m, ix, Fh, G, lam, Y, y0)
