@@ -29,4 +29,56 @@ def _limit_blas_threads() -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def source_key(root) -> str:
+    """Hash of every ``*.py`` under ``root`` (names and contents): the numba cache key."""
+    import hashlib
+    from pathlib import Path
+
+    h = hashlib.sha1()
+    for path in sorted(Path(root).rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+#: numba cache directories unused this long are removed when another one is created
+CACHE_KEEP_DAYS = 30
+
+
+def _numba_cache_dir() -> None:
+    """Keep numba's compiled kernels in a directory keyed by the engine's sources.
+
+    numba checks a cached kernel against its own file only: a kernel that calls (or
+    inlines) a function from another module keeps the old code when that module
+    changes, and silently runs it.  Keying the whole cache by a hash of the engine's
+    sources rules that out.  An explicit ``NUMBA_CACHE_DIR`` is respected.  Stale
+    directories of other source versions are pruned after ``CACHE_KEEP_DAYS``."""
+    import os
+    import shutil
+    import sys
+    import time
+    from pathlib import Path
+
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    try:
+        root = Path(__file__).resolve().parent
+        key = source_key(root) if any(root.glob("*.py")) else __version__
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "linkwork" / "numba"
+        cache = base / key
+        if not cache.is_dir():
+            cache.mkdir(parents=True, exist_ok=True)
+            now = time.time()
+            for old in base.iterdir():
+                if old != cache and old.is_dir() and now - old.stat().st_mtime > CACHE_KEEP_DAYS * 86400:
+                    shutil.rmtree(old, ignore_errors=True)
+        os.utime(cache)
+    except OSError:  # pragma: no cover - no writable cache location: numba's own default
+        return
+    os.environ["NUMBA_CACHE_DIR"] = str(cache)
+    if "numba" in sys.modules:  # imported before the engine: its config has been read already
+        sys.modules["numba"].config.CACHE_DIR = str(cache)
+
+
 _limit_blas_threads()
+_numba_cache_dir()

@@ -1,0 +1,63 @@
+"""The numba cache is keyed by the engine's sources (engine/__init__.py): numba checks a
+cached kernel against its own file only, so a kernel inlining a changed function from
+another module would otherwise keep running the old code."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import engine
+from engine import source_key
+
+ENGINE = Path(engine.__file__).resolve().parent
+
+
+def test_source_key_changes_with_any_source_file(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    k0 = source_key(tmp_path)
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    k1 = source_key(tmp_path)
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    assert k1 != k0
+    assert source_key(tmp_path) == k0
+    (tmp_path / "notes.txt").write_text("not source")
+    assert source_key(tmp_path) == k0
+    (tmp_path / "sub" / "b.py").rename(tmp_path / "sub" / "c.py")
+    assert source_key(tmp_path) != k0
+
+
+def _cache_dir(code, **env):
+    base = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    r = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
+                       check=True)
+    return r.stdout.strip()
+
+
+def test_engine_keys_numba_cache_by_its_sources(tmp_path):
+    want = str(tmp_path / "linkwork" / "numba" / source_key(ENGINE))
+    assert _cache_dir("import engine, numba; print(numba.config.CACHE_DIR)", XDG_CACHE_HOME=str(tmp_path)) == want
+    # numba imported (and its configuration read) before the engine
+    assert _cache_dir("import numba, engine; print(numba.config.CACHE_DIR)", XDG_CACHE_HOME=str(tmp_path)) == want
+
+
+def test_explicit_numba_cache_dir_is_respected(tmp_path):
+    mine = str(tmp_path / "mine")
+    assert _cache_dir("import engine, numba; print(numba.config.CACHE_DIR)", NUMBA_CACHE_DIR=mine,
+                      XDG_CACHE_HOME=str(tmp_path)) == mine
+    assert not (tmp_path / "linkwork").exists()
+
+
+def test_stale_cache_directories_are_pruned(tmp_path):
+    base = tmp_path / "linkwork" / "numba"
+    old, recent = base / "0000old", base / "0000recent"
+    old.mkdir(parents=True)
+    recent.mkdir()
+    long_ago = os.stat(old).st_mtime - (engine.CACHE_KEEP_DAYS + 1) * 86400
+    os.utime(old, (long_ago, long_ago))
+    _cache_dir("import engine", XDG_CACHE_HOME=str(tmp_path))
+    assert not old.exists()
+    assert recent.exists()
+    assert (base / source_key(ENGINE)).is_dir()
