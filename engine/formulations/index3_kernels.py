@@ -155,7 +155,7 @@ def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
 # ------------------------------------------------------------------ joint rows
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
     pred, succ, nc_j = ca[1], ca[2], ca[11]
     a = pred[j]
@@ -202,7 +202,7 @@ def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
 # ------------------------------------------------------------------ Newton residual
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
     """res_i = M_i qdd_i + sum_joints Phi_qi^T lam + Psi_qi^T mu_i - Q_i (eq. 12)."""
     node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
@@ -293,7 +293,7 @@ def _inv7(A, out):
     return _inv_spd(A, out, 0, 3) and _inv_spd(A, out, 3, 4)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
     """M_cc = M_i + c4 * kpsi * Psi_q^T Psi_q (+ c4 * H_geo), D_i = scale * M_cc^-1;
     every handle pair (h, k) of leaf i gets the block D_i (eqs. 22-26)."""
@@ -337,7 +337,7 @@ def leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok
             _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
     """b_i = base_i + D_i rhs_i, copied to every handle of leaf i."""
     node_nh, node_h_start = ix[4], ix[5]
@@ -364,7 +364,7 @@ def leaf_biases(ix, Dl, base, rhs, bl, bv):
             _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _leaf_result_one(i, ix, Dl, bl, Fh, out):
     """x_i = D_i sum_h F_h + b_i (eqs. 24/25, 43/44, 58/59 for a physical body)."""
     node_nh, node_h_start = ix[4], ix[5]
