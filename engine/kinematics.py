@@ -33,7 +33,7 @@ def kin_arrays(model: Model):
     )
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
     """Relative rotation ``Rrel`` and translation ``d`` (both in the pred frame)
     of a tree joint of type ``jt`` whose coordinates start at ``q[qa]``.

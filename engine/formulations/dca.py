@@ -57,7 +57,7 @@ def _world_inertia(R, Ib, out):
             out[a, b] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _body_rhs(i, mass, inertia, R, V, Fext, rhs_body):
     """DCA's bias wrench of body i about its COM: ``F_ext - V x* I V``."""
     Ri = R[i]
@@ -85,7 +85,7 @@ def _body_rhs(i, mass, inertia, R, V, Fext, rhs_body):
     rb[5] = Fext[i, 5] - (w0 * Jw1 - w1 * Jw0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks):
     """Body i as a leaf of the tree solve: the handle biases ``b_h = X_h^T D w`` for the
     body wrench (or impulse) ``w = rhs_body[i]`` and, if ``blocks``, the mobility
@@ -305,7 +305,7 @@ def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
             g0[k] += 2.0 * alpha * vres + beta * beta * phi[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A):
     """Spatial acceleration about the COM of body i from its handle forces."""
     node_nh, node_h_start, h_joint = ix[4], ix[5], ix[7]
@@ -335,7 +335,7 @@ def _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A):
     A[i, 5] = Ji[2, 0] * n0 + Ji[2, 1] * n1 + Ji[2, 2] * n2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot):
     """vdot of tree joint i: S^T (A_i(P) - A_parent(P) - c_i)."""
     p = parent[i]

@@ -37,7 +37,7 @@ from .base import Evaluation, check_consistent
 from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
     """Body impulse (about its COM) of the joints' momenta: ``+S_j p_j`` on the
     successor, ``-S_j p_j`` on the predecessor, through the body's handles."""
@@ -148,7 +148,7 @@ def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
                 Wdot[a, k] += Wa[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline='always')
 def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
     """Eq. (H3) for tree joint k."""
     parent, jtype, v_adr = mk[0], mk[1], mk[3]
