@@ -310,6 +310,10 @@ def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
 
 
 # ----------------------------------------------------------------- merge kernels
+# The per-merge functions below that the level loops call are ``inline='always'``:
+# they take the layout's tuple of 24 index arrays, and called out of line each call
+# cost more than a merge's arithmetic (docs/index3.md, "Timing").  The per-body
+# kernels of dca, hdca and index3 are inlined for the same reason.
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
