@@ -363,7 +363,7 @@ def _psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z):
             X[base + pk, d] = sgn * Z[k, d]
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline='always')
+@njit(cache=True, nogil=True, inline='always')
 def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     """:func:`_merge_matrices` for one interface joint (every merge of a chain or tree):
     the same equations in axpy form over the nd columns, which the compiler vectorises,
@@ -605,7 +605,7 @@ def _one_joint(m, ix):
             sR + if_right[ii], node_h_start[n], m_E[m], node_nh[n])
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline='always')
+@njit(cache=True, nogil=True, inline='always')
 def _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     """:func:`_merge_bias` for one interface joint (axpy form)."""
     nd = bv.shape[1]
@@ -632,7 +632,7 @@ def _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
                 bv[sN + e, d] -= Y[eb + e * nr + a, d] * ra
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline='always')
+@njit(cache=True, nogil=True, inline='always')
 def _merge_down_one(m, ix, Fh, G, lam, Y, y0):
     """:func:`_merge_down` for one interface joint (axpy form)."""
     nd = Fh.shape[1]
