@@ -80,5 +80,23 @@ def _numba_cache_dir() -> None:
         sys.modules["numba"].config.CACHE_DIR = str(cache)
 
 
+def start_parallel_backend() -> None:
+    """Start numba's threading layer before any kernel runs.
+
+    A cached kernel that calls a ``parallel=True`` kernel starts the threading layer
+    when it is loaded only if its callees were compiled, not loaded from the cache,
+    in the process that compiled it: numba does not carry a cached callee's start-up
+    hook over to its callers (numba issues 4807, 8578).  When two processes fill the
+    cache (two test workers, the app and a ``linkwork run``), such a kernel is cached
+    without the hook, and a later process that loads it before anything else has
+    started the threading layer calls a null pointer and crashes.  Measured: an
+    ``hdca`` run segfaulted on its first evaluation with a cache filled by the
+    two-worker test suite.  Starting the layer up front is harmless and idempotent;
+    every formulation does it on construction."""
+    import numba
+
+    numba.get_num_threads()
+
+
 _limit_blas_threads()
 _numba_cache_dir()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import config
+from .. import config, start_parallel_backend
 from ..errors import SingularSystemError
 from ..model import Model
 
@@ -68,6 +68,7 @@ class Formulation(ABC):
     summary: str = ""
 
     def __init__(self, model: Model, settings):
+        start_parallel_backend()  # before any cached parallel kernel runs
         self.model = model
         self.settings = settings
         self.nfev = 0

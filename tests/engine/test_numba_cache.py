@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import engine
 from engine import source_key
 
@@ -61,3 +63,59 @@ def test_stale_cache_directories_are_pruned(tmp_path):
     assert not old.exists()
     assert recent.exists()
     assert (base / source_key(ENGINE)).is_dir()
+
+
+# a cached kernel calling a cached parallel kernel (engine.start_parallel_backend)
+_NESTED = '''
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def inner(a):
+    for i in prange(a.shape[0]):
+        a[i] += 1.0
+
+
+@njit(cache=True)
+def outer(a):
+    inner(a)
+    return a.sum()
+'''
+
+_FORMULATION = '''
+from engine.formulations.base import Formulation
+
+
+class Minimal(Formulation):
+    def initial_state(self):
+        return None
+
+    def evaluate(self, t, y):
+        return None
+
+
+Minimal(None, None)
+'''
+
+
+def _run(code, tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path)
+
+
+def test_formulations_start_the_threading_layer_before_cached_parallel_kernels(tmp_path):
+    """The cache is filled by two processes: the first compiles the parallel kernel,
+    the second loads it and compiles its caller, which numba then caches without the
+    hook that starts the threading layer.  A third process loading the caller first
+    crashed (rc -11) unless a formulation had been constructed."""
+    (tmp_path / "nested.py").write_text(_NESTED)
+    call = "import numpy as np, nested; print(nested.outer(np.zeros(8)))"
+    assert _run("import numpy as np, nested; nested.inner(np.zeros(8))", tmp_path).returncode == 0
+    assert _run(call, tmp_path).stdout.strip() == "8.0"
+    control = _run(call, tmp_path)
+    if control.returncode == 0:
+        pytest.skip("this numba carries the threading-layer hook over to cached callers")
+    fixed = _run(_FORMULATION + "\n" + call, tmp_path)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    assert fixed.stdout.strip() == "8.0"
