@@ -160,7 +160,7 @@ class SolverPanel(QWidget):
         self.stats.setStyleSheet("font-size: 9pt; color: #333;")
         self.stats.setWordWrap(True)
         rl.addWidget(self.stats)
-        self.compile_notice = QLabel("⏳ Compiling numerical kernels (first run only; this can take "
+        self.compile_notice = QLabel("Compiling numerical kernels (first run only; this can take "
                                      "about a minute)…")
         self.compile_notice.setObjectName("compileNotice")
         self.compile_notice.setWordWrap(True)
