@@ -167,6 +167,9 @@ def cmd_run(argv: list[str]) -> int:
         if sim.stats.get("singular_visits", 0) > warned:
             print(f"linkwork: warning: near a singular configuration {sim.stats['singular_visits']} times in all",
                   file=sys.stderr)
+        if sim.stats.get("unconverged_steps", 0):
+            print(f"linkwork: warning: {sim.stats['unconverged_steps']} of {sim.stats.get('steps', 0)} steps ended "
+                  "with the constraints not converged", file=sys.stderr)
         ini = getattr(form, "initial", None)
         if verbose:
             print("", file=sys.stderr)

@@ -44,6 +44,7 @@ class RunController(QObject):
         self._compile_timer.setSingleShot(True)
         self._compile_timer.timeout.connect(lambda: self.compiling.emit(True))
         self._compile_shown = False
+        self._warned = 0  # formulation warnings of the current run already notified
         self._threads = []
         self._gc_frozen = False
         self._start_timer = QTimer(self)
@@ -70,6 +71,7 @@ class RunController(QObject):
             self.session.notifications.error(f"Cannot run: {exc}", source="run")
             return None
         self.run = run
+        self._warned = 0
         model, settings = run.model, run.settings
 
         def factory(control):
@@ -147,6 +149,7 @@ class RunController(QObject):
             if self._compile_timer.isActive() or self._compile_shown:
                 self._hide_compiling()
             run.append(item.rows, item.stats)
+            self._forward_warnings(item.stats)
             self.run_progress.emit(run)
         elif isinstance(item, Started):
             run.settings = item.settings
@@ -164,6 +167,14 @@ class RunController(QObject):
             else:
                 run.set_status("paused")
             self.run_state.emit(run)
+
+    def _forward_warnings(self, stats: dict) -> None:
+        """The formulation's warnings (singular configurations, unconverged steps) that are
+        new since the last chunk, one notification each."""
+        ws = stats.get("warnings", [])
+        for w in ws[self._warned:]:
+            self.session.notifications.warning(w, source="run")
+        self._warned = max(self._warned, len(ws))
 
     def _hide_compiling(self) -> None:
         self._compile_timer.stop()

@@ -46,6 +46,11 @@ from .base import Evaluation, Formulation
 #: A step has failed (diverged) when, after the Newton iterations, the position
 #: residual of the joints exceeds this (metres / unit directions), or anything is not finite.
 DIVERGED_VIOLATION = 1e-2
+#: A step whose position residual after the Newton iterations exceeds this has not
+#: converged: it is kept, and a warning says when (docs/index3.md, "Failure and warnings").
+UNCONVERGED_VIOLATION = 1e-6
+#: At most this many warnings per run (the stats count every unconverged step).
+MAX_WARNINGS = 20
 #: Central-difference step of the geometric-stiffness blocks (coordinates are O(1)).
 GEO_FD_STEP = 1e-6
 #: Failure message when a leaf block M_cc is not positive definite (no tangent).
@@ -125,6 +130,9 @@ class Index3Formulation(Formulation):
         self.last_dq = 0.0
         self.max_dq = 0.0
         self.max_violation = 0.0
+        self.warnings: list[str] = []
+        self.unconverged_steps = 0
+        self._unconverged = False  # inside a run of unconverged steps (one warning each)
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -326,6 +334,7 @@ class Index3Formulation(Formulation):
         self.timing["acceleration_projection"] += t2 - t_v
         self.steps += 1
         self.max_violation = max(self.max_violation, viol)
+        self._watch(t + dt, viol, dqn, dt)
         if self.springs.shape[0]:
             self.jq_ref[self.springs] = self.jq[self.springs]
         if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(qdd).all()
@@ -353,7 +362,29 @@ class Index3Formulation(Formulation):
                           reactions=reactions, jq=np.full(m.nj, np.nan),
                           extra={"q": q.copy(), "lam": lam.copy(), "mu": mu.copy()})
 
+    def _watch(self, t, viol, dqn, dt) -> None:
+        """One warning at the start of each run of steps left unconverged."""
+        if not viol > UNCONVERGED_VIOLATION:  # (not finite: the step fails next)
+            self._unconverged = False
+            return
+        self.unconverged_steps += 1
+        if self._unconverged or len(self.warnings) >= MAX_WARNINGS:
+            return
+        self._unconverged = True
+        self.warnings.append(
+            f"t = {t:.4g} s: the Newton iterations left a position residual of {viol:.2g} (above "
+            f"{UNCONVERGED_VIOLATION:g}; last correction {dqn:.2g}): the constraints are not converged and "
+            f"the motion may be wrong. Raise --newton-iters (fast motion) or --penalty (near-singular "
+            f"loops; the effective penalty alpha dt^2/4 is {self.alpha * dt * dt / 4:.3g}) -- docs/index3.md")
+
     def stats(self) -> dict:
+        out = self._stats()
+        if self.unconverged_steps:
+            out["warnings"] = list(self.warnings)
+            out["unconverged_steps"] = self.unconverged_steps
+        return out
+
+    def _stats(self) -> dict:
         return {"steps": self.steps, "newton_iterations": self.newton_total,
                 "newton_time": self.timing["newton"], "projection_time": self.timing["projections"],
                 "velocity_projection_time": self.timing["velocity_projection"],

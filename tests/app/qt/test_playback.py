@@ -106,6 +106,31 @@ def test_compiling_notice_shows_while_preparing(make_window, qtbot, monkeypatch)
     assert win.session.history.current.compile_time >= 0.8
 
 
+
+class WarnsWhileRunning(DenseFormulation):
+    """Reports a warning in its run statistics after a few evaluations, as dca's singular
+    configuration watch and index3's convergence watch do."""
+
+    name = "warns"
+    title = "warns while running"
+
+    def stats(self):
+        out = super().stats()
+        if self.nfev > 20:
+            out["warnings"] = ["t = 0.05 s: near a singular configuration (test)"]
+        return out
+
+
+def test_formulation_warnings_reach_the_messages(make_window, qtbot, monkeypatch):
+    monkeypatch.setitem(forms.REGISTRY, "warns", WarnsWhileRunning)
+    win = make_window(gl=False)
+    win.session.document.replace(g.fourbar())
+    win.session.solver.update(formulation="warns", t_end=0.3)
+    with qtbot.waitSignal(win.runner.run_finished, timeout=30_000):
+        win.run()
+    warned = [n for n in win.session.notifications.log if n.level == "warning" and n.source == "run"]
+    assert [n.text for n in warned] == ["t = 0.05 s: near a singular configuration (test)"]  # once, not per chunk
+
 def test_gl_view_playback_renders_frames(make_window, qtbot, run_to_end, gl_status):
     if not gl_status[0]:
         pytest.skip(gl_status[1])
