@@ -51,6 +51,8 @@ DIVERGED_VIOLATION = 1e-2
 UNCONVERGED_VIOLATION = 1e-6
 #: At most this many warnings per run (the stats count every unconverged step).
 MAX_WARNINGS = 20
+#: After this many converged steps in a row a new excess of the residual is warned afresh.
+CONVERGED_STEPS = 100
 #: Central-difference step of the geometric-stiffness blocks (coordinates are O(1)).
 GEO_FD_STEP = 1e-6
 #: Failure message when a leaf block M_cc is not positive definite (no tangent).
@@ -132,7 +134,8 @@ class Index3Formulation(Formulation):
         self.max_violation = 0.0
         self.warnings: list[str] = []
         self.unconverged_steps = 0
-        self._unconverged = False  # inside a run of unconverged steps (one warning each)
+        self._warn_level = UNCONVERGED_VIOLATION  # the next warning comes above this residual
+        self._converged_run = 0  # converged steps since the last unconverged one
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -363,19 +366,26 @@ class Index3Formulation(Formulation):
                           extra={"q": q.copy(), "lam": lam.copy(), "mu": mu.copy()})
 
     def _watch(self, t, viol, dqn, dt) -> None:
-        """One warning at the start of each run of steps left unconverged."""
+        """Warn when the residual first exceeds UNCONVERGED_VIOLATION and again at each
+        decade it grows past; start afresh after CONVERGED_STEPS converged steps."""
         if not viol > UNCONVERGED_VIOLATION:  # (not finite: the step fails next)
-            self._unconverged = False
+            self._converged_run += 1
+            if self._converged_run >= CONVERGED_STEPS:
+                self._warn_level = UNCONVERGED_VIOLATION
             return
+        self._converged_run = 0
         self.unconverged_steps += 1
-        if self._unconverged or len(self.warnings) >= MAX_WARNINGS:
+        if viol <= self._warn_level or len(self.warnings) >= MAX_WARNINGS:
             return
-        self._unconverged = True
-        self.warnings.append(
-            f"t = {t:.4g} s: the Newton iterations left a position residual of {viol:.2g} (above "
-            f"{UNCONVERGED_VIOLATION:g}; last correction {dqn:.2g}): the constraints are not converged and "
-            f"the motion may be wrong. Raise --newton-iters (fast motion) or --penalty (near-singular "
-            f"loops; the effective penalty alpha dt^2/4 is {self.alpha * dt * dt / 4:.3g}) -- docs/index3.md")
+        if self._warn_level == UNCONVERGED_VIOLATION:
+            self.warnings.append(
+                f"t = {t:.4g} s: the Newton iterations left a position residual of {viol:.2g} (above "
+                f"{UNCONVERGED_VIOLATION:g}; last correction {dqn:.2g}): the constraints are not converged and "
+                f"the motion may be wrong. Raise --newton-iters (fast motion) or --penalty (near-singular "
+                f"loops; the effective penalty alpha dt^2/4 is {self.alpha * dt * dt / 4:.3g}) -- docs/index3.md")
+        else:
+            self.warnings.append(f"t = {t:.4g} s: the unconverged position residual has grown to {viol:.2g}")
+        self._warn_level = 10.0 ** np.ceil(np.log10(viol))
 
     def stats(self) -> dict:
         out = self._stats()
