@@ -381,10 +381,12 @@ class Index3Formulation(Formulation):
             self.warnings.append(
                 f"t = {t:.4g} s: the Newton iterations left a position residual of {viol:.2g} (above "
                 f"{UNCONVERGED_VIOLATION:g}; last correction {dqn:.2g}): the constraints are not converged and "
-                f"the motion may be wrong. Raise --newton-iters (fast motion) or --penalty (near-singular "
-                f"loops; the effective penalty alpha dt^2/4 is {self.alpha * dt * dt / 4:.3g}) -- docs/index3.md")
+                f"the motion may be wrong. Raise the Newton iterations (--newton-iters; fast motion) or the "
+                f"penalty (--penalty; near-singular loops, the effective penalty alpha dt^2/4 is "
+                f"{self.alpha * dt * dt / 4:.3g}) -- docs/index3.md")
         else:
-            self.warnings.append(f"t = {t:.4g} s: the unconverged position residual has grown to {viol:.2g}")
+            self.warnings.append(f"t = {t:.4g} s: the unconverged position residual of index3 has grown to "
+                                 f"{viol:.2g} (raise the Newton iterations or the penalty)")
         self._warn_level = 10.0 ** np.ceil(np.log10(viol))
 
     def stats(self) -> dict:
