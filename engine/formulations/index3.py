@@ -390,16 +390,13 @@ class Index3Formulation(Formulation):
         self._warn_level = 10.0 ** np.ceil(np.log10(viol))
 
     def stats(self) -> dict:
-        out = self._stats()
+        out = {"steps": self.steps, "newton_iterations": self.newton_total,
+               "newton_time": self.timing["newton"], "projection_time": self.timing["projections"],
+               "velocity_projection_time": self.timing["velocity_projection"],
+               "acceleration_projection_time": self.timing["acceleration_projection"],
+               "last_dq": self.last_dq, "max_dq": self.max_dq,
+               "max_position_violation_after_newton": self.max_violation}
         if self.unconverged_steps:
             out["warnings"] = list(self.warnings)
             out["unconverged_steps"] = self.unconverged_steps
         return out
-
-    def _stats(self) -> dict:
-        return {"steps": self.steps, "newton_iterations": self.newton_total,
-                "newton_time": self.timing["newton"], "projection_time": self.timing["projections"],
-                "velocity_projection_time": self.timing["velocity_projection"],
-                "acceleration_projection_time": self.timing["acceleration_projection"],
-                "last_dq": self.last_dq, "max_dq": self.max_dq,
-                "max_position_violation_after_newton": self.max_violation}
