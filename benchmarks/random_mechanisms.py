@@ -61,15 +61,9 @@ def _positions(model, cols, rows):
 def _loop_conditioning(model) -> float:
     """Smallest non-redundant singular value of the mass-whitened loop Jacobian at t = 0
     (nan without loops)."""
-    sim = Simulation(model, Settings(formulation="dense", t_end=1e-3, dt=1e-3))
-    sim.prepare()
-    form = sim.formulation
-    if not form.ncr:
-        return float("nan")
-    q, v = form._split(sim._y0)
-    form._cut_phi_K(q, v)
-    s = np.linalg.svd(form._whitened_K(form._cholesky()), compute_uv=False)
-    return float(s[s > 1e-10 * s[0]][-1])
+    form = Simulation(model, Settings(formulation="dense")).formulation
+    live = form.loop_singular_values(form.initial_state())
+    return float(live[-1]) if live.size else float("nan")
 
 
 def main(argv=None) -> int:

@@ -459,18 +459,23 @@ class DenseFormulation(Formulation):
         y[m.nq:] = v
         return y
 
-    def singularity(self, y) -> float:
-        """Distance measure to a singular configuration: the smallest singular value of
-        the mass-whitened loop Jacobian that is not a redundancy, over the largest."""
+    def loop_singular_values(self, y) -> np.ndarray:
+        """Singular values of the mass-whitened loop Jacobian at state ``y`` that are not
+        redundancies, largest first (empty without loops)."""
         if not self.ncr:
-            return 1.0
+            return np.zeros(0)
         q, v = self._split(y)
         self._cut_phi_K(q, v)
         s = np.linalg.svd(self._whitened_K(self._cholesky()), compute_uv=False)
         if s.size == 0 or s[0] == 0.0:
-            return 1.0
-        live = s[s > config.REDUNDANT_RTOL * s[0]]
-        return float(live[-1] / s[0])
+            return np.zeros(0)
+        return s[s > config.REDUNDANT_RTOL * s[0]]
+
+    def singularity(self, y) -> float:
+        """Distance measure to a singular configuration: the smallest singular value of
+        the mass-whitened loop Jacobian that is not a redundancy, over the largest."""
+        live = self.loop_singular_values(y)
+        return float(live[-1] / live[0]) if live.size else 1.0
 
     def monitor(self, t, y) -> None:
         """Track the singularity measure over accepted steps (called by the integrators).
