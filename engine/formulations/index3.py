@@ -273,9 +273,12 @@ class Index3Formulation(Formulation):
         a = self.alpha
         c4 = 0.25 * dt * dt
         t0 = time.perf_counter()
-        q = qb + dt * qdb + 0.5 * dt * dt * qddb
-        lam = lamb.copy()
-        mu = mub.copy()
+        # the new state is written in place into views of one array (no copies, no packing)
+        y_new = np.empty_like(y)
+        q, qd, qdd, lam, mu = self._split(y_new)
+        np.add(qb, dt * qdb + 0.5 * dt * dt * qddb, out=q)
+        lam[:] = lamb
+        mu[:] = mub
         qd_hat = -(2.0 / dt * qb + qdb)
         qdd_hat = -(4.0 / (dt * dt) * qb + 4.0 / dt * qdb + qddb)
         self.base[:] = 0.0
@@ -315,12 +318,12 @@ class Index3Formulation(Formulation):
         self.last_dq = dqn
         self.max_dq = max(self.max_dq, dqn)
         # ---- mass-orthogonal projections (eqs. 40-69), on the tree's last matrices
-        qd = 2.0 / dt * q + qd_hat
-        qdd = 4.0 / (dt * dt) * q + qdd_hat
+        np.add(2.0 / dt * q, qd_hat, out=qd)
+        np.add(4.0 / (dt * dt) * q, qdd_hat, out=qdd)
         self.nu[:] = 0.0
         K.projection_rhs(self.pst, qd, self.nu, a, self.base, self.rhs)
         self._solve(self.zero_rows, 1.0 / a, -1.0, False)  # rows G and D of the last matrix pass
-        qd = self.out.copy()
+        qd[:] = self.out
         t_v = time.perf_counter()
         self._kinematics(q, qd, qdd)
         self._rows()  # g at the projected velocities; phi at the final q
@@ -328,7 +331,7 @@ class Index3Formulation(Formulation):
         self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
         K.projection_rhs(self.pst, qdd, self.nu, a, self.base, self.rhs)
         self._solve(self.gq, 1.0 / a, -1.0, False)
-        qdd = self.out.copy()
+        qdd[:] = self.out
         self.base[:] = 0.0
         t2 = time.perf_counter()
         self.timing["newton"] += t1 - t0
@@ -340,12 +343,11 @@ class Index3Formulation(Formulation):
         self._watch(t + dt, viol, dqn, dt)
         if self.springs.shape[0]:
             self.jq_ref[self.springs] = self.jq[self.springs]
-        if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(qdd).all()
-                and np.isfinite(lam).all()) or viol > DIVERGED_VIOLATION:
+        if not np.isfinite(y_new).all() or viol > DIVERGED_VIOLATION:
             raise SimulationError(t + dt, f"Newton-Raphson did not converge (position residual {viol:.3g}, "
                                           f"last |dq| {dqn:.3g}); try a larger --penalty or more "
                                           "--newton-iters")
-        return self._pack(q, qd, qdd, lam, mu)
+        return y_new
 
     # ------------------------------------------------------------------ output
     def evaluate(self, t, y) -> Evaluation:
