@@ -273,12 +273,9 @@ def all_constraints(ca, x, R, V, phi, Ga, Gb, g):
         b = succ[j]
         r = c_adr[j]
         n = nc_j[j]
-        if a < 0:
-            joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n],
-                             Gb[r:r + n], g[r:r + n])
-        else:
-            joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[r:r + n],
-                             Ga[r:r + n], Gb[r:r + n], g[r:r + n])
+        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n],
+                         g[r:r + n])
 
 
 @njit(cache=True, nogil=True)

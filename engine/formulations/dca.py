@@ -269,12 +269,9 @@ def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
         b = succ[j]
         r = row_adr[j]
         n = nc_j[j]
-        if a < 0:
-            joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[r:r + n], GA[r:r + n], GB[r:r + n],
-                             g0[r:r + n])
-        else:
-            joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[r:r + n], GA[r:r + n],
-                             GB[r:r + n], g0[r:r + n])
+        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r:r + n], GA[r:r + n], GB[r:r + n],
+                         g0[r:r + n])
         for k in range(r, r + n):
             # velocity residual (for Baumgarte) before the rows are transformed
             vres = 0.0

@@ -171,11 +171,8 @@ def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, gamma, phi, G
         n = nc_j[j]
         a = pred[j]
         b = succ[j]
-        if a < 0:
-            joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[row:row + n], Gs_a[:n], Gs_b[:n], gs[:n])
-        else:
-            joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[row:row + n], Gs_a[:n], Gs_b[:n],
-                             gs[:n])
+        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[row:row + n], Gs_a[:n], Gs_b[:n], gs[:n])
         for r in range(n):
             g = gs[r]
             for k in range(6):

@@ -162,12 +162,8 @@ def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
     b = succ[j]
     r = row_adr[j]
     n = nc_j[j]
-    if a < 0:
-        joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n],
-                         g[r:r + n])
-    else:
-        joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n],
-                         Gb[r:r + n], g[r:r + n])
+    xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+    joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n], g[r:r + n])
     for k in range(r, r + n):
         for side in range(2):
             body = a if side == 0 else b
