@@ -10,6 +10,7 @@ For each example, 2 s: the largest body-position difference of ``dca``, ``hdca``
 
     python benchmarks/trajectories.py [--only NAME,NAME]
     python benchmarks/trajectories.py --refine --only joint-zoo,...
+    python benchmarks/trajectories.py --spectrum --only joint-zoo,...
 
 ``--refine`` instead prints, per example, the rk4 error of ``dense``/``dca``'s (q, v)
 and ``hdca``'s (q, p*) against the converged run at dt = 1e-3, 5e-4, 2.5e-4: whether a
@@ -47,6 +48,7 @@ def _run(model, dt=1e-3, **kw):
 
 
 REFINE_DTS = (1e-3, 5e-4, 2.5e-4)
+SPECTRUM_BODIES = 16
 
 
 def refine(paths) -> None:
@@ -64,15 +66,57 @@ def refine(paths) -> None:
                   + " |", flush=True)
 
 
+def _spectral_radii(sim, every=0.01):
+    """(t, spectral radius of d rhs / d y) along ``sim``'s trajectory, every ``every`` s."""
+    f = sim.formulation
+    stride = int(round(every / sim.settings.dt))
+    out = []
+    for k, (t, y) in enumerate(sim.states()):
+        if k % stride:
+            continue
+        J = np.empty((len(y), len(y)))
+        for j in range(len(y)):
+            h = 1e-6 * max(1.0, abs(y[j]))
+            e = np.zeros_like(y)
+            e[j] = h
+            J[:, j] = (f.rhs(t, y + e) - f.rhs(t, y - e)) / (2 * h)
+        out.append((t, np.abs(np.linalg.eigvals(J)).max()))
+    return np.array(out)
+
+
+def spectrum(paths, max_bodies=None) -> None:
+    """Spectral radii of dense's and hdca's right-hand sides along their trajectories
+    (skipping mechanisms of more than ``max_bodies`` bodies when given)."""
+    print("| example | formulation | largest ρ [1/s] (at t) | median ρ [1/s] | largest ρ·1 ms |")
+    print("|---|---|---|---|---|")
+    for path in paths:
+        model = load_model(path)
+        if max_bodies is not None and len(model.spec.bodies) > max_bodies:
+            continue
+        for form in ("dense", "hdca"):
+            kw = {"projection": False} if form == "dense" else {}
+            sim = Simulation(model, Settings(t_end=2.0, dt=2.5e-4, formulation=form, integrator="rk4", **kw))
+            r = _spectral_radii(sim)
+            i = r[:, 1].argmax()
+            print(f"| {path.name.replace('.mech.json', '')} | {form} | {r[i, 1]:.0f} ({r[i, 0]:.2f} s) | "
+                  f"{np.median(r[:, 1]):.0f} | {r[i, 1] * 1e-3:.2f} |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated example names")
     ap.add_argument("--refine", action="store_true", help="rk4 step refinement of dense and hdca instead")
+    ap.add_argument("--spectrum", action="store_true",
+                    help="spectral radii of dense's and hdca's right-hand sides instead")
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     t0 = time.perf_counter()
-    if args.refine:
-        refine([p for p in EXAMPLES if not only or p.name.replace(".mech.json", "") in only])
+    if args.refine or args.spectrum:
+        paths = [p for p in EXAMPLES if not only or p.name.replace(".mech.json", "") in only]
+        if args.refine:
+            refine(paths)
+        else:
+            spectrum(paths, None if only else SPECTRUM_BODIES)
         print(f"\n({time.perf_counter() - t0:.0f} s)")
         return 0
     print("| example | formulation | vs dense rk4 1e-3 [m] | vs converged dense [m] | dense rk4 vs converged [m] |")
