@@ -49,10 +49,18 @@ DEFAULT_NEWTON_TOL = 1e-12
 #: least-squares solves on the mass-whitened loop Jacobian use the filtered
 #: inverse s^7 / (s^8 + mu^8), mu = this * s_max: the vanishing direction is
 #: switched off smoothly within ~mu of the crossing, where the force it carries
-#: is O(mu) and odd in time.  Elsewhere mu = REDUNDANT_RTOL * s_max (the exact
-#: pseudo-inverse).  See docs/derivations.md, "Dense reference: singular
-#: configurations".
+#: is O(mu) and odd in time.  Elsewhere mu = DENSE_BASE_FILTER_RTOL * s_max.
+#: See docs/derivations.md, "Dense reference: singular configurations".
 DENSE_FILTER_RTOL = 1e-4
+#: ... and away from crossings.  Redundant closure equations have singular values
+#: at round-off only *on* the closure; a state off it by a relative offset d
+#: (Runge-Kutta stages, the finite-difference Jacobians of radau and bdf) lifts
+#: them to ~d (ladder-1: 1e-11 ... 2e-7 for d = 1e-6), and an exact
+#: pseudo-inverse would then turn the O(d) inconsistency into O(1) forces: a
+#: right-hand side whose Jacobian is ~1e9 and an implicit integrator taking
+#: 1e5 evaluations for 0.1 s.  With mu = 1e-6 s_max such directions carry no
+#: force, and live ones are exact to (mu/s)^8 (< 1e-16 for s > 1e-4 s_max).
+DENSE_BASE_FILTER_RTOL = 1e-6
 #: Singular values below this fraction of the largest are redundancies, not a
 #: nearby singular configuration (exact rank loss shows at round-off level).
 REDUNDANT_RTOL = 1e-12

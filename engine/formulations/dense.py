@@ -210,8 +210,8 @@ def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float) -> np.ndarray:
     """Filtered minimum-norm least squares: ``x = V diag(s^7 / (s^8 + mu^8)) U^T b``.
 
     ``mu = mu_rel * s_max``.  For ``s >> mu`` this is the exact pseudo-inverse
-    (relative error (mu/s)^8); dependent rows (redundant constraints, s ~ 0)
-    contribute nothing; and while a singular configuration is being crossed
+    (relative error (mu/s)^8); dependent rows (redundant constraints: s ~ 0 on the
+    closure, ~ the offset of a state off it) contribute nothing; and while a singular configuration is being crossed
     (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched off
     smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu
     instead of 1/s (docs/derivations.md, "Dense reference: singular configurations").
@@ -289,7 +289,7 @@ class DenseFormulation(Formulation):
         self._sing_prev = None
         self.near_singular = False  # crossing a singular configuration (monitor)
         self._sing_rate = 0.0
-        self.mu_rel = config.REDUNDANT_RTOL  # filter width of _lstsq (monitor)
+        self.mu_rel = config.DENSE_BASE_FILTER_RTOL  # filter width of _lstsq (monitor)
 
     # ------------------------------------------------------------------ state
     def initial_state(self) -> np.ndarray:
@@ -493,7 +493,7 @@ class DenseFormulation(Formulation):
         self._sing_rate = rate
         near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
         self.near_singular = near
-        self.mu_rel = config.DENSE_FILTER_RTOL if near else config.REDUNDANT_RTOL
+        self.mu_rel = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
 
     def step_bound(self, t, y) -> float | None:
         """Largest step the integrator may take from (t, y), or None for no bound.
