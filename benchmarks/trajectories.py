@@ -162,7 +162,7 @@ def trapezoidal(paths, max_bodies=None) -> None:
         for dt in (1e-3, 5e-4):
             try:
                 cells.append(f"{np.abs(_dense_trapezoidal(model, dt) - conv).max():.1e}")
-            except RuntimeError as exc:  # off the loop closure, redundant directions switch on
+            except RuntimeError as exc:  # the parallelogram's singular configuration
                 cells.append(str(exc))
         print(f"| {name} | {idx3:.1e} | {cells[0]} | {cells[1]} |", flush=True)
 

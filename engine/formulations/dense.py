@@ -211,7 +211,8 @@ def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float) -> np.ndarray:
 
     ``mu = mu_rel * s_max``.  For ``s >> mu`` this is the exact pseudo-inverse
     (relative error (mu/s)^8); dependent rows (redundant constraints: s ~ 0 on the
-    closure, ~ the offset of a state off it) contribute nothing; and while a singular configuration is being crossed
+    closure, ~ the offset of a state off it) contribute nothing; and while a
+    singular configuration is being crossed
     (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched off
     smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu
     instead of 1/s (docs/derivations.md, "Dense reference: singular configurations").

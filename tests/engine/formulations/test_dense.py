@@ -137,7 +137,7 @@ def test_implicit_integrators_on_redundant_closures_take_ordinary_steps():
             return rhs(t, y)
 
         sim.formulation.rhs = counted
-        cols, rows = sim.run_all()
+        _, rows = sim.run_all()
         runs[integ] = (count[0], rows)
     n_radau, rows = runs["radau"]
     assert n_radau < 2000
