@@ -79,22 +79,22 @@ def refine(paths) -> None:
                   + " |", flush=True)
 
 
+def _jacobian(f, t, y, rel_step):
+    """d f.rhs / d y at (t, y) by central differences of relative step ``rel_step``."""
+    J = np.empty((len(y), len(y)))
+    for j in range(len(y)):
+        e = np.zeros_like(y)
+        e[j] = rel_step * max(1.0, abs(y[j]))
+        J[:, j] = (f.rhs(t, y + e) - f.rhs(t, y - e)) / (2 * e[j])
+    return J
+
+
 def _spectral_radii(sim, every=0.01):
     """(t, spectral radius of d rhs / d y) along ``sim``'s trajectory, every ``every`` s."""
     f = sim.formulation
     stride = int(round(every / sim.settings.dt))
-    out = []
-    for k, (t, y) in enumerate(sim.states()):
-        if k % stride:
-            continue
-        J = np.empty((len(y), len(y)))
-        for j in range(len(y)):
-            h = 1e-6 * max(1.0, abs(y[j]))
-            e = np.zeros_like(y)
-            e[j] = h
-            J[:, j] = (f.rhs(t, y + e) - f.rhs(t, y - e)) / (2 * h)
-        out.append((t, np.abs(np.linalg.eigvals(J)).max()))
-    return np.array(out)
+    return np.array([(t, np.abs(np.linalg.eigvals(_jacobian(f, t, y, 1e-6))).max())
+                     for k, (t, y) in enumerate(sim.states()) if k % stride == 0])
 
 
 def spectrum(paths, max_bodies=None) -> None:
@@ -126,12 +126,7 @@ def _dense_trapezoidal(model, dt, t_end=2.0):
     for k in range(int(round(t_end / dt))):
         t = k * dt
         f0 = f.rhs(t, y)
-        J = np.empty((len(y), len(y)))
-        for j in range(len(y)):
-            e = np.zeros_like(y)
-            e[j] = 1e-7 * max(1.0, abs(y[j]))
-            J[:, j] = (f.rhs(t, y + e) - f.rhs(t, y - e)) / (2 * e[j])
-        A = eye - dt / 2 * J
+        A = eye - dt / 2 * _jacobian(f, t, y, 1e-7)
         z = y + dt * f0
         for _ in range(50):  # simplified Newton on z - y - dt/2 (f(y) + f(z)) = 0
             dz = np.linalg.solve(A, z - y - dt / 2 * (f0 + f.rhs(t + dt, z)))

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import generators as gen
 from .errors import SimulationError
+from .formulations.index3 import UNCONVERGED_VIOLATION
 from .model import build_model
 from .simulation import Settings, Simulation
 
@@ -220,7 +221,7 @@ def run_index3_study(out_dir, quick: bool = False) -> Path:
             k = int(np.argmin(E))
             res = "completed" if err is None else f"failed at t = {rows[-1, 0] + 0.01:.2f} s"
             if st.get("unconverged_steps"):
-                res += f", {st['unconverged_steps']} steps unconverged (residual > 1e-6)"
+                res += f", {st['unconverged_steps']} steps unconverged (residual > {UNCONVERGED_VIOLATION:g})"
             lines.append(f"| {a:.0e} | {'on' if geo else 'off'} | {res} | {E[k]:.2f} ({rows[k, 0]:.2f} s) | "
                          f"{E[-1]:.2f} | {_col(cols, rows, 'violation.position').max():.1e} | "
                          f"{st['max_dq']:.1e} |")
