@@ -84,6 +84,9 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="index3: reuse the Newton tangent for N iterations (modified Newton) [1]")
     p.add_argument("--geometric-stiffness", action="store_true",
                    help="index3: add the geometric-stiffness terms to the tangent")
+    p.add_argument("--projections", choices=("exact", "penalised"), default="exact",
+                   help="index3: velocity/acceleration projections exact (one more tree matrix pass per "
+                        "step) or penalised as in paper 000 (reuse the Newton matrices) [exact]")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return p
 
@@ -128,6 +131,7 @@ def cmd_run(argv: list[str]) -> int:
         projection=None if args.projection is None else args.projection == "on",
         baumgarte=tuple(args.baumgarte) if args.baumgarte else None,
         tangent_hold=args.tangent_hold, geometric_stiffness=args.geometric_stiffness,
+        exact_projections=args.projections == "exact",
     )
     try:
         sim = Simulation(model, settings)

@@ -46,6 +46,9 @@ class Settings:
     tangent_hold: int = 1
     #: index3: add the geometric-stiffness terms to the tangent
     geometric_stiffness: bool = False
+    #: index3: exact mass-orthogonal projections (one more matrix pass per step); False:
+    #: the paper's penalised projections on the last Newton matrices
+    exact_projections: bool = True
 
     def replace(self, **changes) -> "Settings":
         return replace(self, **changes)

@@ -51,5 +51,7 @@ def cli_command(run: RunRecord, mech_path: str | Path | None, out: str = "out.cs
         args += ["--tangent-hold", str(s.tangent_hold)]
     if s.geometric_stiffness:
         args += ["--geometric-stiffness"]
+    if not s.exact_projections:
+        args += ["--projections", "penalised"]
     args += ["--out", out]
     return " ".join(args)

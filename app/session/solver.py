@@ -68,6 +68,10 @@ KNOWN_PARAMETERS = {
                                   "Reuse the Newton tangent for this many iterations (modified Newton)", 1),
     "geometric_stiffness": ParameterInfo("geometric_stiffness", "Geometric stiffness", "bool",
                                          "Add the geometric-stiffness terms to the Newton tangent"),
+    "exact_projections": ParameterInfo("exact_projections", "Exact projections", "bool",
+                                       "Project velocities and accelerations exactly onto the constraints "
+                                       "(one more tree pass per step); off: paper 000's penalised "
+                                       "projections, which reuse the Newton matrices and leave a residual"),
 }
 
 INTEGRATOR_TITLES = {

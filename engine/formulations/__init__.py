@@ -21,7 +21,7 @@ REGISTRY: dict[str, type[Formulation]] = {
 }
 
 #: names the contract reserves for formulations this version does not have yet
-PLANNED = ("index3", "rcr", "embedding")
+PLANNED = ("rcr", "embedding")
 
 
 #: with closed loops, ``dense`` is the default up to this many joint velocities

@@ -481,7 +481,8 @@ class DenseFormulation(Formulation):
         A *crossing* is a singular configuration being approached or left: measure
         below SINGULAR_WINDOW and at most CROSSING_TIME away at its current rate.
         Only then is the filter of :func:`_lstsq` widened to DENSE_FILTER_RTOL; a
-        mechanism that merely stays ill-conditioned keeps the exact pseudo-inverse.
+        mechanism that merely stays ill-conditioned keeps the narrow base width
+        DENSE_BASE_FILTER_RTOL (exact to (mu/sigma)^8 on its live directions).
         """
         if not (self._project and self.ncr):
             return

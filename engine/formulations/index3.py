@@ -65,7 +65,8 @@ class Index3Formulation(Formulation):
     kind = "stepper"
     integrators = ("trapezoidal",)
     default_integrator = "trapezoidal"
-    parameters = ("penalty", "newton_iters", "newton_tol", "tangent_hold", "geometric_stiffness")
+    parameters = ("penalty", "newton_iters", "newton_tol", "tangent_hold", "geometric_stiffness",
+                  "exact_projections")
     summary = ("Index-3 augmented Lagrangian in absolute coordinates (Euler parameters), trapezoidal "
                "rule and Newton-Raphson with mass-orthogonal projections, all solved over the binary "
                "assembly tree; handles redundant constraints and singular configurations.")
@@ -82,6 +83,7 @@ class Index3Formulation(Formulation):
         self.tol = float(settings.newton_tol)
         self.hold = int(getattr(settings, "tangent_hold", 1))
         self.geo = bool(getattr(settings, "geometric_stiffness", False))
+        self.exact = bool(getattr(settings, "exact_projections", True))
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
         self.tree = build_assembly_tree(m)
@@ -120,6 +122,7 @@ class Index3Formulation(Formulation):
         self.bl = np.zeros((nb, 7))  # (nb, 7) leaf biases b_i, leaf_biases
         self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
         self.zero7 = np.zeros((nb, 7))
+        self.zero77 = np.zeros((nb, 7, 7))
         self.zero_rows = np.zeros(self.nr)
         self.qd_w = np.zeros((nb, 7))  # (nb, 7) q_dot of the Newton iterate, newton_state
         self.qdd_w = np.zeros((nb, 7))  # (nb, 7) q_ddot of the Newton iterate, newton_state
@@ -248,14 +251,7 @@ class Index3Formulation(Formulation):
         """Exact accelerations and multipliers at a consistent state (pseudo-code step 1):
         the tree solve with leaf blocks (M + k p p^T)^-1, eps = 0 (pivoted Cholesky for
         redundant rows), p-direction of Q removed (it is what mu carries)."""
-        nb = self.model.nb
-        self._kinematics(q, qd, self.zero7)
-        self._forces()
-        K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
-        self._rows()
-        kpsi = float(np.max(self.Mb[:, 3:, 3:].reshape(nb, -1), axis=1).max())
-        self.Hgeo[:] = 0.0
-        self._matrices(q, 1.0, kpsi, 1.0)
+        kpsi = self._exact_matrices(q, qd, forces=True)
         p = q[:, 3:]
         pn2 = np.sum(p * p, axis=1)
         mu = np.sum(p * self.Qb[:, 3:], axis=1) / pn2
@@ -263,7 +259,7 @@ class Index3Formulation(Formulation):
         self.base[:] = 0.0
         self.rhs[:] = self.Qb
         self.rhs[:, 3:] += -mu[:, None] * p + kpsi * p * nu[:, None]
-        self._solve(self.gq, 0.0, 1.0, True)
+        self._solve(self.gq, 0.0, 1.0, False)
         return self.out.copy(), -self._lam_solve.copy(), mu
 
     # ------------------------------------------------------------------ one step
@@ -317,20 +313,27 @@ class Index3Formulation(Formulation):
         t1 = time.perf_counter()
         self.last_dq = dqn
         self.max_dq = max(self.max_dq, dqn)
-        # ---- mass-orthogonal projections (eqs. 40-69), on the tree's last matrices
+        # ---- mass-orthogonal projections (eqs. 40-69)
         np.add(2.0 / dt * q, qd_hat, out=qd)
         np.add(4.0 / (dt * dt) * q, qdd_hat, out=qdd)
+        if self.exact:
+            # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0
+            kpsi = self._exact_matrices(q, qd)
+            sgn, eps, kp = 1.0, 0.0, -kpsi
+        else:
+            # penalised (paper): the tree's last Newton matrices, rows G and D reused
+            sgn, eps, kp = -1.0, 1.0 / a, a
         self.nu[:] = 0.0
-        K.projection_rhs(self.pst, qd, self.nu, a, self.base, self.rhs)
-        self._solve(self.zero_rows, 1.0 / a, -1.0, False)  # rows G and D of the last matrix pass
+        K.projection_rhs(self.pst, qd, self.nu, kp, self.base, self.rhs)
+        self._solve(self.zero_rows, eps, sgn, False)
         qd[:] = self.out
         t_v = time.perf_counter()
         self._kinematics(q, qd, qdd)
         self._rows()  # g at the projected velocities; phi at the final q
         viol = float(np.sqrt(np.dot(self.phi, self.phi)))
         self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
-        K.projection_rhs(self.pst, qdd, self.nu, a, self.base, self.rhs)
-        self._solve(self.gq, 1.0 / a, -1.0, False)
+        K.projection_rhs(self.pst, qdd, self.nu, kp, self.base, self.rhs)
+        self._solve(self.gq, eps, sgn, False)
         qdd[:] = self.out
         self.base[:] = 0.0
         t2 = time.perf_counter()
@@ -348,6 +351,34 @@ class Index3Formulation(Formulation):
                                           f"last |dq| {dqn:.3g}); try a larger --penalty or more "
                                           "--newton-iters")
         return y_new
+
+    def _exact_matrices(self, q, qd, forces: bool = False) -> float:
+        """The tree's matrix pass of the exact solves at q: the initial accelerations
+        and the exact mass-orthogonal projections.
+
+        Leaf blocks ``(M + k p p^T)^-1`` (k > 0 any scale; M p = 0, so k only fixes
+        p^T x), joint rows ``G(q)`` with eps = 0 (pivoted Cholesky drops dependent rows).
+        For a projection the biases ``x* + D k p (nu - p^T x*)`` then give
+        ``min (x - x*)^T M (x - x*)`` subject to ``G x + g0 = 0``, ``p^T x = nu`` to
+        round-off, whatever the penalty.  ``forces``: evaluate the applied forces too
+        (for ``Q``).  Returns k."""
+        nb = self.model.nb
+        self._kinematics(q, qd, self.zero7)
+        if forces:
+            self._forces()
+        K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
+        self._rows()
+        kpsi = float(np.max(self.Mb[:, 3:, 3:].reshape(nb, -1), axis=1).max())
+        K.leaf_matrices(self.lay.ix, self.Mb, self.zero77, q, 1.0, self.alpha, kpsi, 1.0, self.Mcc, self.D,
+                        self.pst, self.lay.Phi, self.okb)
+        if not self.okb.all():
+            raise np.linalg.LinAlgError(NOT_DEFINITE)
+        lay = self.lay
+        lay.G[:] = self.G7
+        if self.linear == "tree":
+            treesolve.assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
+                                        lay.E, lay.scr, 0.0, 1.0, config.PIVOT_RTOL)
+        return kpsi
 
     # ------------------------------------------------------------------ output
     def evaluate(self, t, y) -> Evaluation:
@@ -385,7 +416,9 @@ class Index3Formulation(Formulation):
                 f"{UNCONVERGED_VIOLATION:g}; last correction {dqn:.2g}): the constraints are not converged and "
                 f"the motion may be wrong. Raise the Newton iterations (--newton-iters; fast motion) or the "
                 f"penalty (--penalty; near-singular loops, the effective penalty alpha dt^2/4 is "
-                f"{self.alpha * dt * dt / 4:.3g}) -- docs/index3.md")
+                f"{self.alpha * dt * dt / 4:.3g})"
+                + ("" if self.exact else ", or use the exact projections (--projections exact)")
+                + " -- docs/index3.md")
         else:
             self.warnings.append(f"t = {t:.4g} s: the unconverged position residual of index3 has grown to "
                                  f"{viol:.2g} (raise the Newton iterations or the penalty)")

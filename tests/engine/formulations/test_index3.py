@@ -58,7 +58,7 @@ def test_registered_with_trapezoidal_rule():
     assert sim.settings.integrator == "trapezoidal"
     assert Index3Formulation.kind == "stepper"
     assert set(Index3Formulation.parameters) == {"penalty", "newton_iters", "newton_tol", "tangent_hold",
-                                                 "geometric_stiffness"}
+                                                 "geometric_stiffness", "exact_projections"}
 
 
 # ------------------------------------------------------------------ Jacobians
@@ -217,14 +217,15 @@ def test_tree_solve_equals_dense_solve_random(kind, seed, kw):
 
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "fivebar-redundant", "double-loop-8", "joint-zoo",
                                   "ladder-2", "spatial-double-pendulum"])
-@pytest.mark.parametrize("geo", [False, True])
-def test_tree_steps_equal_dense_steps_examples(name, geo):
-    """Whole steps, including redundant constraints (four-bar, five-bar, ladder) and the
-    geometric stiffness: positions and velocities.  (Accelerations come from
-    qdd = 4/dt^2 q + ..., which multiplies round-off in q by 4e6 at dt = 1e-3; the
-    single solves above compare them.)  ``newton_tol`` = 1e-30: both take every iteration."""
+@pytest.mark.parametrize("geo,exact", [(False, True), (True, True), (False, False)])
+def test_tree_steps_equal_dense_steps_examples(name, geo, exact):
+    """Whole steps, including redundant constraints (four-bar, five-bar, ladder), the
+    geometric stiffness and both kinds of projection: positions and velocities.
+    (Accelerations come from qdd = 4/dt^2 q + ..., which multiplies round-off in q by 4e6
+    at dt = 1e-3; the single solves above compare them.)  ``newton_tol`` = 1e-30: both
+    take every iteration."""
     model = load_model(example_path(name))
-    kw = dict(geometric_stiffness=geo, tangent_hold=2, newton_tol=1e-30)
+    kw = dict(geometric_stiffness=geo, tangent_hold=2, newton_tol=1e-30, exact_projections=exact)
     ya = _steps(_form(model, "tree", **kw), 6, 1e-3)
     yb = _steps(_form(model, "dense", **kw), 6, 1e-3)
     n7 = 7 * model.nb
@@ -232,6 +233,72 @@ def test_tree_steps_equal_dense_steps_examples(name, geo):
     assert np.abs(a - b).max() <= 1e-11 * max(1.0, np.abs(b).max())
     a, b = ya[:, n7:2 * n7], yb[:, n7:2 * n7]
     assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
+
+
+def _absolute_G(f, model):
+    """Phi_q (rows x 7n) at the formulation's last row evaluation."""
+    G = np.zeros((f.nr, 7 * model.nb))
+    for j in range(model.nj):
+        r, n = f.row_adr[j], f.rows[j]
+        a, b = model.pred[j], model.succ[j]
+        G[r:r + n, 7 * b:7 * b + 7] += f.G7[1, r:r + n]
+        if a >= 0:
+            G[r:r + n, 7 * a:7 * a + 7] += f.G7[0, r:r + n]
+    return G
+
+
+@pytest.mark.parametrize("name", ["parallelogram-fourbar", "double-loop-8", "joint-zoo", "slider-crank"])
+def test_exact_velocity_projection_is_mass_orthogonal(name):
+    """After a step, q_dot is the M-orthogonal projection of the trapezoidal velocity
+    q_dot* = 2/dt (q - q_prev) - q_dot_prev onto {Phi_q x = 0, p^T x_p = 0}: solved here
+    independently as one dense KKT system (lstsq for redundant rows)."""
+    model = load_model(example_path(name))
+    f = _form(model)
+    dt = 1e-3
+    y0 = f.initial_state()
+    y0 = f.step(0.0, y0, dt)
+    y1 = f.step(dt, y0, dt)
+    n7 = 7 * model.nb
+    q0, qd0 = y0[:n7], y0[n7:2 * n7]
+    q1, qd1 = y1[:n7], y1[n7:2 * n7]
+    qs = 2.0 / dt * (q1 - q0) - qd0
+    f._kinematics(q1.reshape(-1, 7), qd1.reshape(-1, 7), f.zero7)
+    f._rows()
+    G = _absolute_G(f, model)
+    P = np.zeros((model.nb, n7))
+    M = np.zeros((n7, n7))
+    K.body_mass_forces(model.mass, model.inertia, q1.reshape(-1, 7), qd1.reshape(-1, 7), f.R, f.F, f.Mb, f.Qb)
+    for i in range(model.nb):
+        p = q1[7 * i + 3:7 * i + 7]
+        P[i, 7 * i + 3:7 * i + 7] = p
+        M[7 * i:7 * i + 7, 7 * i:7 * i + 7] = f.Mb[i]
+        M[7 * i + 3:7 * i + 7, 7 * i + 3:7 * i + 7] += np.outer(p, p)  # M p = 0: fixes only p^T x
+    A = np.vstack([G, P])
+    kkt = np.block([[M, A.T], [A, np.zeros((A.shape[0], A.shape[0]))]])
+    x = np.linalg.lstsq(kkt, np.concatenate([M @ qs, np.zeros(A.shape[0])]), rcond=1e-12)[0][:n7]
+    assert np.abs(G @ qd1).max() < 1e-11 * max(1.0, np.abs(qd1).max())
+    assert np.abs(qd1 - x).max() <= 1e-9 * max(1.0, np.abs(x).max())
+    assert np.abs(qs - x).max() > 1e3 * np.abs(qd1 - x).max()  # the projection did something
+
+
+#: random mechanisms (seed, bodies, loops) whose loops the paper's penalised projections
+#: cannot hold at alpha = 1e9, dt = 1e-3 (effective penalty alpha dt^2/4 s^2 ~ 0.2 along
+#: their weakest direction): the step fails within 0.1 s
+WEAK_LOOPS = [(313, 8, 2), (314, 9, 2), (328, 9, 1)]
+
+
+@pytest.mark.parametrize("seed,nb,loops", WEAK_LOOPS, ids=[str(c[0]) for c in WEAK_LOOPS])
+def test_exact_projections_hold_weakly_penalised_loops(seed, nb, loops):
+    model = build_model(gen.random_mechanism(seed, n_bodies=nb, loops=loops))
+    with pytest.raises(SimulationError):
+        Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.3, exact_projections=False)).run_all()
+    sim = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=1.0))
+    cols, rows = sim.run_all()
+    assert "unconverged_steps" not in sim.stats
+    assert rows[:, cols.index("violation.velocity")].max() < 1e-10
+    ref = Simulation(model, Settings(formulation="dense", integrator="dop853", dt=1e-3, t_end=1.0, rtol=1e-12,
+                                     atol=1e-12))
+    assert np.abs(_positions(cols, rows, model) - _positions(*ref.run_all(), model)).max() < 1e-4
 
 
 # ------------------------------------------------------------------ against the dense formulation
@@ -344,13 +411,20 @@ def test_order_of_convergence(name):
 # ------------------------------------------------------------------ paper 000 cases
 
 
-def test_fourbar_through_singular_configuration():
-    """Paper 000, 4.3: 30 s, dt = 0.01, alpha = 1e6, 4 iterations; redundant and singular."""
+@pytest.mark.parametrize("exact", [False, True], ids=["penalised", "exact"])
+def test_fourbar_through_singular_configuration(exact):
+    """Paper 000, 4.3: 30 s, dt = 0.01, alpha = 1e6, 4 iterations; redundant and singular.
+    The exact projections cross the folded configuration too (pivoted rows), and leave
+    the velocity and acceleration residuals at round-off."""
     model = build_model(gen.fourbar())
     cols, rows = Simulation(model, Settings(formulation="index3", dt=0.01, t_end=30.0, penalty=1e6,
-                                            newton_iters=4, newton_tol=1e-12)).run_all()
+                                            newton_iters=4, newton_tol=1e-12,
+                                            exact_projections=exact)).run_all()
     assert abs(rows[-1, 0] - 30.0) < 1e-9
     assert rows[:, cols.index("violation.position")].max() < 1e-8
+    if exact:
+        assert rows[:, cols.index("violation.velocity")].max() < 1e-12
+        assert rows[:, cols.index("violation.acceleration")].max() < 1e-12
     E = rows[:, cols.index("energy.total")]
     assert E.max() - E.min() < 0.05 * abs(E[0])
     # it does pass through the singular (folded) configuration: crank angle through 90 deg
@@ -359,10 +433,11 @@ def test_fourbar_through_singular_configuration():
 
 
 def test_chain_fails_cleanly_with_small_penalty():
-    """Paper 000, 4.4: alpha = 1e6 does not converge on the 128-link chain -> SimulationError
-    with the rows computed so far."""
+    """Paper 000, 4.4: alpha = 1e6 does not converge on the 128-link chain with the
+    paper's penalised projections -> SimulationError with the rows computed so far."""
     model = build_model(gen.paper000_chain(128))
-    sim = Simulation(model, Settings(formulation="index3", dt=0.01, t_end=2.0, penalty=1e6))
+    sim = Simulation(model, Settings(formulation="index3", dt=0.01, t_end=2.0, penalty=1e6,
+                                     exact_projections=False))
     rows = []
     with pytest.raises(SimulationError):
         for ch in sim.run():
@@ -373,23 +448,29 @@ def test_chain_fails_cleanly_with_small_penalty():
 def test_unconverged_steps_warn_and_a_larger_penalty_converges():
     """Random mechanism 14 has a loop near a singular configuration (smallest singular
     value of the mass-whitened loop Jacobian 0.03).  At alpha = 1e9, dt = 1e-3 the penalty
-    along that direction (alpha dt^2/4 s^2 ~ 0.2) is too weak: the position residual
-    grows from 1e-10 to 1e-3 within 0.06 s and the motion goes wrong by metres, while no
-    step exceeds the failure threshold.  That must be said; alpha = 1e11 converges."""
+    along that direction (alpha dt^2/4 s^2 ~ 0.2) is too weak for the paper's penalised
+    projections: the position residual grows from 1e-10 to 1e-3 within 0.06 s and the
+    motion goes wrong by metres, while no step exceeds the failure threshold.  That must
+    be said; alpha = 1e11 converges, and so do the exact projections at alpha = 1e9."""
     model = build_model(gen.random_mechanism(14, n_bodies=8, loops=1))
     ref = Simulation(model, Settings(formulation="dense", integrator="dop853", dt=1e-3, t_end=0.1, rtol=1e-12,
                                      atol=1e-12))
     ref_pos = _positions(*ref.run_all(), model)
-    weak = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1))
+    exact = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1))
+    exact_pos = _positions(*exact.run_all(), model)
+    assert "unconverged_steps" not in exact.stats
+    assert np.abs(exact_pos - ref_pos).max() < 1e-5
+    weak = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, exact_projections=False))
     weak_pos = _positions(*weak.run_all(), model)
     st = weak.stats
     assert np.abs(weak_pos - ref_pos).max() > 0.1
     assert st["unconverged_steps"] > 10
     assert len(st["warnings"]) >= 1
     first = st["warnings"][0]
-    assert "not converged" in first and "--penalty" in first
+    assert "not converged" in first and "--penalty" in first and "--projections exact" in first
     assert float(first.split()[2]) < 0.06  # "t = 0.0xx s: ..."
-    strong = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, penalty=1e11))
+    strong = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, penalty=1e11,
+                                       exact_projections=False))
     strong_pos = _positions(*strong.run_all(), model)
     assert "warnings" not in strong.stats and "unconverged_steps" not in strong.stats
     assert np.abs(strong_pos - ref_pos).max() < 1e-5
@@ -416,7 +497,8 @@ def test_cli_warns_of_unconverged_steps(tmp_path):
     path = tmp_path / "near-singular.mech.json"
     save(gen.random_mechanism(14, n_bodies=8, loops=1), path)
     r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "--formulation", "index3",
-                        "--t-end", "0.1", "--dt", "0.001", "--out", str(tmp_path / "x.csv")],
+                        "--t-end", "0.1", "--dt", "0.001", "--projections", "penalised",
+                        "--out", str(tmp_path / "x.csv")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "the constraints are not converged" in r.stderr
