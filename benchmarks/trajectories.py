@@ -46,10 +46,6 @@ from engine.model import load_model  # noqa: E402
 from engine.simulation import Settings, Simulation  # noqa: E402
 from tests.engine.conftest import EXAMPLES  # noqa: E402
 
-#: index3's penalty where the default 1e9 is too small at dt = 1e-3 (docs/index3.md)
-PENALTY = {"chain-128-spherical": 1e11}
-
-
 def _positions(model, cols, rows):
     idx = [cols.index(f"{b.name}.{c}") for b in model.spec.bodies for c in "xyz"]
     return rows[:, idx]
@@ -152,7 +148,7 @@ def trapezoidal(paths, max_bodies=None) -> None:
         if max_bodies is not None and len(model.spec.bodies) > max_bodies:
             continue
         conv = _run(model, formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12)
-        idx3 = np.abs(_run(model, formulation="index3", penalty=PENALTY.get(name, 1e9)) - conv).max()
+        idx3 = np.abs(_run(model, formulation="index3") - conv).max()
         cells = []
         for dt in (1e-3, 5e-4):
             try:
@@ -196,7 +192,7 @@ def main(argv=None) -> int:
         conv = _run(model, formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12)
         own = np.abs(ref - conv).max()
         for form in ("dca", "hdca", "index3"):
-            kw = {"penalty": PENALTY.get(name, 1e9)} if form == "index3" else {"integrator": "rk4"}
+            kw = {} if form == "index3" else {"integrator": "rk4"}
             X = _run(model, formulation=form, **kw)
             print(f"| {name} | {form} | {np.abs(X - ref).max():.1e} | {np.abs(X - conv).max():.1e} | {own:.1e} |",
                   flush=True)
