@@ -17,9 +17,12 @@ parameters, nd = 7), the trapezoidal rule, and at every step
 2. the mass-orthogonal projection of the velocities (eqs. 40-54);
 3. the mass-orthogonal projection of the accelerations (eqs. 55-69).
 
-All three linear solves are one assembly-disassembly over the binary assembly
-tree (:mod:`.treesolve`, ``Phi = delta``, ``eps = 1 / alpha``, ``sgn = -1``); the
-projections rerun only its bias pass.  On the tree the whole Newton loop is one numba
+All three linear solves are assembly-disassemblies over the binary assembly tree
+(:mod:`.treesolve`).  Newton: ``Phi = delta``, ``eps = 1 / alpha``, ``sgn = -1``.
+Projections: exact by default -- one more matrix pass at the final q with leaf
+blocks ``(M + k p p^T)^-1``, ``eps = 0``, ``sgn = +1``, then a bias pass each; with
+``exact_projections=False`` the paper's penalised ones, bias passes on the last
+Newton matrices.  On the tree the whole Newton loop is one numba
 call (:func:`.index3_kernels.newton_iterations`); ``linear="dense"`` runs the same
 iterations in Python and solves the linear systems as one dense KKT system instead
 (the test oracle).
