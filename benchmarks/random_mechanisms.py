@@ -73,6 +73,14 @@ def _loop_conditioning(model) -> float:
     return float(live[-1]) if live.size else float("nan")
 
 
+def _attempt(sim):
+    """(columns, rows) of ``sim``'s run, or the table cell saying how it failed."""
+    try:
+        return sim.run_all()
+    except Exception as exc:  # noqa: BLE001 - the table says what failed
+        return f"failed: {str(exc).split(':')[0]}"
+
+
 def _robustness(cases, t_end) -> None:
     print(f"index3 at its defaults (alpha = 1e9), {t_end:g} s at dt = 1e-3.\n")
     print("| seed | bodies | loops | exact projections | penalised projections |")
@@ -82,11 +90,11 @@ def _robustness(cases, t_end) -> None:
         cells = []
         for exact in (True, False):
             sim = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=t_end, exact_projections=exact))
-            try:
-                cols, rows = sim.run_all()
-            except Exception as exc:  # noqa: BLE001 - the table says what failed
-                cells.append(f"failed: {str(exc).split(':')[0]}")
+            res = _attempt(sim)
+            if isinstance(res, str):
+                cells.append(res)
                 continue
+            cols, rows = res
             cells.append(f"{sim.stats.get('unconverged_steps', 0)} unconverged, velocity violation "
                          f"≤ {rows[:, cols.index('violation.velocity')].max():.1e}")
         print(f"| {seed} | {nb} | {loops} | " + " | ".join(cells) + " |", flush=True)
@@ -116,11 +124,11 @@ def main(argv=None) -> int:
         cells = []
         for _label, form, kw in RUNS:
             sim = Simulation(model, Settings(formulation=form, dt=1e-3, t_end=args.t_end, **kw))
-            try:
-                cols, rows = sim.run_all()
-            except Exception as exc:  # noqa: BLE001 - the table says what failed
-                cells.append(f"failed: {str(exc).split(':')[0]}")
+            res = _attempt(sim)
+            if isinstance(res, str):
+                cells.append(res)
                 continue
+            cols, rows = res
             cell = f"{np.abs(_positions(model, cols, rows) - ref_pos).max():.1e}"
             if sim.stats.get("unconverged_steps"):
                 cell += f" ({sim.stats['unconverged_steps']} unconverged)"

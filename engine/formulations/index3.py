@@ -126,6 +126,9 @@ class Index3Formulation(Formulation):
         self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
         self.zero7 = np.zeros((nb, 7))
         self.zero77 = np.zeros((nb, 7, 7))
+        #: scale k of the exact solves' leaf blocks (M + k p p^T): the largest eigenvalue of the
+        #: rotational blocks 4 G^T J G (any k > 0 gives the same solution; this keeps them balanced)
+        self.k_exact = 4.0 * float(np.linalg.eigvalsh(m.inertia).max())
         self.zero_rows = np.zeros(self.nr)
         self.qd_w = np.zeros((nb, 7))  # (nb, 7) q_dot of the Newton iterate, newton_state
         self.qdd_w = np.zeros((nb, 7))  # (nb, 7) q_ddot of the Newton iterate, newton_state
@@ -197,19 +200,26 @@ class Index3Formulation(Formulation):
             K.leaf_biases(lay.ix, self.D, self.base, self.rhs, self.bl, lay.bv)
             self._dense_solve(g0, eps)
 
+    def absolute_jacobian(self, G) -> np.ndarray:
+        """Phi_q as one (rows, 7 n) matrix from per-end row blocks ``G`` (2, rows, 7):
+        ``self.G7`` (the last row evaluation) or ``self.lay.G`` (the tree's)."""
+        m = self.model
+        Gf = np.zeros((self.nr, 7 * m.nb))
+        for j in range(m.nj):
+            r, n = self.row_adr[j], self.rows[j]
+            a, b = m.pred[j], m.succ[j]
+            Gf[r:r + n, 7 * b:7 * b + 7] += G[1, r:r + n]
+            if a >= 0:
+                Gf[r:r + n, 7 * a:7 * a + 7] += G[0, r:r + n]
+        return Gf
+
     def _dense_solve(self, g0, eps):
         """The same linear system as one dense KKT solve (test oracle):
         [[D^-1, -G^T], [G, -eps 1]] [x; Lambda] = [D^-1 b; -g0]."""
         m = self.model
         nb, nr = m.nb, self.nr
         n7 = 7 * nb
-        Gf = np.zeros((nr, n7))
-        for j in range(m.nj):
-            r, n = self.row_adr[j], self.rows[j]
-            a, b = m.pred[j], m.succ[j]
-            Gf[r:r + n, 7 * b:7 * b + 7] += self.lay.G[1, r:r + n]
-            if a >= 0:
-                Gf[r:r + n, 7 * a:7 * a + 7] += self.lay.G[0, r:r + n]
+        Gf = self.absolute_jacobian(self.lay.G)
         Di = np.zeros((n7, n7))
         for i in range(nb):
             Di[7 * i:7 * i + 7, 7 * i:7 * i + 7] = np.linalg.inv(self.D[i])
@@ -254,7 +264,8 @@ class Index3Formulation(Formulation):
         """Exact accelerations and multipliers at a consistent state (pseudo-code step 1):
         the tree solve with leaf blocks (M + k p p^T)^-1, eps = 0 (pivoted Cholesky for
         redundant rows), p-direction of Q removed (it is what mu carries)."""
-        kpsi = self._exact_matrices(q, qd, forces=True)
+        self._exact_matrices(q, qd, forces=True)
+        kpsi = self.k_exact
         p = q[:, 3:]
         pn2 = np.sum(p * p, axis=1)
         mu = np.sum(p * self.Qb[:, 3:], axis=1) / pn2
@@ -321,8 +332,8 @@ class Index3Formulation(Formulation):
         np.add(4.0 / (dt * dt) * q, qdd_hat, out=qdd)
         if self.exact:
             # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0
-            kpsi = self._exact_matrices(q, qd)
-            sgn, eps, kp = 1.0, 0.0, -kpsi
+            self._exact_matrices(q, qd)
+            sgn, eps, kp = 1.0, 0.0, -self.k_exact
         else:
             # penalised (paper): the tree's last Newton matrices, rows G and D reused
             sgn, eps, kp = -1.0, 1.0 / a, a
@@ -355,7 +366,7 @@ class Index3Formulation(Formulation):
                                           "--newton-iters")
         return y_new
 
-    def _exact_matrices(self, q, qd, forces: bool = False) -> float:
+    def _exact_matrices(self, q, qd, forces: bool = False) -> None:
         """The tree's matrix pass of the exact solves at q: the initial accelerations
         and the exact mass-orthogonal projections.
 
@@ -364,16 +375,14 @@ class Index3Formulation(Formulation):
         For a projection the biases ``x* + D k p (nu - p^T x*)`` then give
         ``min (x - x*)^T M (x - x*)`` subject to ``G x + g0 = 0``, ``p^T x = nu`` to
         round-off, whatever the penalty.  ``forces``: evaluate the applied forces too
-        (for ``Q``).  Returns k."""
-        nb = self.model.nb
+        (for ``Q``)."""
         self._kinematics(q, qd, self.zero7)
         if forces:
             self._forces()
         K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
         self._rows()
-        kpsi = float(np.max(self.Mb[:, 3:, 3:].reshape(nb, -1), axis=1).max())
-        K.leaf_matrices(self.lay.ix, self.Mb, self.zero77, q, 1.0, self.alpha, kpsi, 1.0, self.Mcc, self.D,
-                        self.pst, self.lay.Phi, self.okb)
+        K.leaf_matrices(self.lay.ix, self.Mb, self.zero77, q, 1.0, self.alpha, self.k_exact, 1.0, self.Mcc,
+                        self.D, self.pst, self.lay.Phi, self.okb)
         if not self.okb.all():
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         lay = self.lay
@@ -381,7 +390,6 @@ class Index3Formulation(Formulation):
         if self.linear == "tree":
             treesolve.assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
                                         lay.E, lay.scr, 0.0, 1.0, config.PIVOT_RTOL)
-        return kpsi
 
     # ------------------------------------------------------------------ output
     def evaluate(self, t, y) -> Evaluation:

@@ -235,18 +235,6 @@ def test_tree_steps_equal_dense_steps_examples(name, geo, exact):
     assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
 
 
-def _absolute_G(f, model):
-    """Phi_q (rows x 7n) at the formulation's last row evaluation."""
-    G = np.zeros((f.nr, 7 * model.nb))
-    for j in range(model.nj):
-        r, n = f.row_adr[j], f.rows[j]
-        a, b = model.pred[j], model.succ[j]
-        G[r:r + n, 7 * b:7 * b + 7] += f.G7[1, r:r + n]
-        if a >= 0:
-            G[r:r + n, 7 * a:7 * a + 7] += f.G7[0, r:r + n]
-    return G
-
-
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "double-loop-8", "joint-zoo", "slider-crank"])
 def test_exact_velocity_projection_is_mass_orthogonal(name):
     """After a step, q_dot is the M-orthogonal projection of the trapezoidal velocity
@@ -264,7 +252,7 @@ def test_exact_velocity_projection_is_mass_orthogonal(name):
     qs = 2.0 / dt * (q1 - q0) - qd0
     f._kinematics(q1.reshape(-1, 7), qd1.reshape(-1, 7), f.zero7)
     f._rows()
-    G = _absolute_G(f, model)
+    G = f.absolute_jacobian(f.G7)
     P = np.zeros((model.nb, n7))
     M = np.zeros((n7, n7))
     K.body_mass_forces(model.mass, model.inertia, q1.reshape(-1, 7), qd1.reshape(-1, 7), f.R, f.F, f.Mb, f.Qb)
