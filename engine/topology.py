@@ -168,12 +168,19 @@ class AssemblyTree:
         return int(self.node_nh.max()) if len(self.node_nh) else 0
 
 
-def build_assembly_tree(model: Model) -> AssemblyTree:
+def build_assembly_tree(model: Model, extra: np.ndarray | None = None) -> AssemblyTree:
+    """The assembly tree over the model's joints, and over ``extra`` (k, 2) body pairs
+    (pred, succ; pred may be -1 = ground) that enter as joints ``nj .. nj + k - 1``
+    (index3's force-element rows, docs/index3.md "Force elements in the tangent")."""
     nb = model.nb
     pred, succ = model.pred, model.succ
+    if extra is not None and len(extra):
+        pred = np.concatenate([pred, np.asarray(extra, dtype=np.int64)[:, 0]])
+        succ = np.concatenate([succ, np.asarray(extra, dtype=np.int64)[:, 1]])
+    nj = len(pred)
     # per body: incident joints
     incident: list[list[int]] = [[] for _ in range(nb)]
-    for j in range(model.nj):
+    for j in range(nj):
         if pred[j] >= 0:
             incident[pred[j]].append(j)
         incident[succ[j]].append(j)
@@ -229,7 +236,7 @@ def build_assembly_tree(model: Model) -> AssemblyTree:
                 owner[b] = n
         # neighbours through joints with both ends in bodies
         nbrs: dict[int, set[int]] = {n: set() for n in active}
-        for j in range(model.nj):
+        for j in range(nj):
             if pred[j] < 0:
                 continue
             a, b = owner[pred[j]], owner[succ[j]]

@@ -39,7 +39,7 @@ from ..constraints import con_arrays
 from ..errors import SimulationError, SingularSystemError
 from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
 from ..initial import initial_state
-from ..model import Model
+from ..model import F_JOINT_SPRING, F_SPRING, Model
 from ..spatial import rot_to_quat
 from ..topology import build_assembly_tree
 from . import index3_kernels as K
@@ -60,6 +60,16 @@ CONVERGED_STEPS = 100
 GEO_FD_STEP = 1e-6
 #: Failure message when a leaf block M_cc is not positive definite (no tangent).
 NOT_DEFINITE = "a body's tangent block M_cc is not positive definite"
+
+
+def _element_ends(m: Model, e: int) -> tuple[int, int]:
+    """(pred, succ) bodies of force element ``e``'s tangent row: a joint spring's joint
+    ends; a spring's bodies, the ground end (-1) first (the tree's succ is a body)."""
+    if m.f_type[e] == F_JOINT_SPRING:
+        j = m.f_joint[e]
+        return int(m.pred[j]), int(m.succ[j])
+    b1, b2 = int(m.f_body[e, 0]), int(m.f_body[e, 1])
+    return (b2, b1) if b2 < 0 else (b1, b2)
 
 
 class Index3Formulation(Formulation):
@@ -89,8 +99,17 @@ class Index3Formulation(Formulation):
         self.exact = bool(getattr(settings, "exact_projections", True))
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
-        self.tree = build_assembly_tree(m)
-        self.lay = treesolve.build_layout(m, self.tree, 7, m.nc_j)
+        # force elements with stiffness or damping enter the Newton tangent as one tree row
+        # each (kernels.stiffness_rows), between their two bodies
+        self.s_elem = np.flatnonzero(((m.f_type == F_SPRING) | (m.f_type == F_JOINT_SPRING))
+                                     & ((m.f_params[:, 0] > 0.0) | (m.f_params[:, 1] > 0.0))).astype(np.int64)
+        ends = np.array([_element_ends(m, e) for e in self.s_elem], dtype=np.int64).reshape(-1, 2)
+        self.s_pred = ends[:, 0].copy()
+        self.row_pred = np.concatenate([m.pred, ends[:, 0]])  # per joint, then per element row
+        self.row_succ = np.concatenate([m.succ, ends[:, 1]])
+        self.tree = build_assembly_tree(m, extra=ends)
+        self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, np.ones(len(ends), np.int64)]))
+        self.s_row = (int(m.nc_j.sum()) + np.arange(len(ends))).astype(np.int64)
         self.row_adr = self.lay.ix[19]
         self.rows = self.lay.ix[20]
         self.nr = self.lay.n_rows
@@ -185,6 +204,12 @@ class Index3Formulation(Formulation):
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         self.lay.G[:] = self.G7
 
+    def _stiffness_rows(self, dt) -> None:
+        """The force elements' tangent rows into the tree's G (kernels.stiffness_rows)."""
+        if self.s_elem.shape[0]:
+            K.stiffness_rows(self.fa, self.s_elem, self.s_row, self.s_pred, dt, self.alpha, self.x, self.R,
+                             self.V, self.E, self.lay.G)
+
     def _solve(self, g0, eps, sgn, matrices):
         """x_i = D_i sum F + b_i,  G x + g0 = eps Lambda over the whole mechanism.
 
@@ -205,9 +230,9 @@ class Index3Formulation(Formulation):
         ``self.G7`` (the last row evaluation) or ``self.lay.G`` (the tree's)."""
         m = self.model
         Gf = np.zeros((self.nr, 7 * m.nb))
-        for j in range(m.nj):
+        for j in range(len(self.rows)):  # the joints, then the force elements' rows
             r, n = self.row_adr[j], self.rows[j]
-            a, b = m.pred[j], m.succ[j]
+            a, b = self.row_pred[j], self.row_succ[j]
             Gf[r:r + n, 7 * b:7 * b + 7] += G[1, r:r + n]
             if a >= 0:
                 Gf[r:r + n, 7 * a:7 * a + 7] += G[0, r:r + n]
@@ -300,7 +325,8 @@ class Index3Formulation(Formulation):
                 self.qdd_w, self.x, self.R, self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga,
                 self.Gb, self.gq, self.G7, self.res, self.Hgeo, self.Mcc, self.D, self.pst, self.okb, self.base,
                 self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp,
-                lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL)
+                lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, self.s_elem, self.s_row, self.s_pred,
+                config.PIVOT_RTOL)
             if n_it < 0:
                 raise np.linalg.LinAlgError(NOT_DEFINITE)
             self.newton_total += n_it
@@ -317,9 +343,11 @@ class Index3Formulation(Formulation):
                         K.geometric_stiffness(self.lay.ix, self.ca, self.row_adr, q, lam, mu, GEO_FD_STEP,
                                               self.Hgeo)
                     self._matrices(q, c4, a, -c4)
+                    self._stiffness_rows(dt)
                 K.newton_rhs(q, self.res, a, self.rhs)
                 self._solve(self.phi, 1.0 / a, -1.0, refresh)
                 lam += self._lam_solve
+                lam[self.s_row] = 0.0
                 dqn = np.sqrt(K.newton_update(q, self.out, mu, a))
                 self.newton_total += 1
                 if dqn < self.tol:
@@ -335,8 +363,15 @@ class Index3Formulation(Formulation):
             self._exact_matrices(q, qd)
             sgn, eps, kp = 1.0, 0.0, -self.k_exact
         else:
-            # penalised (paper): the tree's last Newton matrices, rows G and D reused
+            # penalised (paper): the tree's last Newton matrices, rows G and D reused; the
+            # force elements' rows are not constraints: without them, one more matrix pass
             sgn, eps, kp = -1.0, 1.0 / a, a
+            if self.s_elem.shape[0]:
+                self.lay.G[:, self.s_row] = 0.0
+                if self.linear == "tree":
+                    lay = self.lay
+                    treesolve.assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks,
+                                                lay.Y, lay.E, lay.scr, eps, sgn, config.PIVOT_RTOL)
         self.nu[:] = 0.0
         K.projection_rhs(self.pst, qd, self.nu, kp, self.base, self.rhs)
         self._solve(self.zero_rows, eps, sgn, False)

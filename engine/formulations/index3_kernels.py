@@ -22,7 +22,8 @@ import numpy as np
 from numba import njit, prange
 
 from ..constraints import joint_constraint
-from ..forces import applied_forces, joint_coordinates_from_poses
+from ..forces import _point_and_velocity, _world, applied_forces, joint_coordinates_from_poses
+from ..model import F_JOINT_SPRING, REVOLUTE
 from ..spatial import quat_to_rot
 from . import treesolve
 from .treesolve import PARALLEL_MIN_BODIES
@@ -193,6 +194,109 @@ def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
     else:
         for j in range(nj):
             _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
+
+
+# ------------------------------------------------------------------ force-element rows
+
+
+@njit(cache=True, nogil=True)
+def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
+    """The force elements' tangent as tree rows (docs/index3.md, "Force elements in the
+    tangent"): for element ``s_elem[k]`` the row ``sqrt(k_eff / alpha) dl/dq`` on both
+    ends into ``G[:, s_row[k]]``, with ``l`` the spring length or the joint coordinate and
+    ``k_eff = k + 2 c / dt``.  With ``g0 = 0`` and ``eps = 1 / alpha`` such a row adds
+    ``dt^2/4 k_eff l_q^T l_q`` to the Newton tangent -- the trapezoidal rule's
+    linearisation of the element's force along its line -- coupling the two bodies.
+    ``s_pred[k]``: the body of the element's pred end (-1 = ground)."""
+    mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
+        anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
+    tw = np.zeros((2, 6))
+    ends = np.empty(2, dtype=np.int64)
+    p1 = np.empty(3)
+    p2 = np.empty(3)
+    v1 = np.empty(3)
+    v2 = np.empty(3)
+    aw = np.empty(3)
+    P = np.empty(3)
+    for k in range(s_elem.shape[0]):
+        e = s_elem[k]
+        r = s_row[k]
+        keff = f_params[e, 0] + 2.0 * f_params[e, 1] / dt
+        scale = np.sqrt(keff / alpha) if keff > 0.0 else 0.0
+        for c in range(6):
+            tw[0, c] = 0.0
+            tw[1, c] = 0.0
+        if f_type[e] == F_JOINT_SPRING:
+            j = f_joint[e]
+            a = pred[j]
+            b = succ[j]
+            ends[0] = a
+            ends[1] = b
+            _world(R, a, axis_pred[j], aw)
+            if jtype[j] == REVOLUTE:
+                # l_dot = (w_b - w_a) . a_w
+                for c in range(3):
+                    tw[1, 3 + c] = aw[c]
+                    tw[0, 3 + c] = -aw[c]
+            else:
+                # prismatic: l_dot = (v_Pb - v_Pa) . a_w + (P_b - P_a) . (w_a x a_w), P_b the
+                # succ anchor: succ [a_w, (P_b - x_b) x a_w], pred [-a_w, -(P_b - x_a) x a_w]
+                _world(R, b, anchor_succ[j], P)
+                for c in range(3):
+                    P[c] += x[b, c]
+                    tw[1, c] = aw[c]
+                    tw[0, c] = -aw[c]
+                rb0, rb1, rb2 = P[0] - x[b, 0], P[1] - x[b, 1], P[2] - x[b, 2]
+                tw[1, 3] = rb1 * aw[2] - rb2 * aw[1]
+                tw[1, 4] = rb2 * aw[0] - rb0 * aw[2]
+                tw[1, 5] = rb0 * aw[1] - rb1 * aw[0]
+                if a >= 0:
+                    ra0, ra1, ra2 = P[0] - x[a, 0], P[1] - x[a, 1], P[2] - x[a, 2]
+                    tw[0, 3] = -(ra1 * aw[2] - ra2 * aw[1])
+                    tw[0, 4] = -(ra2 * aw[0] - ra0 * aw[2])
+                    tw[0, 5] = -(ra0 * aw[1] - ra1 * aw[0])
+        else:
+            # point spring: l_dot = u . (v_P2 - v_P1): body end [u, r x u], r = P - x
+            b1 = f_body[e, 0]
+            b2 = f_body[e, 1]
+            _point_and_velocity(x, R, V, b1, f_point[e, 0], p1, v1)
+            _point_and_velocity(x, R, V, b2, f_point[e, 1], p2, v2)
+            L = np.sqrt((p2[0] - p1[0]) ** 2 + (p2[1] - p1[1]) ** 2 + (p2[2] - p1[2]) ** 2)
+            if L < 1e-300:
+                scale = 0.0
+                L = 1.0
+            # side 0 holds the end at s_pred[k] (body1 unless it is the ground end of body2's spring)
+            side1 = 0 if b1 == s_pred[k] else 1
+            for w in range(2):
+                body = b1 if w == 0 else b2
+                pt = p1 if w == 0 else p2
+                sgn = -1.0 if w == 0 else 1.0
+                side = side1 if w == 0 else 1 - side1
+                ends[side] = body
+                if body < 0:
+                    continue
+                u0 = sgn * (p2[0] - p1[0]) / L
+                u1 = sgn * (p2[1] - p1[1]) / L
+                u2 = sgn * (p2[2] - p1[2]) / L
+                r0, r1, r2 = pt[0] - x[body, 0], pt[1] - x[body, 1], pt[2] - x[body, 2]
+                tw[side, 0] = u0
+                tw[side, 1] = u1
+                tw[side, 2] = u2
+                tw[side, 3] = r1 * u2 - r2 * u1
+                tw[side, 4] = r2 * u0 - r0 * u2
+                tw[side, 5] = r0 * u1 - r1 * u0
+        for side in range(2):
+            body = ends[side]
+            if body < 0:
+                for c in range(7):
+                    G[side, r, c] = 0.0
+                continue
+            for c in range(3):
+                G[side, r, c] = scale * tw[side, c]
+            Eb = E[body]
+            for c in range(4):
+                G[side, r, 3 + c] = 2.0 * scale * (tw[side, 3] * Eb[0, c] + tw[side, 4] * Eb[1, c]
+                                                   + tw[side, 5] * Eb[2, c])
 
 
 # ------------------------------------------------------------------ Newton residual
@@ -520,6 +624,8 @@ def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
     sh = node_h_start[i]
     for hh in range(node_nh[i]):
         j = h_joint[sh + hh]
+        if j >= pred.shape[0]:  # a force element's row (stiffness_rows), not a joint
+            continue
         side = h_side[sh + hh]
         a_ = pred[j]
         b_ = succ[j]
@@ -609,11 +715,13 @@ def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp,
 def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_hat, mu, lam, fa, springs, jq_ref,
                       jq, ca, ix, mass, inertia, qd, qdd, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res, Hgeo,
                       Mcc, Dl, pst, ok, base, rhs, bl, out, Phi, bv, Fh, G, sel, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0,
-                      scr, pivot_tol):
+                      scr, s_elem, s_row, s_pred, pivot_tol):
     """The Newton-Raphson loop of one step over the tree (docs/index3.md): ``iters``
-    iterations, or fewer once |dq| < tol; the matrix pass every ``hold`` iterations.
-    Updates q, lam, mu in place (``base`` must be zero).  Returns (iterations, |dq|),
-    iterations = -1 if a body's M_cc is not positive definite."""
+    iterations, or fewer once |dq| < tol; the matrix pass every ``hold`` iterations,
+    with the force elements' rows ``s_*`` (:func:`stiffness_rows`; their multipliers
+    stay zero: the element forces are in ``Q``).  Updates q, lam, mu in place (``base``
+    must be zero).  Returns (iterations, |dq|), iterations = -1 if a body's M_cc is not
+    positive definite."""
     c4 = 0.25 * dt * dt
     dqn = np.inf
     row_adr = ix[19]
@@ -630,11 +738,15 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
                 if ok[i] == 0:
                     return -1, dqn
             G[:] = G7
+            if s_elem.shape[0]:
+                stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G)
         newton_rhs(q, res, alpha, rhs)
         tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, phi, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
                    1.0 / alpha, -1.0, pivot_tol, refresh)
         for k in range(lam.shape[0]):
             lam[k] += dlam[k]
+        for k in range(s_row.shape[0]):
+            lam[s_row[k]] = 0.0
         dqn = np.sqrt(newton_update(q, out, mu, alpha))
         if dqn < tol:
             return it + 1, dqn
