@@ -72,6 +72,14 @@ def _phi_of(f, q):
     return f.phi.copy(), f.G7.copy()
 
 
+def _central_difference(fn, q, i, c, h=1e-6):
+    """d fn(q) / d q[i, c] by central differences."""
+    qp, qm = q.copy(), q.copy()
+    qp[i, c] += h
+    qm[i, c] -= h
+    return (fn(qp) - fn(qm)) / (2 * h)
+
+
 @pytest.mark.parametrize("name", ["joint-zoo", "slider-crank", "fivebar-redundant"])
 def test_absolute_jacobian_is_derivative_of_constraints(name):
     """Phi_q = [G_lin, 2 G_ang E(p)] equals the finite-difference derivative of Phi(q)."""
@@ -84,13 +92,9 @@ def test_absolute_jacobian_is_derivative_of_constraints(name):
     q[:, 3:] += rng.normal(scale=0.2, size=(model.nb, 4))
     q[:, 3:] /= np.linalg.norm(q[:, 3:], axis=1)[:, None]
     phi0, G7 = _phi_of(f, q)
-    h = 1e-6
     for i in range(model.nb):
         for c in range(7):
-            qp, qm = q.copy(), q.copy()
-            qp[i, c] += h
-            qm[i, c] -= h
-            d = (_phi_of(f, qp)[0] - _phi_of(f, qm)[0]) / (2 * h)
+            d = _central_difference(lambda qq: _phi_of(f, qq)[0], q, i, c)
             an = np.zeros_like(d)
             for j in range(model.nj):
                 r, n = f.row_adr[j], f.rows[j]
@@ -137,13 +141,9 @@ def test_stiffness_rows_are_derivatives_of_element_lengths(name):
     f._stiffness_rows(dt)
     k, c = model.f_params[f.s_elem, 0], model.f_params[f.s_elem, 1]
     scale = np.sqrt((k + 2 * c / dt) / f.alpha)
-    h = 1e-6
     for i in range(model.nb):
         for col in range(7):
-            qp, qm = q.copy(), q.copy()
-            qp[i, col] += h
-            qm[i, col] -= h
-            d = (_element_lengths(f, qp) - _element_lengths(f, qm)) / (2 * h) * scale
+            d = _central_difference(lambda qq: _element_lengths(f, qq), q, i, col) * scale
             an = np.zeros_like(d)
             for s, r in enumerate(f.s_row):
                 if f.row_pred[model.nj + s] == i:
