@@ -99,8 +99,8 @@ class Index3Formulation(Formulation):
         self.exact = bool(getattr(settings, "exact_projections", True))
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
-        # force elements with stiffness or damping enter the Newton tangent as one tree row
-        # each (kernels.stiffness_rows), between their two bodies
+        # force elements with stiffness or damping enter the Newton tangent as rows of the
+        # tree (kernels.stiffness_rows), between their two bodies
         self.s_elem = np.flatnonzero(((m.f_type == F_SPRING) | (m.f_type == F_JOINT_SPRING))
                                      & ((m.f_params[:, 0] > 0.0) | (m.f_params[:, 1] > 0.0))).astype(np.int64)
         ends = np.array([_element_ends(m, e) for e in self.s_elem], dtype=np.int64).reshape(-1, 2)
@@ -108,8 +108,11 @@ class Index3Formulation(Formulation):
         self.row_pred = np.concatenate([m.pred, ends[:, 0]])  # per joint, then per element row
         self.row_succ = np.concatenate([m.succ, ends[:, 1]])
         self.tree = build_assembly_tree(m, extra=ends)
-        self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, np.ones(len(ends), np.int64)]))
-        self.s_row = (int(m.nc_j.sum()) + np.arange(len(ends))).astype(np.int64)
+        # rows per element: a spring's three (along it and across it), a joint spring's one
+        s_nrow = np.where(m.f_type[self.s_elem] == F_SPRING, 3, 1).astype(np.int64)
+        self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]))
+        self.n_joint_rows = int(m.nc_j.sum())  # the elements' rows follow: s_row[k] is element k's first
+        self.s_row = (self.n_joint_rows + np.concatenate([[0], np.cumsum(s_nrow)[:-1]])).astype(np.int64)
         self.row_adr = self.lay.ix[19]
         self.rows = self.lay.ix[20]
         self.nr = self.lay.n_rows
@@ -347,7 +350,7 @@ class Index3Formulation(Formulation):
                 K.newton_rhs(q, self.res, a, self.rhs)
                 self._solve(self.phi, 1.0 / a, -1.0, refresh)
                 lam += self._lam_solve
-                lam[self.s_row] = 0.0
+                lam[self.n_joint_rows:] = 0.0
                 dqn = np.sqrt(K.newton_update(q, self.out, mu, a))
                 self.newton_total += 1
                 if dqn < self.tol:
@@ -367,7 +370,7 @@ class Index3Formulation(Formulation):
             # force elements' rows are not constraints: without them, one more matrix pass
             sgn, eps, kp = -1.0, 1.0 / a, a
             if self.s_elem.shape[0]:
-                self.lay.G[:, self.s_row] = 0.0
+                self.lay.G[:, self.n_joint_rows:] = 0.0
                 if self.linear == "tree":
                     lay = self.lay
                     treesolve.assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks,

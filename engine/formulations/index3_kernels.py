@@ -202,15 +202,23 @@ def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
 @njit(cache=True, nogil=True)
 def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
     """The force elements' tangent as tree rows (docs/index3.md, "Force elements in the
-    tangent"): for element ``s_elem[k]`` the row ``sqrt(k_eff / alpha) dl/dq`` on both
-    ends into ``G[:, s_row[k]]``, with ``l`` the spring length or the joint coordinate and
-    ``k_eff = k + 2 c / dt``.  With ``g0 = 0`` and ``eps = 1 / alpha`` such a row adds
-    ``dt^2/4 k_eff l_q^T l_q`` to the Newton tangent -- the trapezoidal rule's
-    linearisation of the element's force along its line -- coupling the two bodies.
+    tangent"), element ``s_elem[k]`` from row ``s_row[k]`` on: rows ``sqrt(kappa / alpha) d_q``
+    on both ends, so that with ``g0 = 0`` and ``eps = 1 / alpha`` each adds
+    ``dt^2/4 kappa d_q^T d_q`` to the Newton tangent, coupling the element's two bodies.
+
+    * joint spring, coordinate ``l``: one row, ``d = l``, ``kappa = k + 2 c / dt``;
+    * spring of length ``L``, tension ``T = k (L - L0) + c L_dot``, unit vector ``u``: the
+      stiffness of the force ``T u`` in the relative displacement of its points is
+      ``k_eff u u^T + T/L (1 - u u^T)``: three rows, along ``u`` (``kappa = k_eff``) and two
+      directions normal to it (``kappa = T / L``, zero under compression, where it would
+      make the tangent indefinite).
+
     ``s_pred[k]``: the body of the element's pred end (-1 = ground)."""
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
         anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
-    tw = np.zeros((2, 6))
+    tw = np.zeros((3, 2, 6))  # per row of the element: twist rows of both ends
+    sc = np.zeros(3)  # per row: sqrt(kappa / alpha)
+    dirs = np.zeros((3, 3))  # spring: u, n1, n2
     ends = np.empty(2, dtype=np.int64)
     p1 = np.empty(3)
     p2 = np.empty(3)
@@ -222,11 +230,14 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
         e = s_elem[k]
         r = s_row[k]
         keff = f_params[e, 0] + 2.0 * f_params[e, 1] / dt
-        scale = np.sqrt(keff / alpha) if keff > 0.0 else 0.0
-        for c in range(6):
-            tw[0, c] = 0.0
-            tw[1, c] = 0.0
+        for i in range(3):
+            sc[i] = 0.0
+            for c in range(6):
+                tw[i, 0, c] = 0.0
+                tw[i, 1, c] = 0.0
+        nrow = 1
         if f_type[e] == F_JOINT_SPRING:
+            sc[0] = np.sqrt(keff / alpha) if keff > 0.0 else 0.0
             j = f_joint[e]
             a = pred[j]
             b = succ[j]
@@ -236,35 +247,58 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
             if jtype[j] == REVOLUTE:
                 # l_dot = (w_b - w_a) . a_w
                 for c in range(3):
-                    tw[1, 3 + c] = aw[c]
-                    tw[0, 3 + c] = -aw[c]
+                    tw[0, 1, 3 + c] = aw[c]
+                    tw[0, 0, 3 + c] = -aw[c]
             else:
                 # prismatic: l_dot = (v_Pb - v_Pa) . a_w + (P_b - P_a) . (w_a x a_w), P_b the
                 # succ anchor: succ [a_w, (P_b - x_b) x a_w], pred [-a_w, -(P_b - x_a) x a_w]
                 _world(R, b, anchor_succ[j], P)
                 for c in range(3):
                     P[c] += x[b, c]
-                    tw[1, c] = aw[c]
-                    tw[0, c] = -aw[c]
+                    tw[0, 1, c] = aw[c]
+                    tw[0, 0, c] = -aw[c]
                 rb0, rb1, rb2 = P[0] - x[b, 0], P[1] - x[b, 1], P[2] - x[b, 2]
-                tw[1, 3] = rb1 * aw[2] - rb2 * aw[1]
-                tw[1, 4] = rb2 * aw[0] - rb0 * aw[2]
-                tw[1, 5] = rb0 * aw[1] - rb1 * aw[0]
+                tw[0, 1, 3] = rb1 * aw[2] - rb2 * aw[1]
+                tw[0, 1, 4] = rb2 * aw[0] - rb0 * aw[2]
+                tw[0, 1, 5] = rb0 * aw[1] - rb1 * aw[0]
                 if a >= 0:
                     ra0, ra1, ra2 = P[0] - x[a, 0], P[1] - x[a, 1], P[2] - x[a, 2]
-                    tw[0, 3] = -(ra1 * aw[2] - ra2 * aw[1])
-                    tw[0, 4] = -(ra2 * aw[0] - ra0 * aw[2])
-                    tw[0, 5] = -(ra0 * aw[1] - ra1 * aw[0])
+                    tw[0, 0, 3] = -(ra1 * aw[2] - ra2 * aw[1])
+                    tw[0, 0, 4] = -(ra2 * aw[0] - ra0 * aw[2])
+                    tw[0, 0, 5] = -(ra0 * aw[1] - ra1 * aw[0])
         else:
-            # point spring: l_dot = u . (v_P2 - v_P1): body end [u, r x u], r = P - x
+            # spring: rows d . (v_P2 - v_P1) for d = u, n1, n2: body end +-[d, r x d], r = P - x
+            nrow = 3
             b1 = f_body[e, 0]
             b2 = f_body[e, 1]
             _point_and_velocity(x, R, V, b1, f_point[e, 0], p1, v1)
             _point_and_velocity(x, R, V, b2, f_point[e, 1], p2, v2)
             L = np.sqrt((p2[0] - p1[0]) ** 2 + (p2[1] - p1[1]) ** 2 + (p2[2] - p1[2]) ** 2)
-            if L < 1e-300:
-                scale = 0.0
-                L = 1.0
+            if L > 1e-300:
+                Ld = 0.0
+                for c in range(3):
+                    dirs[0, c] = (p2[c] - p1[c]) / L
+                    Ld += dirs[0, c] * (v2[c] - v1[c])
+                T = f_params[e, 0] * (L - f_params[e, 2]) + f_params[e, 1] * Ld
+                sc[0] = np.sqrt(keff / alpha) if keff > 0.0 else 0.0
+                st = np.sqrt(T / L / alpha) if T > 0.0 else 0.0
+                sc[1] = st
+                sc[2] = st
+                # n1: u x (the world axis least aligned with u), n2 = u x n1
+                m_ax = 0
+                for c in range(1, 3):
+                    if abs(dirs[0, c]) < abs(dirs[0, m_ax]):
+                        m_ax = c
+                u0, u1, u2 = dirs[0, 0], dirs[0, 1], dirs[0, 2]
+                e0 = 1.0 if m_ax == 0 else 0.0
+                e1 = 1.0 if m_ax == 1 else 0.0
+                e2 = 1.0 if m_ax == 2 else 0.0
+                n0, n1, n2 = u1 * e2 - u2 * e1, u2 * e0 - u0 * e2, u0 * e1 - u1 * e0
+                nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+                dirs[1, 0], dirs[1, 1], dirs[1, 2] = n0 / nn, n1 / nn, n2 / nn
+                dirs[2, 0] = u1 * dirs[1, 2] - u2 * dirs[1, 1]
+                dirs[2, 1] = u2 * dirs[1, 0] - u0 * dirs[1, 2]
+                dirs[2, 2] = u0 * dirs[1, 1] - u1 * dirs[1, 0]
             # side 0 holds the end at s_pred[k] (body1 unless it is the ground end of body2's spring)
             side1 = 0 if b1 == s_pred[k] else 1
             for w in range(2):
@@ -275,28 +309,28 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
                 ends[side] = body
                 if body < 0:
                     continue
-                u0 = sgn * (p2[0] - p1[0]) / L
-                u1 = sgn * (p2[1] - p1[1]) / L
-                u2 = sgn * (p2[2] - p1[2]) / L
                 r0, r1, r2 = pt[0] - x[body, 0], pt[1] - x[body, 1], pt[2] - x[body, 2]
-                tw[side, 0] = u0
-                tw[side, 1] = u1
-                tw[side, 2] = u2
-                tw[side, 3] = r1 * u2 - r2 * u1
-                tw[side, 4] = r2 * u0 - r0 * u2
-                tw[side, 5] = r0 * u1 - r1 * u0
-        for side in range(2):
-            body = ends[side]
-            if body < 0:
-                for c in range(7):
-                    G[side, r, c] = 0.0
-                continue
-            for c in range(3):
-                G[side, r, c] = scale * tw[side, c]
-            Eb = E[body]
-            for c in range(4):
-                G[side, r, 3 + c] = 2.0 * scale * (tw[side, 3] * Eb[0, c] + tw[side, 4] * Eb[1, c]
-                                                   + tw[side, 5] * Eb[2, c])
+                for i in range(3):
+                    d0, d1, d2 = sgn * dirs[i, 0], sgn * dirs[i, 1], sgn * dirs[i, 2]
+                    tw[i, side, 0] = d0
+                    tw[i, side, 1] = d1
+                    tw[i, side, 2] = d2
+                    tw[i, side, 3] = r1 * d2 - r2 * d1
+                    tw[i, side, 4] = r2 * d0 - r0 * d2
+                    tw[i, side, 5] = r0 * d1 - r1 * d0
+        for i in range(nrow):
+            for side in range(2):
+                body = ends[side]
+                if body < 0:
+                    for c in range(7):
+                        G[side, r + i, c] = 0.0
+                    continue
+                for c in range(3):
+                    G[side, r + i, c] = sc[i] * tw[i, side, c]
+                Eb = E[body]
+                for c in range(4):
+                    G[side, r + i, 3 + c] = 2.0 * sc[i] * (tw[i, side, 3] * Eb[0, c] + tw[i, side, 4] * Eb[1, c]
+                                                           + tw[i, side, 5] * Eb[2, c])
 
 
 # ------------------------------------------------------------------ Newton residual
@@ -718,8 +752,8 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
                       scr, s_elem, s_row, s_pred, pivot_tol):
     """The Newton-Raphson loop of one step over the tree (docs/index3.md): ``iters``
     iterations, or fewer once |dq| < tol; the matrix pass every ``hold`` iterations,
-    with the force elements' rows ``s_*`` (:func:`stiffness_rows`; their multipliers
-    stay zero: the element forces are in ``Q``).  Updates q, lam, mu in place (``base``
+    with the force elements' rows ``s_*`` (:func:`stiffness_rows`, after the joints'; their
+    multipliers stay zero: the element forces are in ``Q``).  Updates q, lam, mu in place (``base``
     must be zero).  Returns (iterations, |dq|), iterations = -1 if a body's M_cc is not
     positive definite."""
     c4 = 0.25 * dt * dt
@@ -745,8 +779,9 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
                    1.0 / alpha, -1.0, pivot_tol, refresh)
         for k in range(lam.shape[0]):
             lam[k] += dlam[k]
-        for k in range(s_row.shape[0]):
-            lam[s_row[k]] = 0.0
+        if s_row.shape[0]:  # the force elements' rows follow the joints'
+            for k in range(s_row[0], lam.shape[0]):
+                lam[k] = 0.0
         dqn = np.sqrt(newton_update(q, out, mu, alpha))
         if dqn < tol:
             return it + 1, dqn
