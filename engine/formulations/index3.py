@@ -154,6 +154,8 @@ class Index3Formulation(Formulation):
         self.zero_rows = np.zeros(self.nr)
         self.qd_w = np.zeros((nb, 7))  # (nb, 7) q_dot of the Newton iterate, newton_state
         self.qdd_w = np.zeros((nb, 7))  # (nb, 7) q_ddot of the Newton iterate, newton_state
+        self.qd_hat = np.zeros((nb, 7))  # (nb, 7) q_dot = 2/dt q + qd_hat (eq. 15), predictor
+        self.qdd_hat = np.zeros((nb, 7))  # (nb, 7) q_ddot = 4/dt^2 q + qdd_hat (eq. 16), predictor
         self.nu = np.zeros(nb)  # (nb,) Euler-parameter acceleration term nu_i
         self._lam_solve = np.zeros(self.nr)
         self.timing = {"newton": 0.0, "projections": 0.0, "velocity_projection": 0.0,
@@ -314,11 +316,10 @@ class Index3Formulation(Formulation):
         # the new state is written in place into views of one array (no copies, no packing)
         y_new = np.empty_like(y)
         q, qd, qdd, lam, mu = self._split(y_new)
-        np.add(qb, dt * qdb + 0.5 * dt * dt * qddb, out=q)
+        qd_hat, qdd_hat = self.qd_hat, self.qdd_hat
+        K.predictor(qb, qdb, qddb, dt, q, qd_hat, qdd_hat)
         lam[:] = lamb
         mu[:] = mub
-        qd_hat = -(2.0 / dt * qb + qdb)
-        qdd_hat = -(4.0 / (dt * dt) * qb + 4.0 / dt * qdb + qddb)
         self.base[:] = 0.0
         if self.linear == "tree":
             lay = self.lay
@@ -359,35 +360,11 @@ class Index3Formulation(Formulation):
         self.last_dq = dqn
         self.max_dq = max(self.max_dq, dqn)
         # ---- mass-orthogonal projections (eqs. 40-69)
-        np.add(2.0 / dt * q, qd_hat, out=qd)
-        np.add(4.0 / (dt * dt) * q, qdd_hat, out=qdd)
-        if self.exact:
-            # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0
-            self._exact_matrices(q, qd)
-            sgn, eps, kp = 1.0, 0.0, -self.k_exact
+        K.difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd)
+        if self.linear == "tree":
+            viol, t_v = self._tree_projections(q, qd, qdd)
         else:
-            # penalised (paper): the tree's last Newton matrices, rows G and D reused; the
-            # force elements' rows are not constraints: without them, one more matrix pass
-            sgn, eps, kp = -1.0, 1.0 / a, a
-            if self.s_elem.shape[0]:
-                self.lay.G[:, self.n_joint_rows:] = 0.0
-                if self.linear == "tree":
-                    lay = self.lay
-                    treesolve.assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks,
-                                                lay.Y, lay.E, lay.scr, eps, sgn, config.PIVOT_RTOL)
-        self.nu[:] = 0.0
-        K.projection_rhs(self.pst, qd, self.nu, kp, self.base, self.rhs)
-        self._solve(self.zero_rows, eps, sgn, False)
-        qd[:] = self.out
-        t_v = time.perf_counter()
-        self._kinematics(q, qd, qdd)
-        self._rows()  # g at the projected velocities; phi at the final q
-        viol = float(np.sqrt(np.dot(self.phi, self.phi)))
-        self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
-        K.projection_rhs(self.pst, qdd, self.nu, kp, self.base, self.rhs)
-        self._solve(self.gq, eps, sgn, False)
-        qdd[:] = self.out
-        self.base[:] = 0.0
+            viol, t_v = self._python_projections(q, qd, qdd)
         t2 = time.perf_counter()
         self.timing["newton"] += t1 - t0
         self.timing["projections"] += t2 - t1
@@ -403,6 +380,54 @@ class Index3Formulation(Formulation):
                                           f"last |dq| {dqn:.3g}); try a larger --penalty or more "
                                           "--newton-iters")
         return y_new
+
+    def _tree_projections(self, q, qd, qdd):
+        """Both projections over the tree, in place on qd and qdd, in two kernels
+        (K.velocity_projection, K.acceleration_projection).  Returns (|phi| at q, the
+        clock between the two)."""
+        m, lay = self.model, self.lay
+        eps, sgn, kp = K.velocity_projection(
+            self.exact, self.k_exact, self.alpha, q, qd, self.zero7, self.zero77, self.zero_rows, self.nu,
+            self.n_joint_rows, m.mass, m.inertia, self.ca, lay.ix, self.x, self.R, self.V, self.A, self.E, self.F,
+            self.Mb, self.Qb, self.phi, self.Ga, self.Gb, self.gq, self.G7, self.Mcc, self.D, self.pst, self.okb,
+            self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf,
+            lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL)
+        if eps != eps:
+            raise np.linalg.LinAlgError(NOT_DEFINITE)
+        t_v = time.perf_counter()
+        viol = K.acceleration_projection(
+            eps, sgn, kp, q, qd, qdd, self.nu, self.ca, lay.ix, self.x, self.R, self.V, self.A, self.E, self.phi,
+            self.Ga, self.Gb, self.gq, self.G7, self.D, self.pst, self.base, self.rhs, self.bl, self.out, lay.Phi,
+            lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0,
+            lay.scr, config.PIVOT_RTOL)
+        return float(viol), t_v
+
+    def _python_projections(self, q, qd, qdd):
+        """The projections of :meth:`_tree_projections` step by step with the dense linear
+        solve (``linear="dense"``, the test oracle of the tree kernels)."""
+        if self.exact:
+            # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0
+            self._exact_matrices(q, qd)
+            sgn, eps, kp = 1.0, 0.0, -self.k_exact
+        else:
+            # penalised (paper): the last Newton matrices; the force elements' rows are not
+            # constraints (the dense solve reads G afresh)
+            sgn, eps, kp = -1.0, 1.0 / self.alpha, self.alpha
+            self.lay.G[:, self.n_joint_rows:] = 0.0
+        self.nu[:] = 0.0
+        K.projection_rhs(self.pst, qd, self.nu, kp, self.base, self.rhs)
+        self._solve(self.zero_rows, eps, sgn, False)
+        qd[:] = self.out
+        t_v = time.perf_counter()
+        self._kinematics(q, qd, qdd)
+        self._rows()  # g at the projected velocities; phi at the final q
+        viol = float(np.sqrt(np.dot(self.phi, self.phi)))
+        self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
+        K.projection_rhs(self.pst, qdd, self.nu, kp, self.base, self.rhs)
+        self._solve(self.gq, eps, sgn, False)
+        qdd[:] = self.out
+        self.base[:] = 0.0
+        return viol, t_v
 
     def _exact_matrices(self, q, qd, forces: bool = False) -> None:
         """The tree's matrix pass of the exact solves at q: the initial accelerations

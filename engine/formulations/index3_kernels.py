@@ -711,17 +711,35 @@ def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
 
 
 @njit(cache=True, nogil=True)
-def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
-                 x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res):
-    """State and residual of a Newton iterate: q_dot, q_ddot from the difference
-    equations (eqs. 15-16), body kinematics, applied forces, M_i and Q_i, the joint
-    rows at q and the residuals g_i (eq. 12)."""
+def predictor(qb, qdb, qddb, dt, q, qd_hat, qdd_hat):
+    """The step's start (paper 000 sect. 3.5): the predictor ``q = qb + dt qdb + dt^2/2 qddb``
+    and the trapezoidal rule's constant terms, so that ``q_dot = 2/dt q + qd_hat`` and
+    ``q_ddot = 4/dt^2 q + qdd_hat`` (eqs. 15-16)."""
+    for i in range(qb.shape[0]):
+        for a in range(7):
+            q[i, a] = qb[i, a] + (dt * qdb[i, a] + 0.5 * dt * dt * qddb[i, a])
+            qd_hat[i, a] = -(2.0 / dt * qb[i, a] + qdb[i, a])
+            qdd_hat[i, a] = -(4.0 / (dt * dt) * qb[i, a] + 4.0 / dt * qdb[i, a] + qddb[i, a])
+
+
+@njit(cache=True, nogil=True)
+def difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd):
+    """q_dot and q_ddot of positions q from the difference equations (eqs. 15-16)."""
     c1 = 2.0 / dt
     c2 = 4.0 / (dt * dt)
     for i in range(q.shape[0]):
         for a in range(7):
             qd[i, a] = c1 * q[i, a] + qd_hat[i, a]
             qdd[i, a] = c2 * q[i, a] + qdd_hat[i, a]
+
+
+@njit(cache=True, nogil=True)
+def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
+                 x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res):
+    """State and residual of a Newton iterate: q_dot, q_ddot from the difference
+    equations (eqs. 15-16), body kinematics, applied forces, M_i and Q_i, the joint
+    rows at q and the residuals g_i (eq. 12)."""
+    difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd)
     body_kinematics(q, qd, qdd, x, R, V, A, E)
     if springs.shape[0]:
         joint_coordinates_from_poses(fa, springs, x, R, jq_ref, jq)
@@ -786,3 +804,66 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
         if dqn < tol:
             return it + 1, dqn
     return iters, dqn
+
+
+# ------------------------------------------------------------------ projections
+
+
+@njit(cache=True, nogil=True)
+def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, nu, n_joint_rows, mass, inertia,
+                        ca, ix, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, Mcc, Dl, pst, ok, base, rhs, bl,
+                        out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr, pivot_tol):
+    """The mass-orthogonal velocity projection of one step at the final ``q``, in place on
+    ``qd`` (eqs. 40-54; docs/index3.md, "Mass-orthogonal projections").
+
+    ``exact``: first one matrix pass at ``q`` with leaf blocks ``(M + k p p^T)^-1`` and
+    ``eps = 0`` (M from the applied forces ``F`` of the last Newton state; only M is used).
+    Penalised (the paper's): the last Newton matrices, refactorised without the force
+    elements' rows (rows ``n_joint_rows`` on) where there are any.  Returns the solve's
+    ``(eps, sgn, kpsi)`` for :func:`acceleration_projection`, ``eps`` = NaN if a leaf block
+    is not positive definite.  The Python sequence in ``Index3Formulation.step`` is the
+    same with the dense linear solve (the test oracle)."""
+    if exact:
+        eps, sgn, kp = 0.0, 1.0, -k_exact
+        body_kinematics(q, qd, zero7, x, R, V, A, E)
+        body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
+        joint_rows(ca, ix[19], x, R, V, E, phi, Ga, Gb, gq, G7)
+        leaf_matrices(ix, Mb, zero77, q, 1.0, alpha, k_exact, 1.0, Mcc, Dl, pst, Phi, ok)
+        for i in range(q.shape[0]):
+            if ok[i] == 0:
+                return np.nan, sgn, kp
+        G[:] = G7
+        treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
+    else:
+        eps, sgn, kp = 1.0 / alpha, -1.0, alpha
+        if n_joint_rows < G.shape[1]:
+            G[:, n_joint_rows:] = 0.0
+            treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
+    nu[:] = 0.0
+    projection_rhs(pst, qd, nu, kp, base, rhs)
+    tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, zero_rows, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
+               eps, sgn, pivot_tol, False)
+    qd[:] = out
+    return eps, sgn, kp
+
+
+@njit(cache=True, nogil=True)
+def acceleration_projection(eps, sgn, kp, q, qd, qdd, nu, ca, ix, x, R, V, A, E, phi, Ga, Gb, gq, G7, Dl, pst,
+                            base, rhs, bl, out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
+                            pivot_tol):
+    """The mass-orthogonal acceleration projection (eqs. 55-69) after
+    :func:`velocity_projection`, in place on ``qdd``: ``g`` at the projected velocities,
+    the same matrices.  Returns the position residual |phi| at ``q``; ``base`` is left zero."""
+    body_kinematics(q, qd, qdd, x, R, V, A, E)
+    joint_rows(ca, ix[19], x, R, V, E, phi, Ga, Gb, gq, G7)
+    viol = 0.0
+    for k in range(phi.shape[0]):
+        viol += phi[k] * phi[k]
+    for i in range(q.shape[0]):
+        nu[i] = -(qd[i, 3] ** 2 + qd[i, 4] ** 2 + qd[i, 5] ** 2 + qd[i, 6] ** 2)
+    projection_rhs(pst, qdd, nu, kp, base, rhs)
+    tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, gq, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
+               eps, sgn, pivot_tol, False)
+    qdd[:] = out
+    base[:] = 0.0
+    return np.sqrt(viol)
