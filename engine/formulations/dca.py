@@ -448,9 +448,9 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     if ncut > 0:
         _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
     _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, True, True)
-    treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
-    treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
-    treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
+    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
+    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
+    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0)
     _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot)
 
 

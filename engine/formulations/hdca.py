@@ -98,9 +98,9 @@ def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut
     _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, impulses)
     _leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch, False,
             True)
-    treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
-    treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
-    treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
+    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
+    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
+    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0)
     # body twists about the COM and joint velocities (the DCA recovery, no c term)
     _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v)
 
@@ -360,9 +360,9 @@ class HDCAFormulation(TreeFormulation):
                       row_adr, 0.0, 0.0)
         _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
                 lay.bv, self.rhs_body, self.Jinv_w, self._scratch, True, False)
-        treesolve.assemble_biases(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
+        treesolve.assemble_biases6(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
                                   lay.y0, lay.scr, 1.0)
-        treesolve.disassemble(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0)
+        treesolve.disassemble6(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0)
         _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
                        self.Jinv_w, self.A, self.vdot)
 

@@ -451,7 +451,7 @@ class Index3Formulation(Formulation):
         lay = self.lay
         lay.G[:] = self.G7
         if self.linear == "tree":
-            treesolve.assemble_matrices(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
+            treesolve.assemble_matrices7(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
                                         lay.E, lay.scr, 0.0, 1.0, config.PIVOT_RTOL)
 
     # ------------------------------------------------------------------ output

@@ -757,9 +757,9 @@ def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp,
     leaf blocks already filled), and x_i = D_i sum F_h + b_i per body into ``out``."""
     leaf_biases(ix, Dl, base, rhs, bl, bv)
     if matrices:
-        treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-    treesolve.assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-    treesolve.disassemble(ix, Fh, G, sel, lam, Y, y0)
+        treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    treesolve.assemble_biases7(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    treesolve.disassemble7(ix, Fh, G, sel, lam, Y, y0)
     leaf_results(ix, Dl, bl, Fh, out)
 
 
@@ -833,12 +833,12 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, 
             if ok[i] == 0:
                 return np.nan, sgn, kp
         G[:] = G7
-        treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
+        treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
     else:
         eps, sgn, kp = 1.0 / alpha, -1.0, alpha
         if n_joint_rows < G.shape[1]:
             G[:, n_joint_rows:] = 0.0
-            treesolve.assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
+            treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
     nu[:] = 0.0
     projection_rhs(pst, qd, nu, kp, base, rhs)
     tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, zero_rows, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,

@@ -772,89 +772,86 @@ def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
 # ----------------------------------------------------------------- level passes
 
 
-# The one-joint kernels get the block size as a literal (7: index-3's Euler-parameter
-# coordinates, 6: dca/hdca's spatial vectors), so LLVM sees constant trip counts and
-# unrolls and vectorises the nd loops: index-3's matrix pass at 128 links 165 -> 130 us
-# (measured on the kernels alone).  Other sizes, and merges over several joints, take
-# the general kernels.
-
-
 @njit(cache=True, nogil=True, inline='always')
 def _one_joint_merge(m, ix, nd):
     """The merge has one interface joint with at most nd rows: the axpy kernels apply."""
     return ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= nd
 
 
-@njit(cache=True, nogil=True, inline='always')
-def _matrices_one(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
-    nd = Phi.shape[2]
-    if nd == 7 and _one_joint_merge(m, ix, 7):
-        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 7)
-    elif nd == 6 and _one_joint_merge(m, ix, 6):
-        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 6)
-    else:
-        _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+def _passes(nd: int):
+    """The three tree passes for blocks of size ``nd``, a compile-time constant of each
+    (a closure variable): LLVM sees the one-joint kernels' nd loops with constant trip
+    counts and unrolls and vectorises them (index-3's matrix pass at 128 links 156 -> 94
+    us, dca's 1024-body evaluation 1632 -> 1175 us).  One set per size, so a formulation
+    compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
+    general kernels."""
+
+    @njit(cache=True, nogil=True, parallel=True)
+    def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+        """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
+        subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
+        ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
+        definite (index-3's ``delta`` blocks)."""
+        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        if sub_start.shape[0] > 1:  # no parallel region at all for small trees
+            for s in prange(sub_start.shape[0] - 1):
+                for k in range(sub_start[s], sub_start[s + 1]):
+                    m = sub_merges[k]
+                    if _one_joint_merge(m, ix, nd):
+                        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
+                    else:
+                        _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+        for k in range(top_merges.shape[0]):
+            m = top_merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
+            else:
+                _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+
+    @njit(cache=True, nogil=True, parallel=True)
+    def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+        """Bias pass, leaves to root (the leaves' bv already filled)."""
+        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        if sub_start.shape[0] > 1:
+            for s in prange(sub_start.shape[0] - 1):
+                for k in range(sub_start[s], sub_start[s + 1]):
+                    m = sub_merges[k]
+                    if _one_joint_merge(m, ix, nd):
+                        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
+                    else:
+                        _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+        for k in range(top_merges.shape[0]):
+            m = top_merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
+            else:
+                _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+
+    @njit(cache=True, nogil=True, parallel=True)
+    def disassemble(ix, Fh, G, sel, lam, Y, y0):
+        """Root to leaves: every joint's multipliers and every handle's force."""
+        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        for k in range(top_merges.shape[0] - 1, -1, -1):
+            m = top_merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
+            else:
+                _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+        if sub_start.shape[0] > 1:
+            for s in prange(sub_start.shape[0] - 1):
+                for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
+                    m = sub_merges[k]
+                    if _one_joint_merge(m, ix, nd):
+                        _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
+                    else:
+                        _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+
+    return assemble_matrices, assemble_biases, disassemble
 
 
-@njit(cache=True, nogil=True, inline='always')
-def _bias_one(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
-    nd = bv.shape[1]
-    if nd == 7 and _one_joint_merge(m, ix, 7):
-        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, 7)
-    elif nd == 6 and _one_joint_merge(m, ix, 6):
-        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, 6)
-    else:
-        _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-
-
-@njit(cache=True, nogil=True, inline='always')
-def _down_one(m, ix, Fh, G, sel, lam, Y, y0):
-    nd = Fh.shape[1]
-    if nd == 7 and _one_joint_merge(m, ix, 7):
-        _merge_down_one(m, ix, Fh, G, lam, Y, y0, 7)
-    elif nd == 6 and _one_joint_merge(m, ix, 6):
-        _merge_down_one(m, ix, Fh, G, lam, Y, y0, 6)
-    else:
-        _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
-    """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
-    subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
-    ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
-    definite (index-3's ``delta`` blocks)."""
-    sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
-    if sub_start.shape[0] > 1:  # no parallel region at all for small trees
-        for s in prange(sub_start.shape[0] - 1):
-            for k in range(sub_start[s], sub_start[s + 1]):
-                _matrices_one(sub_merges[k], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-    for k in range(top_merges.shape[0]):
-        _matrices_one(top_merges[k], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
-    """Bias pass, leaves to root (the leaves' bv already filled)."""
-    sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
-    if sub_start.shape[0] > 1:
-        for s in prange(sub_start.shape[0] - 1):
-            for k in range(sub_start[s], sub_start[s + 1]):
-                _bias_one(sub_merges[k], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-    for k in range(top_merges.shape[0]):
-        _bias_one(top_merges[k], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def disassemble(ix, Fh, G, sel, lam, Y, y0):
-    """Root to leaves: every joint's multipliers and every handle's force."""
-    sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
-    for k in range(top_merges.shape[0] - 1, -1, -1):
-        _down_one(top_merges[k], ix, Fh, G, sel, lam, Y, y0)
-    if sub_start.shape[0] > 1:
-        for s in prange(sub_start.shape[0] - 1):
-            for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
-                _down_one(sub_merges[k], ix, Fh, G, sel, lam, Y, y0)
+#: the passes for 6-vectors (dca, hdca) and for Euler-parameter coordinates (index-3)
+assemble_matrices6, assemble_biases6, disassemble6 = _passes(6)
+assemble_matrices7, assemble_biases7, disassemble7 = _passes(7)
 
 
 # ------------------------------------------------------- singular configurations
