@@ -161,7 +161,7 @@ class SolverPanel(QWidget):
         self.stats.setWordWrap(True)
         rl.addWidget(self.stats)
         self.compile_notice = QLabel("Compiling numerical kernels (first run only; this can take "
-                                     "about a minute)…")
+                                     "one to two minutes)…")
         self.compile_notice.setObjectName("compileNotice")
         self.compile_notice.setWordWrap(True)
         self.compile_notice.setStyleSheet("background: #fff5e0; color: #7a5200; border: 1px solid #f0c36d;"
