@@ -12,10 +12,16 @@ For each example, 2 s: the largest body-position difference of ``dca``, ``hdca``
     python benchmarks/trajectories.py --refine --only joint-zoo,...
     python benchmarks/trajectories.py --spectrum --only joint-zoo,...
     python benchmarks/trajectories.py --trapezoidal --only joint-zoo,...
+    python benchmarks/trajectories.py --adaptive --only joint-zoo,...
 
 ``--refine`` instead prints, per example, the rk4 error of ``dense``/``dca``'s (q, v)
-and ``hdca``'s (q, p*) against the converged run at dt = 1e-3, 5e-4, 2.5e-4: whether a
-difference to ``dense`` is truncation, and how far from the asymptotic 16x per halving.
+and ``hdca``'s (q, p*), and index3's trapezoidal error, against the converged run at
+dt = 1e-3, 5e-4, 2.5e-4: whether a difference to ``dense`` is truncation, and how far
+from the asymptotic 16x (rk4) or 4x (trapezoidal) per halving.
+
+``--adaptive`` prints, per example, ``dca``'s and ``hdca``'s difference to the converged
+``dense`` run when they too are integrated by dop853 at rtol = atol = 1e-12: what remains
+of their fixed-step differences once the integrator controls its error.
 
 ``--spectrum`` prints, per example, the largest and the median spectral radius of the
 right-hand side's Jacobian (central differences) along each formulation's own
@@ -62,17 +68,29 @@ SPECTRUM_BODIES = 16
 
 def refine(paths) -> None:
     """rk4 errors against the converged run at the three steps of ``REFINE_DTS``."""
-    print("| example | formulation | " + " | ".join(f"rk4 dt = {dt:g} [m]" for dt in REFINE_DTS) + " |")
+    print("| example | formulation | " + " | ".join(f"dt = {dt:g} [m]" for dt in REFINE_DTS) + " |")
     print("|---|---|" + "---|" * len(REFINE_DTS))
     for path in paths:
         model = load_model(path)
         conv = _run(model, formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12)
-        for form in ("dense", "hdca"):
+        for form in ("dense", "hdca", "index3"):
             kw = {"projection": False} if form == "dense" else {}
-            errs = [np.abs(_run(model, dt=dt, formulation=form, integrator="rk4", **kw) - conv).max()
-                    for dt in REFINE_DTS]
+            kw["integrator"] = "trapezoidal" if form == "index3" else "rk4"
+            errs = [np.abs(_run(model, dt=dt, formulation=form, **kw) - conv).max() for dt in REFINE_DTS]
             print(f"| {path.name.replace('.mech.json', '')} | {form} | " + " | ".join(f"{e:.1e}" for e in errs)
                   + " |", flush=True)
+
+
+def adaptive(paths) -> None:
+    """dca and hdca with dop853 at 1e-12 against the converged dense run."""
+    print("| example | dca dop853 1e-12 vs dense [m] | hdca dop853 1e-12 vs dense [m] |")
+    print("|---|---|---|")
+    for path in paths:
+        model = load_model(path)
+        conv = _run(model, formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12)
+        errs = [np.abs(_run(model, formulation=form, integrator="dop853", rtol=1e-12, atol=1e-12) - conv).max()
+                for form in ("dca", "hdca")]
+        print(f"| {path.name.replace('.mech.json', '')} | {errs[0]:.1e} | {errs[1]:.1e} |", flush=True)
 
 
 def _jacobian(f, t, y, rel_step):
@@ -166,13 +184,17 @@ def main(argv=None) -> int:
                     help="spectral radii of dense's and hdca's right-hand sides instead")
     ap.add_argument("--trapezoidal", action="store_true",
                     help="the trapezoidal rule on dense's equations against index3 instead")
+    ap.add_argument("--adaptive", action="store_true",
+                    help="dca and hdca with dop853 at 1e-12 against the converged dense run instead")
     args = ap.parse_args(argv)
     only = {s for s in args.only.split(",") if s}
     t0 = time.perf_counter()
-    if args.refine or args.spectrum or args.trapezoidal:
+    if args.refine or args.spectrum or args.trapezoidal or args.adaptive:
         paths = [p for p in EXAMPLES if not only or p.name.replace(".mech.json", "") in only]
         if args.refine:
             refine(paths)
+        elif args.adaptive:
+            adaptive(paths)
         elif args.trapezoidal:
             trapezoidal(paths, None if only else SPECTRUM_BODIES)
         else:
