@@ -29,6 +29,24 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings  # noqa: E402
 TEST_ORGANIZATION = "LinkworkTests"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_kernels():
+    """Compile (or load from the cache) the kernels of the application's default runs --
+    dca on a chain, dense on a closed loop -- before any test's clock starts.
+
+    With an empty numba cache a first run compiles for one to two minutes per
+    formulation on two cores (docs/user-guide.md); the GUI tests' waits are about the
+    GUI, and without this their first run in each worker waited on the compiler
+    (test_generate_a_chain_from_the_dialog_run_and_see_the_plots timed out at 60 s in a
+    fresh clone)."""
+    from engine import generators as gen
+    from engine.model import build_model
+    from engine.simulation import Settings, Simulation
+
+    for spec, formulation in ((gen.chain(3, "revolute"), "dca"), (gen.fourbar(), "dense")):
+        Simulation(build_model(spec), Settings(formulation=formulation, t_end=0.02, dt=0.01)).run_all()
+
+
 @pytest.fixture(scope="session")
 def settings_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("settings")
