@@ -39,6 +39,8 @@ projections rerun only the bias pass.  Merges of one level are independent; the
 passes cut the tree into independent subtrees (:func:`subtree_partition`) so each
 pass opens a single parallel region -- a few fork/joins per evaluation, which
 matters on loaded machines -- and run the few merges above the cut serially.
+The passes exist once per block size (``assemble_matrices6`` ... for dca/hdca,
+``...7`` for index-3; :func:`_passes`), with the size a compile-time constant.
 """
 
 from __future__ import annotations
@@ -364,9 +366,9 @@ def _psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z, nd):
 @njit(cache=True, nogil=True, inline='always')
 def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd):
     """:func:`_merge_matrices` for one interface joint (every merge of a chain or tree):
-    the same equations in axpy form over the ``nd`` (= Phi.shape[2], a literal at the
-    call: :func:`_matrices_one`) columns, which the compiler unrolls and vectorises, and
-    zero entries of G skipped."""
+    the same equations in axpy form over the ``nd`` (= Phi.shape[2], a compile-time
+    constant of the calling pass: :func:`_passes`) columns, which the compiler unrolls and
+    vectorises, and zero entries of G skipped."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
     n = nb + m
@@ -606,7 +608,7 @@ def _one_joint(m, ix):
 @njit(cache=True, nogil=True, inline='always')
 def _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd):
     """:func:`_merge_bias` for one interface joint (axpy form; ``nd`` = bv.shape[1], a
-    literal at the call)."""
+    constant of the calling pass)."""
     Rn, nL, sL, sR, r, nr, rb, wl, bl, br, sN, eb, n_h = _one_joint(m, ix)
     wr = 1 - wl
     h_src, m_K = ix[9], ix[16]
@@ -633,7 +635,7 @@ def _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd):
 @njit(cache=True, nogil=True, inline='always')
 def _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd):
     """:func:`_merge_down` for one interface joint (axpy form; ``nd`` = Fh.shape[1], a
-    literal at the call)."""
+    constant of the calling pass)."""
     Rn, nL, sL, sR, r, nr, rb, wl, sl, sr, sN, eb, n_h = _one_joint(m, ix)
     wr = 1 - wl
     h_src = ix[9]
