@@ -821,8 +821,8 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, 
     Penalised (the paper's): the last Newton matrices, refactorised without the force
     elements' rows (rows ``n_joint_rows`` on) where there are any.  Returns the solve's
     ``(eps, sgn, kpsi)`` for :func:`acceleration_projection`, ``eps`` = NaN if a leaf block
-    is not positive definite.  The Python sequence in ``Index3Formulation.step`` is the
-    same with the dense linear solve (the test oracle)."""
+    is not positive definite.  ``Index3Formulation._python_projections`` is the same
+    sequence with the dense linear solve (the test oracle)."""
     if exact:
         eps, sgn, kp = 0.0, 1.0, -k_exact
         body_kinematics(q, qd, zero7, x, R, V, A, E)
