@@ -784,7 +784,7 @@ def _passes(nd: int):
     """The three tree passes for blocks of size ``nd``, a compile-time constant of each
     (a closure variable): LLVM sees the one-joint kernels' nd loops with constant trip
     counts and unrolls and vectorises them (index-3's matrix pass at 128 links 156 -> 94
-    us, dca's 1024-body evaluation 1632 -> 1175 us).  One set per size, so a formulation
+    us, dca's 1024-body evaluation 1632 -> 1211 us).  One set per size, so a formulation
     compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
     general kernels."""
 
