@@ -541,31 +541,41 @@ class DenseFormulation(Formulation):
 
     def _reactions(self) -> np.ndarray:
         """Constraint wrenches of every joint from the force balance of each subtree."""
-        m = self.model
-        react = np.zeros((m.nj, 6))
-        Fcut = np.zeros((m.nb, 6))
-        row = 0
-        x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
-        for j in range(m.nb, m.nj):
-            n = m.nc_j[j]
-            a, b = m.pred[j], m.succ[j]
-            phi = np.zeros(n)
-            Ga = np.zeros((n, 6))
-            Gb = np.zeros((n, 6))
-            g = np.zeros(n)
-            xa, Ra, Va = (x0, R0, V0) if a < 0 else (self.x[a], self.R[a], self.V[a])
-            joint_constraint(self.ca, j, xa, Ra, Va, self.x[b], self.R[b], self.V[b], phi, Ga, Gb, g)
-            lam = self.lam[row:row + n]
-            Fb = -Gb.T @ lam  # wrench on b about its COM
-            Fcut[b] += Fb
-            if a >= 0:
-                Fcut[a] += -Ga.T @ lam
-            out = np.empty(6)
-            shift_force(Fb, self.x[b] - self.P[j], out)
-            react[j] = out
-            row += n
-        # tree joints: force balance of the subtree, cut-joint wrenches counted as applied
-        _body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext + Fcut, self.Fbody)
-        subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
-        react[: m.nb] = self.fj
-        return react
+        return reactions_from_multipliers(self.model, self.ca, self.x, self.R, self.V, self.P, self.A, self.Fext,
+                                          self.lam)
+
+
+def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np.ndarray:
+    """Every joint's wrench on its successor (about its point) from the cut joints'
+    multipliers ``lam`` (dense's row order and sign) and the spatial accelerations ``A``
+    about each COM: cut joints directly, tree joints from the force balance of each
+    subtree with the cut-joint wrenches counted as applied (also used by ``rcr``)."""
+    m = model
+    react = np.zeros((m.nj, 6))
+    Fcut = np.zeros((m.nb, 6))
+    row = 0
+    x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
+    for j in range(m.nb, m.nj):
+        n = m.nc_j[j]
+        a, b = m.pred[j], m.succ[j]
+        phi = np.zeros(n)
+        Ga = np.zeros((n, 6))
+        Gb = np.zeros((n, 6))
+        g = np.zeros(n)
+        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi, Ga, Gb, g)
+        lj = lam[row:row + n]
+        Fb = -Gb.T @ lj  # wrench on b about its COM
+        Fcut[b] += Fb
+        if a >= 0:
+            Fcut[a] += -Ga.T @ lj
+        out = np.empty(6)
+        shift_force(Fb, x[b] - P[j], out)
+        react[j] = out
+        row += n
+    Fbody = np.zeros((m.nb, 6))
+    fj = np.zeros((m.nb, 6))
+    _body_terms(m.mass, m.inertia, R, V, A, Fext + Fcut, Fbody)
+    subtree_sums(m.parent, x, P, Fbody, fj)
+    react[: m.nb] = fj
+    return react

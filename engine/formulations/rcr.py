@@ -1,0 +1,540 @@
+"""Formulation ``rcr``: Anderson and Critchley's recursive coordinate reduction (paper 002).
+
+State: tree coordinates ``q`` and velocities ``v`` -- the layout of ``dense`` and
+``dca``, so every CSV column means the same.  The loop-closing (cut) joints split
+the tree speeds of each loop *cluster* (loops that share a tree joint; a ladder is
+one cluster, paper 002 section 4.3) into independent and dependent ones:
+
+* the partition (:func:`build_partition`) is chosen automatically, loop after loop,
+  by column-pivoted QR of each loop's mass-whitened Jacobian over the speeds that no
+  earlier loop has claimed; a loop whose rows cannot be satisfied by its unclaimed
+  speeds is merged with its cluster's other loops into one block;
+* dependent speeds follow from the independent ones by the velocity-level closure
+  (eq. 34), block after block, and accelerations by eq. (35) -- every right-hand
+  side ignores the dependent speeds of the state and recomputes them, so the
+  velocity constraints hold to round-off (velocity-level enforcement);
+* each cluster's kinetics (section 3.2, eqs. 56-60) fold onto its loop base body as
+  one virtual body carrying d_C independent speeds, inside the articulated-body
+  triangularisation and forward substitution of the tree (eqs. 14-27, 61-71); no
+  global constraint matrix is formed;
+* after every step the dependent coordinates are restored by Newton on the loop
+  equations (issue 18, item 4), so ``violation.position`` stays at round-off;
+* the partition is re-chosen when a block's conditioning falls (issue 18, item 2),
+  without changing the state layout; where no partition is well conditioned -- a
+  genuine change of mobility, the parallelogram folding flat -- the run stops with
+  :class:`~engine.errors.SimulationError` naming the time and the reason.
+
+The derivation, and which equation of paper 002 each pass implements, is in docs/rcr.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .. import config
+from ..constraints import con_arrays
+from ..errors import SimulationError, SingularSystemError
+from ..forces import force_arrays, spring_joints
+from ..initial import initial_state, tree_velocities
+from ..kinematics import (
+    classical_accelerations, fk_positions, kin_arrays, motion_subspace, normalize_quaternions, qdot_from_v,
+)
+from ..model import Model
+from . import rcr_kernels as K
+from .base import Evaluation, Formulation, check_consistent
+from ..kinematics import subtree_sums
+from .dense import _body_terms, _crba, _loop_rows, _project_columns, reactions_from_multipliers
+
+#: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
+#: makes the monitor look for a better partition
+SWITCH_RTOL = 0.05
+#: a new partition is adopted only if its conditioning beats the current one by this
+SWITCH_GAIN = 2.0
+
+
+@dataclass
+class Partition:
+    """Independent/dependent split of the loop speeds (one choice; see module docstring)."""
+
+    lx: tuple  # the kernels' layout tuple (rcr_kernels module docstring)
+    colscale: np.ndarray  # (nv,) mass-whitening 1/sqrt(M_cc) of each speed
+    independent: np.ndarray  # global indices of the independent loop speeds
+    dependent: np.ndarray  # global indices of the dependent loop speeds
+    conditioning: float  # smallest block conditioning (singular values) at the state it was built
+    n_blocks: int
+    merged: int  # clusters whose loops could not be separated (one block each)
+    dmax: int
+    nq_tot: int  # sum over blocks of rows x dependent columns (QR storage)
+    nk_tot: int  # sum over blocks of rows x columns
+    ndep: int
+
+    def key(self):
+        return tuple(self.dependent.tolist())
+
+
+def _lca(parent, a, b):
+    pa = set()
+    i = a
+    while i >= 0:
+        pa.add(i)
+        i = parent[i]
+    i = b
+    while i >= 0 and i not in pa:
+        i = parent[i]
+    return i
+
+
+def loop_structure(model: Model):
+    """Per cut joint: loop base (lowest common ancestor, -1 ground) and the tree joints
+    (= bodies) of its loop path; and the clusters of loops sharing a tree joint."""
+    m = model
+    lca = np.zeros(m.nj, dtype=np.int64)
+    paths = []
+    for j in range(m.nb, m.nj):
+        a, b = int(m.pred[j]), int(m.succ[j])
+        base = _lca(m.parent, a, b) if a >= 0 else -1
+        lca[j] = base
+        path = []
+        for end in (b, a):
+            i = end
+            while i != base and i >= 0:
+                path.append(i)
+                i = int(m.parent[i])
+        paths.append(sorted(set(path)))
+    # union-find over loops sharing a body's tree joint
+    nl = len(paths)
+    root = list(range(nl))
+
+    def find(x):
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    owner: dict[int, int] = {}
+    for l, p in enumerate(paths):
+        for i in p:
+            if i in owner:
+                root[find(l)] = find(owner[i])
+            else:
+                owner[i] = l
+    groups: dict[int, list[int]] = {}
+    for l in range(nl):
+        groups.setdefault(find(l), []).append(l)
+    clusters = sorted(groups.values(), key=lambda ls: min(min(paths[l], default=10**9) for l in ls))
+    return lca, paths, clusters
+
+
+def _numeric_loop_jacobian(model: Model, q: np.ndarray):
+    """(K over all tree speeds, joint-space mass matrix) at q, from dense's kernels
+    (used only when a partition is chosen, never in the step)."""
+    m = model
+    mk = kin_arrays(m)
+    x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
+    S = np.zeros((m.nv, 6))
+    fk_positions(mk, q, x, R, P)
+    motion_subspace(mk, q, R, S)
+    ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
+    Kmat = np.zeros((ncr, m.nv))
+    V = np.zeros((m.nb, 6))
+    _loop_rows(con_arrays(m), m.parent, m.v_adr, m.nv_j, m.nb, x, R, V, P, S, np.zeros((m.nb, 6)), Kmat,
+               np.zeros(ncr), np.zeros(ncr), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6))
+    M = np.zeros((m.nv, m.nv))
+    _crba(m.parent, m.mass, m.inertia, R, x, P, S, m.v_adr, m.nv_j, M)
+    return Kmat, M
+
+
+def _rank(s, scale):
+    return int((s > config.RANK_RTOL * max(scale, 1e-300)).sum())
+
+
+def _cond(A):
+    if A.size == 0:
+        return 1.0
+    s = np.linalg.svd(A, compute_uv=False)
+    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
+
+
+def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
+    """Choose the independent speeds of every loop cluster at configuration ``q``.
+
+    Loops are taken in the order of their cut joints (for a ladder: cell after cell).
+    Each loop's mass-whitened Jacobian ``K_l diag(M)^-1/2`` over the speeds of its path
+    not yet claimed by an earlier loop is factorised by column-pivoted QR; its rank
+    ``r_l`` leading columns become the loop's dependent speeds, the rest independent
+    (so the blocks are triangular: a loop's dependent speeds depend only on earlier
+    ones).  If the unclaimed speeds cannot satisfy the loop's rows (rank drop), the
+    cluster is factorised as one block instead.
+    """
+    m = model
+    lca, paths, clusters = structure or loop_structure(m)
+    Kmat, M = _numeric_loop_jacobian(m, q)
+    colscale = 1.0 / np.sqrt(np.maximum(np.diag(M), 1e-300)) if m.nv else np.zeros(0)
+    Ks = Kmat * colscale[None, :] if Kmat.size else Kmat
+    row_adr = np.zeros(m.nj, dtype=np.int64)
+    row_joint = []
+    r = 0
+    for j in range(m.nb, m.nj):
+        row_adr[j] = r
+        row_joint += [j] * int(m.nc_j[j])
+        r += int(m.nc_j[j])
+    scale = float(np.abs(Ks).max()) if Ks.size else 1.0
+
+    def cols_of(bodies):
+        return [c for i in bodies for c in range(m.v_adr[i], m.v_adr[i] + m.nv_j[i])]
+
+    body_cl = np.full(m.nb, -1, dtype=np.int64)
+    cl_base, cl_first, cl_bstart, cl_bodies = [], [], [0], []
+    cl_istart, ind_cols, cl_kstart = [0], [], [0]
+    blk_rstart, blk_rows, blk_cstart, blk_cols, blk_dstart, blk_dep = [0], [], [0], [], [0], []
+    blk_kofs, blk_qofs = [0], [0]
+    merged = 0
+    conds = []
+    for ci, loops in enumerate(clusters):
+        bodies = sorted(set(i for l in loops for i in paths[l]))
+        if not bodies:  # loops closing on one body or on ground only: rows on no speed
+            bodies_cols = []
+        for i in bodies:
+            body_cl[i] = ci
+        first = bodies[0] if bodies else 0
+        cl_base.append(int(m.parent[first]) if bodies else -1)
+        cl_first.append(first if bodies else -1)
+        cl_bodies += bodies
+        cl_bstart.append(len(cl_bodies))
+        bodies_cols = cols_of(bodies)
+
+        def rows_of(l):
+            j = m.nb + l
+            return list(range(row_adr[j], row_adr[j] + int(m.nc_j[j])))
+
+        # greedy, loop after loop
+        blocks = []
+        claimed: set[int] = set()
+        indep: list[int] = []
+        ok = True
+        for l in sorted(loops):
+            rows = rows_of(l)
+            cols = cols_of(paths[l])
+            free = [c for c in cols if c not in claimed]
+            A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
+            r_all = _rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
+            if free:
+                _, Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="economic")
+                d = np.abs(np.diag(Rq))
+                r_free = int((d > config.RANK_RTOL * scale).sum())
+            else:
+                r_free, piv = 0, np.zeros(0, dtype=int)
+            if r_free < r_all:
+                ok = False
+                break
+            dep = [free[k] for k in piv[:r_all]]
+            ind = [c for c in free if c not in dep]
+            claimed.update(free)
+            indep += ind
+            blocks.append((rows, cols, dep))
+        if not ok:
+            merged += 1
+            rows = [rr for l in sorted(loops) for rr in rows_of(l)]
+            cols = bodies_cols
+            A = Ks[np.ix_(rows, cols)]
+            r_all = _rank(np.linalg.svd(A, compute_uv=False), scale) if A.size else 0
+            _, _, piv = scipy.linalg.qr(A, pivoting=True, mode="economic")
+            dep = [cols[k] for k in piv[:r_all]]
+            indep = [c for c in cols if c not in dep]
+            blocks = [(rows, cols, dep)]
+        # speeds of the cluster's bodies on no loop path cannot exist (bodies = path union)
+        ind_cols += sorted(indep)
+        cl_istart.append(len(ind_cols))
+        for rows, cols, dep in blocks:
+            blk_rows += rows
+            blk_rstart.append(len(blk_rows))
+            blk_cols += cols
+            blk_cstart.append(len(blk_cols))
+            pos = {c: k for k, c in enumerate(cols)}
+            blk_dep += [pos[c] for c in dep]
+            blk_dstart.append(len(blk_dep))
+            blk_kofs.append(blk_kofs[-1] + len(rows) * len(cols))
+            blk_qofs.append(blk_qofs[-1] + len(rows) * len(dep))
+            if dep:
+                conds.append(_cond(Ks[np.ix_(rows, dep)]))
+        cl_kstart.append(len(blk_rstart) - 1)
+    col_joint = np.zeros(m.nv, dtype=np.int64)
+    for i in range(m.nb):
+        col_joint[m.v_adr[i]:m.v_adr[i] + m.nv_j[i]] = i
+    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    lx = (body_cl, i64(cl_base), i64(cl_first), i64(cl_bstart), i64(cl_bodies), i64(cl_istart), i64(ind_cols),
+          i64(cl_kstart), i64(blk_rstart), i64(blk_rows), i64(blk_cstart), i64(blk_cols), i64(blk_dstart),
+          i64(blk_dep), i64(blk_kofs), i64(blk_qofs), i64(row_joint), row_adr, lca, col_joint)
+    dep_global = np.array(sorted(blk_cols[blk_cstart[b] + blk_dep[k]]
+                                 for b in range(len(blk_rstart) - 1)
+                                 for k in range(blk_dstart[b], blk_dstart[b + 1])), dtype=np.int64)
+    d = np.diff(cl_istart)
+    return Partition(lx=lx, colscale=colscale, independent=i64(ind_cols), dependent=dep_global,
+                     conditioning=min(conds) if conds else 1.0, n_blocks=len(blk_rstart) - 1, merged=merged,
+                     dmax=int(d.max()) if d.size else 0, nq_tot=blk_qofs[-1], nk_tot=blk_kofs[-1],
+                     ndep=len(blk_dep))
+
+
+def loop_singularity(model: Model, q: np.ndarray) -> float:
+    """The mobility measure of the loops at q: the smallest singular value of the
+    mass-whitened loop Jacobian that is not a redundancy, over the largest (dense's
+    measure; 1 without loops).  Small for every choice of independent speeds."""
+    Kmat, M = _numeric_loop_jacobian(model, q)
+    if not Kmat.size:
+        return 1.0
+    L = np.linalg.cholesky(M)
+    s = np.linalg.svd(scipy.linalg.solve_triangular(L, Kmat.T, lower=True).T, compute_uv=False)
+    if s[0] == 0.0:
+        return 1.0
+    live = s[s > config.REDUNDANT_RTOL * s[0]]
+    return float(live[-1] / live[0])
+
+
+class RCRFormulation(Formulation):
+    name = "rcr"
+    title = "recursive coordinate reduction (Anderson & Critchley), velocity level"
+    kind = "ode"
+    parameters = ()
+    summary = ("Paper 002's recursive coordinate reduction: joint coordinates, loops closed at the velocity "
+               "level by independent/dependent speeds chosen (and re-chosen) automatically, dependent "
+               "coordinates restored by Newton after every step; linear cost on ladders.")
+
+    def __init__(self, model: Model, settings):
+        super().__init__(model, settings)
+        m = model
+        self.mk = kin_arrays(m)
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.structure = loop_structure(m)
+        sj = spring_joints(m)
+        self.cut_spring = np.array([j for j in sj if j >= m.nb], dtype=np.int64)
+        self.spring_tree = np.array([j for j in sj if j < m.nb], dtype=np.int64)
+        self.jq_ref = np.zeros(m.nj)
+        self.jq = np.full(m.nj, np.nan)
+        self.ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
+        ncl = len(self.structure[2])
+        # workspace: position -> velocity -> loop maps -> acceleration
+        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
+        self.R = np.zeros((m.nb, 3, 3))  # orientations, fk_positions
+        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+        self.S = np.zeros((m.nv, 6))  # motion subspace about each joint point, motion_subspace
+        self.S6 = np.zeros((m.nv, 6))  # ... about the origin, _origin_columns
+        self.V0 = np.zeros((m.nb, 6))  # zero twists (closure rows from positions)
+        self.GA = np.zeros((self.ncr, 6))  # cut rows on the predecessor, about the origin, _cut_rows
+        self.GB = np.zeros((self.ncr, 6))  # ... on the successor
+        self.g0 = np.zeros(self.ncr)  # velocity-product part of the rows, _cut_rows
+        self.phi = np.zeros(self.ncr)  # closure residuals, _cut_rows
+        self.gam = np.zeros(self.ncr)  # eq. (35) remainder, _loop_rhs
+        self.zero_rows = np.zeros(self.ncr)
+        self.pos = np.zeros(m.nv, dtype=np.int64)  # column -> block position scratch, _blocks
+        self.w = np.zeros(max(self.ncr, 1))  # block solve scratch
+        self.v = np.zeros(m.nv)  # closed speeds (eq. 34), evaluate
+        self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
+        self.c = np.zeros((m.nb, 6))  # velocity products about joint points, fk_velocities
+        self.Ab = np.zeros((m.nb, 6))  # bias accelerations about COMs, fk_accelerations
+        self.Ao = np.zeros((m.nb, 6))  # ... about the origin, _to_origin
+        self.co = np.zeros((m.nb, 6))  # velocity products about the origin, _to_origin
+        self.Fext = np.zeros((m.nb, 6))  # applied wrenches, applied_forces
+        self.I6 = np.zeros((m.nb, 6, 6))  # inertia -> articulated inertia, _body_terms/_dynamics
+        self.p6 = np.zeros((m.nb, 6))  # bias force -> articulated bias, _body_terms/_dynamics
+        self.g = np.zeros(m.nv)  # particular solution of eq. (35)
+        self.beta = np.zeros((m.nb, 6))  # remainder accelerations in clusters, _cluster_maps
+        self.U = np.zeros((m.nv, 6))  # IA S per tree speed, _dynamics
+        self.Dl = np.zeros((m.nb, 3, 3))  # S^T IA S factors, _dynamics
+        self.u = np.zeros(m.nv)  # -S^T pA, _dynamics
+        self.a = np.zeros((m.nb, 6))  # spatial accelerations about the origin, _dynamics
+        self.vdot = np.zeros(m.nv)
+        self.t6 = np.zeros(6)
+        self.zero_v = np.zeros(m.nv)
+        self.dq = np.zeros(m.nv)
+        self.qd = np.zeros(m.nq)
+        self.ncl = ncl
+        self.switches = 0
+        self.switch_log: list[str] = []
+        self.block_conditioning = 1.0
+        self._sing_prev = None
+        self.part: Partition | None = None
+        self._use(build_partition(m, m.q_zero(), self.structure))
+
+    @classmethod
+    def supports(cls, model: Model) -> tuple[bool, str]:
+        return True, ""
+
+    # ------------------------------------------------------------- partition
+    def _use(self, part: Partition) -> None:
+        m = self.model
+        self.part = part
+        d = max(part.dmax, 0)
+        self.Kval = np.zeros(max(part.nk_tot, 1))  # block loop Jacobians, _blocks
+        self.Qf = np.zeros(max(part.nq_tot, 1))  # Householder factors of the dependent columns, _blocks
+        self.tau = np.zeros(2 * max(part.ndep, 1))  # reflector scales | R diagonal, _blocks
+        self.N = np.zeros((d, m.nv))  # dependent speeds per unit independent speed (eq. 34), evaluate
+        self.Gam = np.zeros((m.nb, 6, d))  # cluster partial velocities (eq. 58), _cluster_maps
+        self.Ucl = np.zeros((max(self.ncl, 1), 6, d))  # cluster coupling inertia, _dynamics
+        self.Dcl = np.zeros((max(self.ncl, 1), d, d))  # cluster reduced inertia factor, _dynamics
+        self.ucl = np.zeros((max(self.ncl, 1), d))  # cluster reduced forces, _dynamics
+
+    @property
+    def independent_speeds(self) -> np.ndarray:
+        return self.part.independent
+
+    # ----------------------------------------------------------------- state
+    def initial_state(self) -> np.ndarray:
+        m = self.model
+        ini = initial_state(m)
+        self.initial = ini
+        q = m.q_zero()
+        fk_positions(self.mk, q, self.x, self.R, self.P)
+        v = tree_velocities(m, ini.V, self.x, self.R, self.P)
+        y = np.concatenate([q, v])
+        return self._close(0.0, y, check=False)
+
+    def _positions(self, q):
+        p = self.part
+        return K._positions_and_blocks(self.mk, self.ca, p.lx, self.model.nb, self.model.nv_j, q, self.x, self.R,
+                                       self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
+                                       p.colscale, self.Kval, self.Qf, self.tau, self.pos)
+
+    def _solve(self, t, q, v):
+        m, p = self.model, self.part
+        ok, cond = K.evaluate(
+            self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree, self.cut_spring,
+            q, v, self.x, self.R, self.P, self.S, self.S6, self.V0, self.V, self.c, self.Ab, self.Ao, self.co,
+            self.Fext, self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi, self.gam, self.zero_rows,
+            p.colscale, self.Kval, self.Qf, self.tau, self.pos, self.w, self.I6, self.p6, self.N, self.g, self.Gam,
+            self.beta, self.U, self.Dl, self.u, self.Ucl, self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6,
+            self.zero_v)
+        self.block_conditioning = cond
+        if not ok or not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all()):
+            raise SingularSystemError(t, "the reduced mass matrix of a loop cluster is singular "
+                                         "(independent speeds no longer valid)")
+
+    def rhs(self, t, y):
+        self.nfev += 1
+        m = self.model
+        q, v = y[: m.nq], y[m.nq:]
+        self._solve(t, q, v)
+        qdot_from_v(self.mk, q, self.v, self.qd)
+        out = np.empty_like(y)
+        out[: m.nq] = self.qd
+        out[m.nq:] = self.vdot
+        return out
+
+    # ------------------------------------------------------------ projection
+    @property
+    def projects(self) -> bool:
+        return self.ncr > 0
+
+    def _close(self, t, y, check=True):
+        """Item 4: Newton on the loop equations for the dependent coordinates, then
+        eq. (34) for the dependent speeds (independent ones untouched)."""
+        m, p = self.model, self.part
+        y = y.copy()
+        q, v = y[: m.nq], y[m.nq:]
+        normalize_quaternions(self.mk, q)
+        if not self.ncr:
+            return y
+        it, res, cond = K.close_positions(
+            self.mk, self.ca, p.lx, m.nb, m.nv_j, q, self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA,
+            self.GB, self.g0, self.phi, p.colscale, self.Kval, self.Qf, self.tau, self.pos, self.w, self.dq,
+            config.PROJECTION_TOL, config.PROJECTION_MAX_ITER)
+        normalize_quaternions(self.mk, q)
+        self.block_conditioning = cond
+        if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
+            raise SimulationError(t, f"rcr: the loop equations cannot be closed from the independent "
+                                     f"coordinates (residual {res:.3g} after {it} Newton steps)")
+        K._close_velocities(p.lx, self.Kval, self.Qf, self.tau, p.colscale, v, self.zero_rows, self.w)
+        return y
+
+    def post_step(self, t, y):
+        y = self._close(t, y)
+        if self.ncr and self.block_conditioning < SWITCH_RTOL:
+            y = self._repartition(t, y)
+        return y
+
+    def _repartition(self, t, y):
+        """Item 2: a block has become ill-conditioned.  If the loops themselves are
+        singular (every partition is), the mobility changes: stop.  Otherwise re-choose
+        the independent speeds at this state; the state layout is unchanged."""
+        m = self.model
+        q = y[: m.nq]
+        s = loop_singularity(m, q)
+        prev = self._sing_prev
+        self._sing_prev = (t, s)
+        approaching = prev is not None and t > prev[0] and s < prev[1]
+        if s < config.SINGULAR_WINDOW and (approaching or s < SWITCH_RTOL * config.SINGULAR_WINDOW):
+            raise SimulationError(
+                t, f"rcr: the loops reach a singular configuration (mobility measure {s:.2e}): the "
+                   "mechanism may change branch here, which coordinate reduction cannot decide; "
+                   "the dense formulation crosses singular configurations")
+        new = build_partition(m, q, self.structure)
+        old_cond = self.block_conditioning
+        if new.key() != self.part.key() and new.conditioning > SWITCH_GAIN * old_cond:
+            self.switches += 1
+            if len(self.switch_log) < 20:
+                self.switch_log.append(f"t = {t:.4g} s: independent speeds {self.part.independent.tolist()} -> "
+                                       f"{new.independent.tolist()} (block conditioning {old_cond:.1e} -> "
+                                       f"{new.conditioning:.1e})")
+            self._use(new)
+            y = self._close(t, y)
+        return y
+
+    def stats(self) -> dict:
+        out = {"rhs_evaluations": self.nfev}
+        if self.ncr:
+            out["partition_switches"] = self.switches
+            if self.switch_log:
+                out["partition_log"] = list(self.switch_log)
+        return out
+
+    # --------------------------------------------------------------- output
+    def evaluate(self, t, y) -> Evaluation:
+        m = self.model
+        q = y[: m.nq]
+        self._solve(t, q, y[m.nq:])
+        for j in self.cut_spring:
+            self.jq_ref[j] = self.jq[j]
+        A = self.a.copy()  # about the origin -> about each COM: lin += alpha x c
+        A[:, :3] += np.cross(A[:, 3:], self.x)
+        if self.ncr:
+            check_consistent(t, *self._closure_residual())
+        reactions = self._reactions(A)
+        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
+                          acc=classical_accelerations(self.V, A), P=self.P.copy(), reactions=reactions,
+                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": self.v.copy()})
+
+    def _reactions(self, A) -> np.ndarray:
+        """Joint wrenches at an output instant.  Coordinate reduction never forms the
+        multipliers; they follow from the generalized forces the accelerations leave
+        unbalanced, ``K^T lam = -(M vdot + h)`` (one RNEA pass and a least-squares solve,
+        minimum-norm where closure rows are redundant, as in ``dense``)."""
+        m = self.model
+        lam = np.zeros(self.ncr)
+        if self.ncr:
+            Fbody, fj, tau = np.zeros((m.nb, 6)), np.zeros((m.nb, 6)), np.zeros(m.nv)
+            _body_terms(m.mass, m.inertia, self.R, self.V, A, self.Fext, Fbody)
+            subtree_sums(m.parent, self.x, self.P, Fbody, fj)
+            _project_columns(m.nb, m.v_adr, m.nv_j, self.S, fj, tau)
+            Kmat = np.zeros((self.ncr, m.nv))
+            _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V0, self.P, self.S,
+                       np.zeros((m.nb, 6)), Kmat, np.zeros(self.ncr), np.zeros(self.ncr), np.zeros((6, 6)),
+                       np.zeros((6, 6)), np.zeros(6))
+            lam = np.linalg.lstsq(Kmat.T, -tau, rcond=config.RANK_RTOL)[0]
+        return reactions_from_multipliers(m, self.ca, self.x, self.R, self.V, self.P, A, self.Fext, lam)
+
+    def _closure_residual(self):
+        """(largest acceleration residual of the cut rows, the scale of its terms)."""
+        m = self.model
+        Ao = self.a
+        worst, scale = 0.0, 0.0
+        for j in range(m.nb, m.nj):
+            a, b = m.pred[j], m.succ[j]
+            for r in range(self.part.lx[17][j], self.part.lx[17][j] + m.nc_j[j]):
+                t1 = self.GB[r] @ Ao[b]
+                t2 = self.GA[r] @ Ao[a] if a >= 0 else 0.0
+                worst = max(worst, abs(t1 + t2 + self.g0[r]))
+                scale = max(scale, abs(t1) + abs(t2) + abs(self.g0[r]))
+        return worst, scale
