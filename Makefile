@@ -11,8 +11,10 @@ PYTEST_ARGS ?=
 setup:
 	@scripts/setup.sh
 
+# without a display: say so in one line, then run the example headless (CSV, plots, pictures)
 run: setup
-	.venv/bin/linkwork $(FILE)
+	@if .venv/bin/python -m app.display; then .venv/bin/linkwork $(FILE); \
+	else .venv/bin/linkwork report $(FILE) --out out/$(basename $(basename $(notdir $(FILE)))); fi
 
 test: setup
 	QT_QPA_PLATFORM= $(XVFB) .venv/bin/python -m pytest -q -n 2 --dist loadgroup $(PYTEST_ARGS)

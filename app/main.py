@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) > 1:
         print(f"linkwork: expected at most one file, got {len(argv)} arguments", file=sys.stderr)
         return 2
+    from .display import display_problem, no_display_message
+
+    problem = display_problem()
+    if problem is not None:  # Qt would abort the process (exit 134) with a misleading message
+        print(no_display_message(problem), file=sys.stderr)
+        return 2
     from .threads import configure_environment
 
     configure_environment()  # before numpy loads: BLAS and OpenMP threads must not spin against the GUI
