@@ -16,16 +16,24 @@ def _limit_blas_threads() -> None:
     """One BLAS thread: the engine's matrices are small, and OpenBLAS's thread pool
     competes with numba's OpenMP threads for the cores (measured: the dense
     formulation on a 16-cell ladder, 13.4 ms per evaluation with both pools busy,
-    0.92 ms with one BLAS thread).  The engine parallelises over the assembly tree."""
+    0.92 ms with one BLAS thread).  The engine parallelises over the assembly tree.
+
+    Before numpy is loaded the environment variable is enough (OpenBLAS reads it when
+    it starts), and importing numpy and scipy here would cost every command a quarter
+    of a second -- ``linkwork run --help`` included; after, threadpoolctl tells the
+    loaded libraries."""
+    import os
+    import sys
+
+    if "numpy" not in sys.modules and "scipy" not in sys.modules:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        return
     try:
-        import numpy  # noqa: F401  (load numpy's and scipy's BLAS so the limit reaches them)
-        import scipy.linalg  # noqa: F401
+        import scipy.linalg  # noqa: F401  (load scipy's BLAS too, so the limit reaches it)
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1, user_api="blas")
     except Exception:  # pragma: no cover - threadpoolctl missing or unusable
-        import os
-
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 

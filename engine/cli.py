@@ -1,19 +1,12 @@
-"""The ``linkwork`` command (contract section 2).
-
-::
-
-    linkwork                                   # opens the desktop application
-    linkwork FILE.mech.json                    # opens the application on that file
-    linkwork run FILE.mech.json [options]      # headless simulation -> CSV
-    linkwork info FILE.mech.json [--json]      # topology, loops, coordinates, DOF, ...
-    linkwork examples                          # the bundled example files
-    linkwork bench [...]                       # benchmarks (see docs/benchmarks.md)
-    linkwork study NAME [...]                  # the papers' studies (docs/studies.md)
+"""The ``linkwork`` command (contract section 2): the desktop application and the
+headless sub-commands.  :data:`COMMANDS` is the one list of sub-commands; ``--help``
+and the refusal of an unknown command are made from it.
 
 Exit status: 0 success; 2 refused input (file or options), message on stderr;
 3 the simulation failed (message with the simulated time on stderr; every row
 computed before the failure is in the output); 130 interrupted (Ctrl-C; rows
-computed so far are in the output).
+computed so far are in the output).  A reader that closes the pipe early
+(``linkwork examples | head -1``) ends the command quietly with status 0.
 """
 
 from __future__ import annotations
@@ -26,7 +19,33 @@ import time
 from pathlib import Path
 
 EXIT_OK, EXIT_REFUSED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
-SUBCOMMANDS = ("run", "info", "examples", "bench", "study")
+
+#: sub-command -> (arguments, one line for ``linkwork --help``)
+COMMANDS = {
+    "run": ("FILE.mech.json [options]", "simulate headless and write the results CSV"),
+    "info": ("FILE.mech.json [--json]", "topology, loops, coordinates, DOF, redundant constraints"),
+    "report": ("FILE.mech.json [--out DIR]", "simulate without a screen: CSV, plots and pictures (PNG, GIF)"),
+    "examples": ("", "list the bundled example mechanisms"),
+    "study": ("NAME [--out DIR]", "reproduce a paper's study (tables and plots)"),
+    "bench": ("[options]", "speed of the formulations (docs/benchmarks.md)"),
+}
+SUBCOMMANDS = tuple(COMMANDS)
+
+
+def _help_text() -> str:
+    rows = [("linkwork", "open the desktop application"),
+            ("linkwork FILE.mech.json", "open the application on that file")]
+    rows += [(f"linkwork {name} {args}".rstrip(), what) for name, (args, what) in COMMANDS.items()]
+    width = max(len(r[0]) for r in rows) + 3
+    lines = ["usage: linkwork [FILE.mech.json | COMMAND ...]", "",
+             "Linkwork: dynamics of mechanisms, as a desktop application and headless.", ""]
+    lines += [f"  {cmd:<{width}}{what}" for cmd, what in rows]
+    lines += ["", f"  {'linkwork COMMAND --help':<{width}}the options of a command",
+              f"  {'linkwork --version':<{width}}the version", "",
+              "Exit status: 0 success, 2 refused input (message on stderr), 3 the simulation",
+              "failed (message with the simulated time; rows computed before it are kept),",
+              "130 interrupted."]
+    return "\n".join(lines)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,11 +73,11 @@ def _int(text: str) -> int:
 
 def _run_parser() -> argparse.ArgumentParser:
     from . import config
-    from .formulations import PLANNED, REGISTRY
+    from .formulations import REGISTRY
 
     p = _Parser(prog="linkwork run", description="Simulate a mechanism headless and write the results CSV.")
     p.add_argument("file", help="mechanism file (*.mech.json)")
-    names = sorted(set(REGISTRY) | set(PLANNED))
+    names = sorted(REGISTRY)  # only what runs: PLANNED names are refused
     p.add_argument("--formulation", metavar="NAME", help=f"{', '.join(names)} [default per mechanism]")
     p.add_argument("--integrator", metavar="NAME",
                    help="rk4, rk45, rk23, dop853, lsoda, radau, bdf; trapezoidal for index3")
@@ -109,12 +128,12 @@ def _load(path: str):
 
 
 def cmd_run(argv: list[str]) -> int:
+    args = _run_parser().parse_args(argv)  # before the engine's imports: --help and refusals answer at once
     from .errors import MechanismError, SettingsError, SimulationError
     from .formulations import PLANNED, REGISTRY
     from .results import CsvWriter
     from .simulation import Settings, Simulation
 
-    args = _run_parser().parse_args(argv)
     try:
         model = _load(args.file)
     except MechanismError as exc:
@@ -235,14 +254,14 @@ def _info_text(model, topo) -> str:
 
 
 def cmd_info(argv: list[str]) -> int:
-    from .errors import MechanismError
-    from .topology import analyze
-
     p = _Parser(prog="linkwork info",
                 description="Topology, loops, coordinates, DOF and redundant constraints of a mechanism.")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     args = p.parse_args(argv)
+    from .errors import MechanismError
+    from .topology import analyze
+
     try:
         model = _load(args.file)
     except MechanismError as exc:
@@ -270,6 +289,8 @@ def cmd_examples(argv: list[str]) -> int:
 
 
 def cmd_gui(argv: list[str]) -> int:
+    if argv and not argv[0].startswith("-") and not Path(argv[0]).exists():
+        return _refuse(f"cannot open {argv[0]}: no such file")
     try:
         from app.main import main as gui_main
     except ImportError as exc:
@@ -277,32 +298,66 @@ def cmd_gui(argv: list[str]) -> int:
     return gui_main(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _looks_like_file(arg: str) -> bool:
+    return arg.endswith(".json") or os.sep in arg or Path(arg).exists()
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
+        print(_help_text())
         return EXIT_OK
-    if argv and argv[0] in ("--version",):
+    if argv and argv[0] == "--version":
         from . import __version__
 
         print(f"linkwork {__version__}")
         return EXIT_OK
+    cmd = argv[0] if argv else None
+    if cmd == "run":
+        return cmd_run(argv[1:])
+    if cmd == "info":
+        return cmd_info(argv[1:])
+    if cmd == "examples":
+        return cmd_examples(argv[1:])
+    if cmd == "bench":
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
+    if cmd == "study":
+        from .studies import main as study_main
+
+        return study_main(argv[1:])
+    if cmd == "report":  # the application's exporters, on Qt's offscreen platform
+        try:
+            from app.report import main as report_main
+        except ImportError as exc:
+            return _refuse(f"linkwork report needs the desktop application's libraries ({exc})")
+        return report_main(argv[1:])
+    if cmd is not None and not cmd.startswith("-") and not _looks_like_file(cmd):
+        return _refuse(f"unknown command {cmd!r} (commands: {', '.join(COMMANDS)}; "
+                       "or a FILE.mech.json to open in the application; linkwork --help)")
+    return cmd_gui(argv)
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader closed our stdout (``| head -1``): stop quietly.  Python would
+    print a traceback when it flushes stdout at exit, so point stdout at
+    /dev/null first (the recipe of Python's signal documentation)."""
     try:
-        if argv and argv[0] == "run":
-            return cmd_run(argv[1:])
-        if argv and argv[0] == "info":
-            return cmd_info(argv[1:])
-        if argv and argv[0] == "examples":
-            return cmd_examples(argv[1:])
-        if argv and argv[0] == "bench":
-            from .bench import main as bench_main
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a descriptor
+        pass
+    return EXIT_OK
 
-            return bench_main(argv[1:])
-        if argv and argv[0] == "study":
-            from .studies import main as study_main
 
-            return study_main(argv[1:])
-        return cmd_gui(argv)
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_REFUSED
     except KeyboardInterrupt:

@@ -2,33 +2,59 @@
 
 ``REGISTRY`` maps the contract's ``--formulation`` names to classes; the GUI
 lists whatever is registered here, so a new formulation needs no GUI change.
+A formulation's module (and numba) is imported when its class is first looked
+up, not when the registry is: ``linkwork run --help`` lists the names without
+loading any kernel.
 """
 
 from __future__ import annotations
 
-from ..model import Model
-from .base import Evaluation, Formulation
-from .dca import DCAFormulation
-from .dense import DenseFormulation
-from .hdca import HDCAFormulation
-from .index3 import Index3Formulation
+import importlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-REGISTRY: dict[str, type[Formulation]] = {
-    "dense": DenseFormulation,
-    "dca": DCAFormulation,
-    "hdca": HDCAFormulation,
-    "index3": Index3Formulation,
-}
+if TYPE_CHECKING:  # pragma: no cover
+    from ..model import Model
+    from .base import Formulation
+
+
+class _Registry(Mapping):
+    """``name -> Formulation subclass``, importing each module on first use."""
+
+    def __init__(self, entries: dict[str, str]):
+        self._entries = entries  # name -> "module:Class"
+        self._classes: dict[str, type] = {}
+
+    def __getitem__(self, name: str) -> "type[Formulation]":
+        if name not in self._classes:
+            module, cls = self._entries[name].split(":")
+            self._classes[name] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+        return self._classes[name]
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+REGISTRY: Mapping[str, "type[Formulation]"] = _Registry({
+    "dense": "dense:DenseFormulation",
+    "dca": "dca:DCAFormulation",
+    "hdca": "hdca:HDCAFormulation",
+    "index3": "index3:Index3Formulation",
+    "rcr": "rcr:RCRFormulation",
+})
 
 #: names the contract reserves for formulations this version does not have yet
-PLANNED = ("rcr", "embedding")
+PLANNED = ("embedding",)
 
 
 #: with closed loops, ``dense`` is the default up to this many joint velocities
 DENSE_DEFAULT_MAX_NV = 300
 
 
-def default_formulation(model: Model) -> str:
+def default_formulation(model: "Model") -> str:
     """The formulation ``linkwork run`` uses when none is given (docs/formulations.md, "Default").
 
     Open chains and trees: ``dca`` (O(n), exact, nothing to drift).  Closed loops:
@@ -44,6 +70,14 @@ def default_formulation(model: Model) -> str:
     if choice != "dense" and not REGISTRY[choice].supports(model)[0]:
         choice = "dense"
     return choice
+
+
+def __getattr__(name: str):
+    if name in ("Evaluation", "Formulation"):
+        from . import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["REGISTRY", "PLANNED", "Evaluation", "Formulation", "default_formulation"]

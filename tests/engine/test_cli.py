@@ -133,3 +133,73 @@ def test_examples_command_lists_every_example():
     r = run("examples")
     assert r.returncode == 0
     assert r.stdout.count(".mech.json") == len(list(example_path("loop-4").parent.glob("*.mech.json")))
+
+
+def test_unknown_command_is_refused_with_the_list_of_commands():
+    """Issue 16 item 7: ``linkwork bogus`` opened the GUI ("Cannot open bogus")."""
+    from engine.cli import COMMANDS
+
+    r = run("bogus")
+    assert r.returncode == 2
+    assert "unknown command 'bogus'" in r.stderr
+    assert all(c in r.stderr for c in COMMANDS)
+    r = run("no-such-file.mech.json")
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["info", "{ex}", "--json"],
+    ["examples"],
+    ["run", "{ex}", "--t-end", "0.5"],
+])
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(args):
+    """Issue 16 item 8: ``linkwork examples | head -1`` gave a BrokenPipeError traceback."""
+    argv = [a.replace("{ex}", str(example_path("loop-4"))) for a in args]
+    p = subprocess.Popen(CMD + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()  # what `head -1` does after its line
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=300)
+    assert first
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert rc == 0
+
+
+def test_help_lists_only_formulations_that_run():
+    """Issue 16 item 9: ``run --help`` listed rcr and embedding, which were then refused."""
+    from engine.formulations import PLANNED, REGISTRY
+
+    r = run("run", "--help")
+    assert r.returncode == 0
+    line = next(ln for ln in r.stdout.replace("\n                        ", " ").splitlines()
+                if "--formulation" in ln and "NAME" in ln and "[default" in ln)
+    for name in REGISTRY:
+        assert name in line
+    for name in PLANNED:
+        if name not in REGISTRY:
+            assert name not in line, line
+
+
+def test_top_level_help_is_text_for_a_user():
+    """Issue 16 item 10: ``linkwork --help`` printed the module docstring (``::``, rST markup)."""
+    from engine.cli import COMMANDS
+
+    r = run("--help")
+    assert r.returncode == 0
+    assert r.stdout.startswith("usage: linkwork")
+    assert "::" not in r.stdout and "``" not in r.stdout and "contract section" not in r.stdout
+    for name in COMMANDS:
+        assert f"linkwork {name}" in r.stdout
+
+
+def test_help_and_refusals_answer_without_loading_the_engine():
+    """Issue 16 item 5: ``run --help`` and a refused option answer at once -- measured by what
+    they import (numba and scipy are the slow part of start-up), not by a clock."""
+    code = ("import sys; from engine.cli import main; rc = main(sys.argv[1:]); "
+            "heavy = sorted(m for m in ('numba', 'scipy', 'numpy', 'PySide6') if m in sys.modules); "
+            "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)")
+    for args, rc in ((["--help"], 0), (["run", "--help"], 0), (["run", "x.mech.json", "--bogus"], 2),
+                     (["run", "x.mech.json", "--dt", "abc"], 2), (["info", "--help"], 0)):
+        r = subprocess.run([sys.executable, "-c", code] + args, capture_output=True, text=True)
+        assert r.returncode == rc, r.stderr
+        assert "HEAVY []" in r.stderr, (args, r.stderr)
