@@ -50,7 +50,7 @@ from .dense import _body_terms, _crba, _loop_rows, _project_columns, reactions_f
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
 #: makes the monitor look for a better partition
-SWITCH_RTOL = 0.05
+SWITCH_RTOL = 0.1
 #: a new partition is adopted only if its conditioning beats the current one by this
 SWITCH_GAIN = 2.0
 
@@ -210,41 +210,58 @@ def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
             j = m.nb + l
             return list(range(row_adr[j], row_adr[j] + int(m.nc_j[j])))
 
-        # greedy, loop after loop
-        blocks = []
-        claimed: set[int] = set()
-        indep: list[int] = []
-        ok = True
-        for l in sorted(loops):
-            rows = rows_of(l)
-            cols = cols_of(paths[l])
-            free = [c for c in cols if c not in claimed]
-            A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
-            r_all = _rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
-            if free:
-                _, Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="economic")
-                d = np.abs(np.diag(Rq))
-                r_free = int((d > config.RANK_RTOL * scale).sum())
-            else:
-                r_free, piv = 0, np.zeros(0, dtype=int)
-            if r_free < r_all:
-                ok = False
-                break
-            dep = [free[k] for k in piv[:r_all]]
-            ind = [c for c in free if c not in dep]
-            claimed.update(free)
-            indep += ind
-            blocks.append((rows, cols, dep))
-        if not ok:
-            merged += 1
+        def greedy(order):
+            """Loop after loop; None if a loop's unclaimed speeds cannot satisfy its rows."""
+            blocks, claimed, indep = [], set(), []
+            for l in order:
+                rows = rows_of(l)
+                cols = cols_of(paths[l])
+                free = [c for c in cols if c not in claimed]
+                A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
+                r_all = _rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
+                if free:
+                    _, Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="economic")
+                    r_free = int((np.abs(np.diag(Rq)) > config.RANK_RTOL * scale).sum())
+                else:
+                    r_free, piv = 0, np.zeros(0, dtype=int)
+                if r_free < r_all:
+                    return None
+                dep = [free[k] for k in piv[:r_all]]
+                claimed.update(free)
+                indep += [c for c in free if c not in dep]
+                blocks.append((rows, cols, dep))
+            return blocks, indep
+
+        def merged_block():
             rows = [rr for l in sorted(loops) for rr in rows_of(l)]
             cols = bodies_cols
             A = Ks[np.ix_(rows, cols)]
             r_all = _rank(np.linalg.svd(A, compute_uv=False), scale) if A.size else 0
             _, _, piv = scipy.linalg.qr(A, pivoting=True, mode="economic")
             dep = [cols[k] for k in piv[:r_all]]
-            indep = [c for c in cols if c not in dep]
-            blocks = [(rows, cols, dep)]
+            return [(rows, cols, dep)], [c for c in cols if c not in dep]
+
+        def worst(blocks):
+            return min((_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep), default=1.0)
+
+        # candidates in order of preference: loop after loop (forward, then backward:
+        # linear cost), else the cluster as one block (pivoted QR over all its rows);
+        # the first one whose blocks are all well conditioned wins, else the best
+        candidates = [c for c in (greedy(sorted(loops)), greedy(sorted(loops, reverse=True))) if c is not None]
+        best = None
+        for cand in candidates:
+            wc = worst(cand[0])
+            if wc >= SWITCH_RTOL:
+                best = cand
+                break
+            if best is None or wc > best[2]:
+                best = (*cand, wc)
+        if best is None or len(best) == 3:
+            mb = merged_block()
+            if best is None or worst(mb[0]) > best[2]:
+                merged += 1
+                best = mb
+        blocks, indep = best[0], best[1]
         # speeds of the cluster's bodies on no loop path cannot exist (bodies = path union)
         ind_cols += sorted(indep)
         cl_istart.append(len(ind_cols))
@@ -455,7 +472,17 @@ class RCRFormulation(Formulation):
             y = self._repartition(t, y)
         return y
 
-    def _repartition(self, t, y):
+    def step_bound(self, t, y):
+        """Adaptive integrators call this before every step: the partition monitor runs
+        on every accepted state, not only at output instants (a dead point of the
+        current partition can come within one output interval).  Never bounds the step."""
+        if self.ncr:
+            self.block_conditioning = self._positions(y[: self.model.nq])
+            if self.block_conditioning < SWITCH_RTOL:
+                self._repartition(t, y, close=False)
+        return None
+
+    def _repartition(self, t, y, close=True):
         """Item 2: a block has become ill-conditioned.  If the loops themselves are
         singular (every partition is), the mobility changes: stop.  Otherwise re-choose
         the independent speeds at this state; the state layout is unchanged."""
@@ -479,7 +506,8 @@ class RCRFormulation(Formulation):
                                        f"{new.independent.tolist()} (block conditioning {old_cond:.1e} -> "
                                        f"{new.conditioning:.1e})")
             self._use(new)
-            y = self._close(t, y)
+            if close:
+                y = self._close(t, y)
         return y
 
     def stats(self) -> dict:
