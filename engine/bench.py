@@ -74,6 +74,57 @@ def time_formulation(name: str, n: int, kind: str, threads: int) -> float:
     return _time_call(lambda: form.rhs(0.0, y))
 
 
+LADDER_CELLS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def time_ladder(name: str, cells: int) -> float:
+    """Seconds per right-hand side of formulation ``name`` on the spatial ladder of
+    ``cells`` cells (paper 002 Fig. 11), one thread, at its initial state.  ``tree``
+    is the same ladder with its loop-closing joints dropped (the paper's curve (i):
+    constraints ignored), run by ``dca`` -- no loops, so the articulated-body tree."""
+    import numba
+
+    from .generators import ladder
+    from .mechfile import MechanismSpec
+    from .model import build_model
+    from .simulation import Settings, Simulation
+
+    spec = ladder(cells)
+    formulation = name
+    if name == "tree":
+        spec = MechanismSpec(bodies=spec.bodies, joints=tuple(j for j in spec.joints if not j.name.endswith("b")),
+                             forces=spec.forces, gravity=spec.gravity, name=spec.name + " (tree)")
+        formulation = "dca"
+    model = build_model(spec)
+    numba.set_num_threads(1)
+    form = Simulation(model, Settings(formulation=formulation, threads=1)).formulation
+    y = form.initial_state()
+    return _time_call(lambda: form.rhs(0.0, y))
+
+
+def ladders(forms: list[str]) -> dict:
+    """Paper 002 Fig. 11 on this machine, every formulation in one run."""
+    cols = forms + ["tree"]
+    print("spatial ladders (paper 002 section 4.3): microseconds per right-hand side, one thread")
+    print(f"{'L':>4s}" + "".join(f" {c:>10s}" for c in cols))
+    rows = []
+    for L in LADDER_CELLS:
+        row = {"cells": L}
+        for c in cols:
+            row[c] = time_ladder(c, L)
+        rows.append(row)
+        print(f"{L:4d}" + "".join(f" {row[c] * 1e6:10.1f}" for c in cols), flush=True)
+    t = {r["cells"]: r for r in rows}
+    summary = {}
+    for c in cols:
+        summary[f"{c}_L64_over_L8"] = t[64][c] / t[8][c]
+    for L in LADDER_CELLS:
+        summary[f"fastest_L{L}"] = min(forms, key=lambda f: t[L][f])
+    for k, v in summary.items():
+        print(f"  {k:30s} {v if isinstance(v, str) else f'{v:.2f}'}")
+    return {"rows": rows, "summary": summary}
+
+
 def time_pinocchio(n: int, kind: str) -> float | None:
     """Seconds per ``pinocchio.aba`` on the same chain, or None (not installed / too big)."""
     try:
@@ -153,12 +204,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-pinocchio", action="store_true", help="skip the Pinocchio reference")
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--ladders", action="store_true",
+                   help="only the spatial-ladder cost study (paper 002 Fig. 11), L = 1 ... 64")
     args = p.parse_args(argv)
     forms = [f for f in args.formulations.split(",") if f]
     for f in forms:
         if f not in REGISTRY:
             print(f"linkwork bench: unknown formulation {f!r}", file=sys.stderr)
             return 2
+    if args.ladders:
+        result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu_name(),
+                  "ladders": None}
+        print(f"linkwork bench --ladders  {result['date']}  {result['cpu']}")
+        result["ladders"] = ladders(forms)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=2))
+            print(f"\nwritten {args.json}")
+        return 0
     all_threads = numba.config.NUMBA_NUM_THREADS
     sizes = [2 ** k for k in range(1, 11) if 2 ** k <= args.max_n]
     result = {

@@ -491,12 +491,15 @@ class RCRFormulation(Formulation):
         s = loop_singularity(m, q)
         prev = self._sing_prev
         self._sing_prev = (t, s)
-        approaching = prev is not None and t > prev[0] and s < prev[1]
-        if s < config.SINGULAR_WINDOW and (approaching or s < SWITCH_RTOL * config.SINGULAR_WINDOW):
+        # a crossing: the mobility measure small and, at its current rate, gone within
+        # CROSSING_TIME (dense's criterion); an ill-conditioned loop that stays so is not
+        rate = (prev[1] - s) / (t - prev[0]) if prev is not None and 0.0 < t - prev[0] < 0.1 else 0.0
+        if s < config.SINGULAR_WINDOW and (rate > 0.0 and s < rate * config.CROSSING_TIME
+                                           or s < config.DENSE_FILTER_RTOL):
             raise SimulationError(
-                t, f"rcr: the loops reach a singular configuration (mobility measure {s:.2e}): the "
-                   "mechanism may change branch here, which coordinate reduction cannot decide; "
-                   "the dense formulation crosses singular configurations")
+                t, f"rcr: the loops reach a singular configuration (mobility measure {s:.2e}, falling by "
+                   f"{rate:.2g}/s): the mechanism may change branch here, which coordinate reduction "
+                   "cannot decide; the dense formulation crosses singular configurations")
         new = build_partition(m, q, self.structure)
         old_cond = self.block_conditioning
         if new.key() != self.part.key() and new.conditioning > SWITCH_GAIN * old_cond:
