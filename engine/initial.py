@@ -37,17 +37,24 @@ class InitialState:
     correction_ratio: float  # correction energy / kinetic energy of V_combined
     correction_max: float  # largest |component| of V - V_combined
     rate_residual: float  # how far the given joint rates could not all be honoured
+    rated_joints: tuple[str, ...] = ()  # names of the joints whose rate the file gives
 
     def report(self) -> str:
+        """What the projection changed, and whether the motion the file states was kept."""
         if self.correction_max == 0.0:
             return "initial velocities are consistent with the joints (no correction)"
-        msg = (f"initial velocities projected onto the joint constraints: correction "
-               f"{self.correction_energy:.3g} J of kinetic energy "
-               f"({100 * self.correction_ratio:.3g} % of the given motion), "
-               f"largest velocity change {self.correction_max:.3g}")
+        size = (f"largest velocity change {self.correction_max:.3g} (m/s or rad/s), kinetic energy of the "
+                f"change {self.correction_energy:.3g} J ({100 * self.correction_ratio:.3g} % of the motion "
+                "as given)")
+        if not self.rated_joints:
+            return (f"initial velocities projected onto the joint constraints (mass-orthogonally): {size}")
+        names = ", ".join(self.rated_joints)
         if self.rate_residual > 1e-9:
-            msg += f"; the given joint rates are incompatible (residual {self.rate_residual:.3g})"
-        return msg
+            return (f"initial velocities projected onto the joint constraints: the joint rates given for "
+                    f"{names} are incompatible with the joints and were not all kept (residual "
+                    f"{self.rate_residual:.3g}); {size}")
+        return (f"initial velocities projected onto the joint constraints: the joint rates given for {names} "
+                f"were kept exactly, the other velocities were changed to fit the joints; {size}")
 
 
 def joint_subspace(model: Model, j: int, R: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
@@ -195,6 +202,7 @@ def initial_state(model: Model) -> InitialState:
         x=x, R=R, V=Vp, V_combined=Vc, correction_energy=e_corr,
         correction_ratio=(e_corr / e_comb) if e_comb > 0 else 0.0,
         correction_max=float(np.abs(dV).max(initial=0.0)), rate_residual=rate_res,
+        rated_joints=tuple(model.spec.joints[model.joint_file_index[j]].name for j, _ in rated),
     )
 
 

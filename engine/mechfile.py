@@ -129,6 +129,10 @@ class MechanismSpec:
     gravity: Vec3 = (0.0, -9.81, 0.0)
     name: str = ""
     description: str = ""
+    #: run settings the file recommends (``settings``: dt, t_end, integrator, rtol, atol) as
+    #: (key, value) pairs in that order; options given on the command line or in the
+    #: application override them (:func:`engine.simulation.file_defaults`)
+    settings: tuple[tuple[str, Any], ...] = ()
     #: Warnings found while reading (unknown keys, unusual inertia, ...).
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -521,7 +525,8 @@ def spec_from_dict(data: Any) -> MechanismSpec:
         raise MechanismError(
             "version", f"this Linkwork reads version {FORMAT_VERSION} (got {json.dumps(version)[:40]})"
         )
-    r.keys("", d, {"format", "version", "name", "description", "gravity", "bodies", "joints", "forces"})
+    r.keys("", d, {"format", "version", "name", "description", "gravity", "bodies", "joints", "forces",
+                   "settings"})
     name = r.string("name", d["name"], nonempty=False) if "name" in d else ""
     description = r.string("description", d["description"], nonempty=False) if "description" in d else ""
     gravity = r.vec3("gravity", d["gravity"]) if "gravity" in d else (0.0, -9.81, 0.0)
@@ -563,11 +568,45 @@ def spec_from_dict(data: Any) -> MechanismSpec:
         for i, f in enumerate(r.lst("forces", d["forces"])):
             forces.append(_read_force(r, f"forces[{i}]", f, bmap, jmap))
 
+    settings = _read_settings(r, d["settings"]) if d.get("settings") is not None else ()
+
     _check_connected(bodies, joints)
     return MechanismSpec(
         bodies=tuple(bodies), joints=tuple(joints), forces=tuple(forces), gravity=gravity,
-        name=name, description=description, warnings=tuple(r.warnings),
+        name=name, description=description, settings=settings, warnings=tuple(r.warnings),
     )
+
+
+#: the run settings a file may recommend, in the order they are stored
+SETTINGS_KEYS = ("dt", "t_end", "integrator", "rtol", "atol")
+
+
+def _read_settings(r: _Reader, v: Any) -> tuple[tuple[str, Any], ...]:
+    """``settings``: the run settings this mechanism needs (contract section 1, extension).
+
+    A mechanism whose fast modes the default fixed step cannot follow says so here
+    (e.g. ``{"integrator": "dop853"}``), so that it runs at *its* defaults."""
+    d = r.obj("settings", v)
+    r.keys("settings", d, set(SETTINGS_KEYS))
+    out: list[tuple[str, Any]] = []
+    for key in SETTINGS_KEYS:
+        if key not in d:
+            continue
+        if key == "integrator":
+            from .integrators import ALL_INTEGRATORS
+
+            name = r.string("settings.integrator", d[key])
+            if name not in ALL_INTEGRATORS:
+                raise MechanismError("settings.integrator",
+                                     f"unknown integrator {name!r} (one of: {', '.join(ALL_INTEGRATORS)})")
+            out.append((key, name))
+        else:
+            out.append((key, r.positive(f"settings.{key}", d[key])))
+    got = dict(out)
+    if "dt" in got and "t_end" in got and got["dt"] > got["t_end"]:
+        raise MechanismError("settings.dt", f"must not exceed settings.t_end ({_fmt(got['t_end'])}) "
+                                            f"(got {_fmt(got['dt'])})")
+    return tuple(out)
 
 
 def _check_connected(bodies: list[BodySpec], joints: list[JointSpec]) -> None:
@@ -683,6 +722,8 @@ def spec_to_dict(spec: MechanismSpec) -> dict:
     if spec.description:
         out["description"] = spec.description
     out.update({"gravity": _vec(spec.gravity), "bodies": bodies, "joints": joints, "forces": forces})
+    if spec.settings:
+        out["settings"] = dict(spec.settings)
     return out
 
 

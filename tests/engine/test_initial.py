@@ -45,6 +45,8 @@ def test_loop_projection_keeps_given_rate_and_satisfies_constraints():
     # parallelogram: the other crank turns at the same rate, the coupler translates
     assert np.allclose(ini.V[model.body_index("B"), 3:], 0.0, atol=1e-12)
     assert ini.correction_max > 0 and "projected" in ini.report()
+    # the warning says what was kept and what changed (issue 16 item 15)
+    assert "J1 were kept exactly" in ini.report() and "other velocities were changed" in ini.report()
 
 
 def test_body_velocities_are_projected_mass_orthogonally():
@@ -70,3 +72,4 @@ def test_incompatible_rates_are_reported():
     spec = _with_rate(_with_rate(gen.fourbar(), "J1", 1.0), "J4", 3.0)
     ini = initial_state(build_model(spec))
     assert ini.rate_residual > 0.1 and "incompatible" in ini.report()
+    assert "were not all kept" in ini.report()

@@ -144,6 +144,13 @@ RULES = [
     (lambda d: (d["joints"][1].update(type="fixed"), d["joints"][1].pop("axis"),
                 d["forces"].append({"type": "joint-torque", "joint": "J2", "value": 1})),
      "forces[0].joint", "fixed joint"),
+    # run settings the file recommends (issue 16 item 6)
+    (lambda d: d.__setitem__("settings", []), "settings", "JSON object"),
+    (lambda d: d.__setitem__("settings", {"dt": 0}), "settings.dt", "must be > 0"),
+    (lambda d: d.__setitem__("settings", {"t_end": "long"}), "settings.t_end", "must be a number"),
+    (lambda d: d.__setitem__("settings", {"integrator": "euler"}), "settings.integrator", "unknown integrator"),
+    (lambda d: d.__setitem__("settings", {"dt": 2, "t_end": 1}), "settings.dt", "must not exceed"),
+    (lambda d: d.__setitem__("settings", {"rtol": -1e-8}), "settings.rtol", "must be > 0"),
     # topology
     (lambda d: d["bodies"].append({"name": "D", "mass": 1, "inertia": [1, 1, 1], "position": [5, 5, 0]}),
      "bodies[3]", "not connected to ground"),
