@@ -80,13 +80,19 @@ def _run_parser() -> argparse.ArgumentParser:
     names = sorted(REGISTRY)  # only what runs: PLANNED names are refused
     p.add_argument("--formulation", metavar="NAME", help=f"{', '.join(names)} [default per mechanism]")
     p.add_argument("--integrator", metavar="NAME",
-                   help="rk4, rk45, rk23, dop853, lsoda, radau, bdf; trapezoidal for index3")
-    p.add_argument("--dt", type=_float, default=config.DEFAULT_DT, metavar="S",
-                   help="fixed step, or output interval of adaptive integrators [%(default)s]")
-    p.add_argument("--t-end", type=_float, default=config.DEFAULT_T_END, metavar="S",
-                   help="simulated time [%(default)s]")
-    p.add_argument("--rtol", type=_float, default=config.DEFAULT_RTOL, metavar="X", help="[%(default)s]")
-    p.add_argument("--atol", type=_float, default=config.DEFAULT_ATOL, metavar="X", help="[%(default)s]")
+                   help="rk4, rk45, rk23, dop853, lsoda, radau, bdf; trapezoidal for index3 "
+                        "[the file's settings, else the formulation's: rk4, index3 trapezoidal]")
+    # dt, t-end, rtol, atol and the integrator default to the mechanism file's own
+    # "settings" where it has them (contract section 1), then to these
+    p.add_argument("--dt", type=_float, default=None, metavar="S",
+                   help=f"fixed step, or output interval of adaptive integrators "
+                        f"[the file's settings, else {config.DEFAULT_DT}]")
+    p.add_argument("--t-end", type=_float, default=None, metavar="S",
+                   help=f"simulated time [the file's settings, else {config.DEFAULT_T_END:g}]")
+    p.add_argument("--rtol", type=_float, default=None, metavar="X",
+                   help=f"[the file's settings, else {config.DEFAULT_RTOL}]")
+    p.add_argument("--atol", type=_float, default=None, metavar="X",
+                   help=f"[the file's settings, else {config.DEFAULT_ATOL}]")
     p.add_argument("--penalty", type=_float, default=config.DEFAULT_PENALTY, metavar="X",
                    help="index3 penalty factor alpha [%(default)s]")
     p.add_argument("--newton-iters", type=_int, default=config.DEFAULT_NEWTON_ITERS, metavar="N",
@@ -132,7 +138,7 @@ def cmd_run(argv: list[str]) -> int:
     from .errors import MechanismError, SettingsError, SimulationError
     from .formulations import PLANNED, REGISTRY
     from .results import CsvWriter
-    from .simulation import Settings, Simulation
+    from .simulation import Simulation, file_defaults
 
     try:
         model = _load(args.file)
@@ -143,9 +149,10 @@ def cmd_run(argv: list[str]) -> int:
             return _refuse(f"formulation {args.formulation!r} is not available in this version of "
                            f"Linkwork (available: {', '.join(REGISTRY)})")
         return _refuse(f"unknown formulation {args.formulation!r} (available: {', '.join(REGISTRY)})")
-    settings = Settings(
-        formulation=args.formulation, integrator=args.integrator, dt=args.dt, t_end=args.t_end,
-        rtol=args.rtol, atol=args.atol, penalty=args.penalty, newton_iters=args.newton_iters,
+    given = {k: getattr(args, k) for k in ("integrator", "dt", "t_end", "rtol", "atol")
+             if getattr(args, k) is not None}
+    settings = file_defaults(model, args.formulation).replace(
+        formulation=args.formulation, **given, penalty=args.penalty, newton_iters=args.newton_iters,
         newton_tol=args.newton_tol, threads=args.threads,
         projection=None if args.projection is None else args.projection == "on",
         baumgarte=tuple(args.baumgarte) if args.baumgarte else None,
@@ -202,10 +209,12 @@ def cmd_run(argv: list[str]) -> int:
                   file=sys.stderr)
         if ini is not None and ini.correction_max > 0 and not args.quiet:
             print(f"linkwork: {ini.report()}", file=sys.stderr)
+        _health_line(sim, args.quiet)
     except SimulationError as exc:
         if verbose:
             print("", file=sys.stderr)
         print(f"linkwork: {exc}", file=sys.stderr)
+        _health_line(sim, args.quiet)
         status = EXIT_FAILED
     except KeyboardInterrupt:
         print("\nlinkwork: interrupted; the rows computed so far are written", file=sys.stderr)
@@ -219,6 +228,17 @@ def cmd_run(argv: list[str]) -> int:
             except BrokenPipeError:
                 pass
     return status
+
+
+def _health_line(sim, quiet: bool) -> None:
+    """The run's health on one stderr line (also when stderr is not a terminal; never on
+    stdout, which carries the CSV): worst position violation, energy drift, closest
+    approach to a singular configuration, retries (engine/monitor.py)."""
+    if quiet or sim.monitor is None:
+        return
+    from .monitor import summary
+
+    print(f"linkwork: health: {summary(sim.stats)}", file=sys.stderr)
 
 
 def _info_text(model, topo) -> str:

@@ -11,6 +11,12 @@ Each integrator is a generator of ``(t, y)`` at the output instants
   formulation that projects restarts the solver from the projected state at
   each output instant.
 - ``trapezoidal``: the stepping formulations' own scheme (index-3).
+
+Retries (the pipeline's monitor, :mod:`engine.monitor`): each generator takes back,
+through ``send``, a refinement level for the output state it just yielded -- ``None``
+or 0 accepts it; ``level > 0`` redoes that output interval from the last accepted state
+with ``2**level`` sub-steps (rk4) or ``max_step = dt / 2**level`` (adaptive solvers)
+and yields the new state at the same instant.  Plain iteration accepts everything.
 """
 
 from __future__ import annotations
@@ -41,11 +47,25 @@ def output_times(dt: float, t_end: float) -> np.ndarray:
     return ts
 
 
-def _check(t: float, y: np.ndarray) -> None:
+#: what to try when a fixed-step or an adaptive run diverges (the user's next move)
+FIXED_STEP_ADVICE = ("try a smaller time step (dt) or an error-controlled integrator (rk45 or dop853), "
+                     "which follows fast motions by itself")
+ADAPTIVE_ADVICE = "try tighter tolerances (rtol, atol) or a smaller output interval (dt)"
+
+
+def _check(t: float, y: np.ndarray, advice: str = FIXED_STEP_ADVICE) -> None:
     if not np.all(np.isfinite(y)):
-        raise SimulationError(t, "the state became non-finite (the simulation diverged)")
+        raise SimulationError(t, f"the state became non-finite (the simulation diverged); {advice}")
     if np.abs(y).max(initial=0.0) > 1e12:
-        raise SimulationError(t, "the state exceeded 1e12 (the simulation diverged)")
+        raise SimulationError(t, f"the state exceeded 1e12 (the simulation diverged); {advice}")
+
+
+def _rk4_step(f, t, y, h):
+    k1 = f(t, y)
+    k2 = f(t + h / 2, y + h / 2 * k1)
+    k3 = f(t + h / 2, y + h / 2 * k2)
+    k4 = f(t + h, y + h * k3)
+    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
 def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], bool]) -> Iterator:
@@ -59,38 +79,67 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
     for k in range(1, len(ts)):
         if cancelled():
             return
-        t, h = ts[k - 1], ts[k] - ts[k - 1]
-        k1 = f(t, y)
-        k2 = f(t + h / 2, y + h / 2 * k1)
-        k3 = f(t + h / 2, y + h / 2 * k2)
-        k4 = f(t + h, y + h * k3)
-        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        y = form.post_step(ts[k], y)
-        if monitor is not None:
-            monitor(ts[k], y)
-        _check(ts[k], y)
-        yield ts[k], y
+        t0, t1 = ts[k - 1], ts[k]
+        level = 0
+        while True:
+            n = 1 << level
+            h = (t1 - t0) / n
+            yk = y
+            for i in range(n):
+                ti = t1 if i == n - 1 else t0 + (i + 1) * h
+                yk = form.post_step(ti, _rk4_step(f, t0 + i * h, yk, h))
+                if monitor is not None:
+                    monitor(ti, yk)
+            _check(t1, yk)
+            level = yield t1, yk
+            if not level:
+                break
+        y = yk
 
 
-def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step):
+def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step, max_step=np.inf):
     kwargs = {"rtol": rtol, "atol": atol}
     if first_step is not None and first_step > 0:
-        kwargs["first_step"] = min(first_step, t_bound - t0)
+        kwargs["first_step"] = min(first_step, t_bound - t0, max_step)
     try:
-        return cls(fun, t0, y, t_bound, **kwargs)
+        solver = cls(fun, t0, y, t_bound, **kwargs)
     except ValueError as exc:
         raise SimulationError(t0, f"{method}: {exc}") from None
+    solver.cap = max_step  # the monitor's bound on the step (retried intervals)
+    return solver
 
 
 def _advance(solver, form, method, bound):
-    """One accepted step (with the formulation's step bound, if any)."""
+    """One accepted step (with the formulation's step bound and the retry cap, if any)."""
+    cap = getattr(solver, "cap", np.inf)
     if bound is not None:
         hmax = bound(solver.t, solver.y)
-        solver.max_step = np.inf if hmax is None else hmax
+        solver.max_step = cap if hmax is None else min(hmax, cap)
+    elif cap < np.inf:
+        solver.max_step = cap
     msg = solver.step()
     if solver.status == "failed":
         raise SimulationError(solver.t, f"{method} failed: {msg}")
     return getattr(solver, "h_abs", None) or solver.step_size  # the solver's next proposal
+
+
+def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled):
+    """Integrate [t0, t1] landing exactly on t1 (the projecting formulations: projection
+    after every step near a singular configuration).  Returns (y(t1), next step) or None
+    when cancelled."""
+    solver = _make(cls, method, form.rhs, t0, y, t1, rtol, atol, h, cap)
+    while solver.status == "running":
+        if cancelled():
+            return None
+        h = _advance(solver, form, method, bound)
+        # explicit Runge-Kutta solvers restart cheaply: project after every step
+        # while a singular configuration is crossed (multistep and implicit ones
+        # would pay a cold start and a Jacobian each time)
+        if (form.projects and solver.status == "running" and method in RESTARTABLE
+                and getattr(form, "near_singular", False)):
+            yp = form.post_step(solver.t, solver.y)
+            solver = _make(cls, method, form.rhs, solver.t, yp, t1, rtol, atol, h, cap)
+    return solver.y, h
 
 
 def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: float, atol: float,
@@ -105,37 +154,55 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
         # projected state: no interpolation, and drift never outlives one interval.
         y, h = y0, None
         for k in range(1, len(ts)):
-            t0 = ts[k - 1]
-            solver = _make(cls, method, form.rhs, t0, y, ts[k], rtol, atol, h)
-            while solver.status == "running":
-                if cancelled():
+            t0, t1 = ts[k - 1], ts[k]
+            level = 0
+            while True:
+                cap = np.inf if not level else (t1 - t0) / (1 << level)
+                res = _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h if not level else cap, cap,
+                                cancelled)
+                if res is None:
                     return
-                h = _advance(solver, form, method, bound)
-                # explicit Runge-Kutta solvers restart cheaply: project after every step
-                # while a singular configuration is crossed (multistep and implicit ones
-                # would pay a cold start and a Jacobian each time)
-                if (solver.status == "running" and method in RESTARTABLE
-                        and getattr(form, "near_singular", False)):
-                    yp = form.post_step(solver.t, solver.y)
-                    solver = _make(cls, method, form.rhs, solver.t, yp, ts[k], rtol, atol, h)
-            y = form.post_step(ts[k], solver.y)
-            _check(ts[k], y)
-            yield ts[k], y
+                yk = form.post_step(t1, res[0])
+                _check(t1, yk, ADAPTIVE_ADVICE)
+                level = yield t1, yk
+                if not level:
+                    break
+            y, h = yk, res[1]
         return
-    # Otherwise one continuous integration, read at the output instants by dense output.
+    # Otherwise one continuous integration, read at the output instants by dense output;
+    # a retried interval is integrated on its own (capped steps) and the continuous
+    # integration restarts from its end.
     solver = _make(cls, method, form.rhs, 0.0, y0, t_end, rtol, atol, None)
+    dense, dense_t = None, None
+    y_prev = y0
+    h = None
     k = 1
     while k < len(ts):
-        if cancelled():
-            return
-        _advance(solver, form, method, bound)
-        tol_t = 1e-12 * max(1.0, abs(solver.t))
-        if ts[k] <= solver.t + tol_t or solver.status == "finished":
-            dense = solver.dense_output()
-            while k < len(ts) and (ts[k] <= solver.t + tol_t or solver.status == "finished"):
-                yk = solver.y.copy() if abs(ts[k] - solver.t) <= tol_t else dense(ts[k])
-                _check(ts[k], yk)
-                yield ts[k], yk
-                k += 1
-        if solver.status == "finished":
-            return
+        tol_t = 1e-12 * max(1.0, abs(ts[k]))
+        while solver.status == "running" and solver.t < ts[k] - tol_t:
+            if cancelled():
+                return
+            h = _advance(solver, form, method, bound)
+        if abs(ts[k] - solver.t) <= tol_t or solver.status == "finished" and solver.t <= ts[k]:
+            yk = solver.y.copy()
+        else:
+            if dense_t != solver.t:
+                dense, dense_t = solver.dense_output(), solver.t
+            yk = dense(ts[k])
+        _check(ts[k], yk, ADAPTIVE_ADVICE)
+        level = yield ts[k], yk
+        if level:
+            while level:
+                cap = (ts[k] - ts[k - 1]) / (1 << level)
+                res = _interval(cls, method, form, bound, ts[k - 1], y_prev, ts[k], rtol, atol, cap, cap,
+                                cancelled)
+                if res is None:
+                    return
+                yk = res[0]
+                _check(ts[k], yk, ADAPTIVE_ADVICE)
+                level = yield ts[k], yk
+            if k + 1 < len(ts):
+                solver = _make(cls, method, form.rhs, ts[k], yk, t_end, rtol, atol, h)
+                dense_t = None
+        y_prev = yk
+        k += 1

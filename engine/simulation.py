@@ -21,6 +21,7 @@ from .errors import SettingsError, SimulationError
 from .formulations import REGISTRY, default_formulation
 from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, rk4, scipy_ode
 from .model import Model
+from .monitor import Monitor
 from .results import Recorder
 
 
@@ -49,12 +50,35 @@ class Settings:
     #: index3: exact mass-orthogonal projections (one more matrix pass per step); False:
     #: the paper's penalised projections on the last Newton matrices
     exact_projections: bool = True
+    #: the branch and health monitor (engine/monitor.py): judge every output instant, retry
+    #: with smaller steps, stop with exit 3 instead of a wrong answer; False only to time
+    #: its cost (``linkwork bench --no-monitor``)
+    monitor: bool = True
 
     def replace(self, **changes) -> "Settings":
         return replace(self, **changes)
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def file_defaults(model: Model, formulation: str | None = None) -> Settings:
+    """The default settings for ``model``: :class:`Settings`' defaults, with the run
+    settings its file recommends (``settings`` in the mechanism file) in their place.
+
+    Options the user gives override these (``file_defaults(m).replace(dt=...)``).  A
+    recommended integrator is taken only where the formulation (``formulation`` or the
+    mechanism's default) accepts it: a file that asks for ``dop853`` leaves ``index3``
+    its own scheme."""
+    rec = dict(model.spec.settings)
+    if not rec:
+        return Settings()
+    integ = rec.pop("integrator", None)
+    if integ is not None:
+        name = formulation or default_formulation(model)
+        if name not in REGISTRY or integ not in REGISTRY[name].integrators:
+            integ = None
+    return Settings(integrator=integ, **rec)
 
 
 def resolve_settings(model: Model, settings: Settings) -> Settings:
@@ -127,6 +151,9 @@ class Simulation:
             numba.set_num_threads(min(self.settings.threads, numba.config.NUMBA_NUM_THREADS))
         self.formulation = REGISTRY[self.settings.formulation](model, self.settings)
         self.recorder = Recorder(model)
+        #: the pipeline's branch and health monitor (None: switched off)
+        self.monitor = (Monitor(model, self.formulation, self.recorder.columns, self.settings.t_end)
+                        if self.settings.monitor else None)
         self._cancel = threading.Event()
         self.stats: dict = {}
         self._y0 = None
@@ -166,8 +193,24 @@ class Simulation:
             for k in range(1, len(ts)):
                 if self._cancel.is_set():
                     return
-                y = form.step(ts[k - 1], y, ts[k] - ts[k - 1])
-                yield ts[k], y
+                t0, t1 = ts[k - 1], ts[k]
+                level = 0
+                while True:  # a retried interval (monitor): 2**level steps of the stepper
+                    n = 1 << level
+                    h = (t1 - t0) / n
+                    yk = y
+                    try:
+                        for i in range(n):
+                            yk = form.step(t0 + i * h, yk, h)
+                    except SimulationError as exc:
+                        if self.monitor is None:
+                            raise
+                        level = self.monitor.failed_evaluation(t1, exc)  # re-raises when none is left
+                        continue
+                    level = yield t1, yk
+                    if not level:
+                        break
+                y = yk
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set)
         else:
@@ -200,28 +243,58 @@ class Simulation:
             arr.setflags(write=False)
             rows = []
             wall = time.perf_counter() - t_wall0
-            self.stats = {"t": t_now, "rows": n_rows, "wall_time": wall, **form.stats()}
+            self.stats = {"t": t_now, "rows": n_rows, "wall_time": wall, **form.stats(),
+                          **({} if self.monitor is None else self.monitor.stats())}
             return ResultChunk(arr, cols, dict(self.stats))
 
+        mon = self.monitor
+        rec = self.recorder
         try:
             self.prepare()
-            for t, y in self._steps(self._y0):
+            steps = self._steps(self._y0)
+            t, y = next(steps)
+            while True:
                 t_now = float(t)
-                ev = form.evaluate(t, y)
-                rows.append(self.recorder.row(ev))
-                n_rows += 1
-                now = time.perf_counter()
-                if len(rows) >= chunk_rows or (max_interval is not None and now - last >= max_interval):
-                    last = now
-                    yield chunk()
-        except SimulationError:
+                level = 0
+                if mon is None:
+                    rows.append(rec.row(form.evaluate(t, y)))
+                else:
+                    # the monitor judges the row before it is kept; a rejected one is
+                    # recomputed with smaller steps (the recorder's continuity state is restored)
+                    saved = rec.state()
+                    try:
+                        row = rec.row(form.evaluate(t, y))
+                        level = mon.judge(t, row, rec)
+                    except SimulationError as exc:
+                        level = mon.failed_evaluation(t, exc)
+                    if level:
+                        rec.restore(saved)
+                    else:
+                        rows.append(row)
+                if not level:
+                    n_rows += 1
+                    now = time.perf_counter()
+                    if len(rows) >= chunk_rows or (max_interval is not None and now - last >= max_interval):
+                        last = now
+                        yield chunk()
+                try:
+                    t, y = steps.send(level)
+                except StopIteration:
+                    break
+        except SimulationError as exc:
+            if mon is not None:
+                mon.log("failed", exc.t, exc.reason)
             if rows:
                 yield chunk()
             raise
         except (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError) as exc:
+            if mon is not None:
+                mon.log("failed", t_now, f"numerical failure: {exc}")
             if rows:
                 yield chunk()
             raise SimulationError(t_now, f"numerical failure: {exc}") from exc
+        if mon is not None:
+            mon.log("cancelled" if self._cancel.is_set() else "finished", t_now, "")
         if rows:
             yield chunk()
         self.stats["cancelled"] = self._cancel.is_set()

@@ -11,6 +11,7 @@ them is :func:`engine.simulation.resolve_settings`'s job.
 from __future__ import annotations
 
 import os
+import re
 import typing
 from dataclasses import dataclass, fields
 
@@ -18,7 +19,7 @@ from engine import formulations as _forms
 from engine.errors import SettingsError
 from engine.integrators import SCIPY_METHODS
 from engine.model import Model
-from engine.simulation import Settings, resolve_settings
+from engine.simulation import Settings, file_defaults, resolve_settings
 
 from .events import Event
 
@@ -74,6 +75,18 @@ KNOWN_PARAMETERS = {
                                        "projections, which reuse the Newton matrices and leave a residual"),
 }
 
+#: the solver panel's names of the settings every formulation has (its row labels, and the
+#: words a refusal uses instead of the command line's flags)
+FIELD_LABELS = {
+    "formulation": "Formulation",
+    "integrator": "Integrator",
+    "dt": "Step dt",
+    "t_end": "End time",
+    "rtol": "Relative tolerance",
+    "atol": "Absolute tolerance",
+    "threads": "Threads",
+}
+
 INTEGRATOR_TITLES = {
     "rk4": "RK4 (fixed step)",
     "rk45": "RK45 (Dormand–Prince, adaptive)",
@@ -108,6 +121,43 @@ def parameter_info(name: str) -> ParameterInfo:
     else:
         kind = "float"
     return ParameterInfo(name, label, kind)
+
+
+def field_label(name: str) -> str:
+    """The panel's name of Settings field ``name`` ("t_end" -> "End time")."""
+    if name in FIELD_LABELS:
+        return FIELD_LABELS[name]
+    try:
+        return parameter_info(name).label
+    except KeyError:
+        return name.replace("_", " ")
+
+
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
+_STEP_OVER_END = re.compile(r"^--dt \(([^)]*)\) must not exceed --t-end \(([^)]*)\)$")
+_TOO_MANY_ROWS = re.compile(r"^--t-end / --dt exceeds ([0-9.e+]+) output rows$")
+_FIELD_FIRST = re.compile(r"^([a-z][a-z0-9_]*) (must .*)$")
+
+
+def panel_wording(reason: str) -> str:
+    """An engine refusal of the settings in the solver panel's words.
+
+    :func:`engine.simulation.resolve_settings` speaks the command line's language
+    ("--dt (5) must not exceed --t-end (1)"); the panel has no flags, so the flags
+    become the names of its rows, and the common cases say what to change.
+    """
+    m = _STEP_OVER_END.match(reason)
+    if m:
+        return f"{FIELD_LABELS['dt']} ({m.group(1)} s) is longer than the end time ({m.group(2)} s)."
+    m = _TOO_MANY_ROWS.match(reason)
+    if m:
+        return (f"{FIELD_LABELS['t_end']} / {FIELD_LABELS['dt'].lower()} gives more than {m.group(1)} output "
+                "rows: lengthen the step or shorten the end time.")
+    m = _FIELD_FIRST.match(reason)
+    if m and m.group(1) in {f.name for f in fields(Settings)}:
+        reason = f"{field_label(m.group(1))} {m.group(2)}"
+    text = _FLAG.sub(lambda f: field_label(f.group(1).replace("-", "_")), reason)
+    return text[:1].upper() + text[1:]
 
 
 def is_adaptive(integrator: str | None) -> bool:
@@ -211,22 +261,26 @@ class SolverModel:
             integ = s.integrator
             if reset or cls is None or integ not in cls.integrators:
                 integ = cls.default_integrator if cls is not None else None
+            if reset:  # the file's own run settings where it has them (engine.simulation.file_defaults)
+                rec = file_defaults(model, name)
+                integ = rec.integrator or integ
+                t_end = dict(model.spec.settings).get("t_end", default_t_end(model))
+                s = s.replace(t_end=t_end, dt=rec.dt, rtol=rec.rtol, atol=rec.atol)
             s = s.replace(formulation=name, integrator=integ)
-            if reset:
-                s = s.replace(t_end=default_t_end(model), dt=Settings().dt)
         if s != self._settings:
             self._settings = s
         # formulation availability depends on the model: always tell the views
         self.changed.emit(self._settings)
 
     def resolved(self) -> tuple[Settings | None, str]:
-        """(resolved settings, "") or (None, the engine's reason they cannot be used)."""
+        """(resolved settings, "") or (None, the engine's reason they cannot be used, in the
+        panel's words: :func:`panel_wording`)."""
         if self._model is None:
             return None, "the mechanism is not valid"
         try:
             s = resolve_settings(self._model, self._settings)
         except SettingsError as exc:
-            return None, str(exc)
+            return None, panel_wording(str(exc))
         if s.threads is None:
             s = s.replace(threads=automatic_threads())
         return s, ""
