@@ -18,8 +18,10 @@ Studies (docs/studies.md):
   the 128- and 1024-link chains (Newton vs projections).
 
 Each study writes PNG plots, ``results.json`` and a Markdown report
-(``<out>/<name>.md``, images in ``<out>/<name>/``).  The default ``--out`` is the
-checkout's ``docs/studies``.  Plots need matplotlib (``pip install -e .[bench]``).
+(``<out>/<name>.md``, images in ``<out>/<name>/``).  The default ``--out`` is
+``linkwork-studies/`` in the current folder: a study never writes into the
+checkout's committed ``docs/studies`` unless asked (``--out docs/studies``
+regenerates them).  Plots need matplotlib (``pip install -e .[bench]``).
 
 Timing: a run's wall time covers the integration alone (``Simulation.states``);
 the output rows are evaluated afterwards.  Each timed run is repeated
@@ -535,9 +537,8 @@ STUDIES = {
 }
 
 
-def _default_out() -> Path:
-    root = Path(__file__).resolve().parent.parent
-    return root / "docs" / "studies" if (root / "docs").is_dir() else Path.cwd() / "studies"
+#: where a study writes when no ``--out`` is given (relative to the current folder)
+DEFAULT_OUT = Path("linkwork-studies")
 
 
 def _jsonable(obj):
@@ -559,7 +560,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="linkwork study", description=__doc__.split("\n\n")[0])
     p.add_argument("name", choices=sorted(STUDIES) + ["list"], help="the study, or 'list'")
-    p.add_argument("--out", type=Path, default=None, help="output folder [docs/studies of the checkout]")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                   help="output folder [%(default)s/ in the current folder; --out docs/studies regenerates the "
+                        "committed studies]")
     p.add_argument("--quick", action="store_true", help="2 s and two tolerances: a smoke test, not the study")
     p.add_argument("--repeat", type=int, default=3, help="timed repetitions per run, best kept [%(default)s]")
     args = p.parse_args(argv)
@@ -571,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
         print("linkwork study: --repeat must be at least 1", file=sys.stderr)
         return 2
     numba.set_num_threads(1)
-    out = args.out or _default_out()
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
     fn, _ = STUDIES[args.name]
     t0 = time.perf_counter()

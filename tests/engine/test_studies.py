@@ -53,3 +53,18 @@ def test_index3_quick(tmp_path):
         assert f"](index3/{png}.png)" in report
     assert "Quick run" in report and "## Timing" in report and "## Scaling" in report
     assert json.loads((tmp_path / "index3" / "results.json").read_text())["study"] == "index3"
+
+
+@pytest.mark.slow
+def test_study_without_out_writes_to_the_current_folder_not_the_checkout(tmp_path, monkeypatch):
+    """Issue 16 item 18: the default wrote into the checkout's tracked docs/studies."""
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parents[2] / "docs" / "studies" / "dca-drift.md"
+    before = committed.read_bytes() if committed.exists() else None
+    monkeypatch.chdir(tmp_path)
+    assert main(["study", "dca-drift", "--quick"]) == 0
+    assert (tmp_path / "linkwork-studies" / "dca-drift.md").is_file()
+    assert (tmp_path / "linkwork-studies" / "dca-drift" / "results.json").is_file()
+    if before is not None:
+        assert committed.read_bytes() == before
