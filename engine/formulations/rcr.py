@@ -45,8 +45,7 @@ from ..kinematics import (
 from ..model import Model
 from . import rcr_kernels as K
 from .base import Evaluation, Formulation, check_consistent
-from ..kinematics import subtree_sums
-from .dense import _body_terms, _crba, _loop_rows, _project_columns, reactions_from_multipliers
+from .dense import reactions_from_multipliers
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
 #: makes the monitor look for a better partition
@@ -128,22 +127,106 @@ def loop_structure(model: Model):
     return lca, paths, clusters
 
 
-def _numeric_loop_jacobian(model: Model, q: np.ndarray):
-    """(K over all tree speeds, joint-space mass matrix) at q, from dense's kernels
-    (used only when a partition is chosen, never in the step)."""
+def _cut_rows_of(model: Model):
+    """(first cut row of each joint, cut joint of each cut row)."""
     m = model
-    mk = kin_arrays(m)
-    x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
-    S = np.zeros((m.nv, 6))
-    fk_positions(mk, q, x, R, P)
-    motion_subspace(mk, q, R, S)
+    row_adr = np.zeros(m.nj, dtype=np.int64)
+    row_joint = []
+    r = 0
+    for j in range(m.nb, m.nj):
+        row_adr[j] = r
+        row_joint += [j] * int(m.nc_j[j])
+        r += int(m.nc_j[j])
+    return row_adr, np.asarray(row_joint, dtype=np.int64)
+
+
+def _layout(model: Model, structure, choice):
+    """The kernels' layout tuple for ``choice``: per cluster (blocks, independent speeds),
+    a block being (cut rows, path columns, dependent columns)."""
+    m = model
+    lca, paths, clusters = structure
+    row_adr, row_joint = _cut_rows_of(m)
+    body_cl = np.full(m.nb, -1, dtype=np.int64)
+    cl_base, cl_first, cl_bstart, cl_bodies = [], [], [0], []
+    cl_istart, ind_cols, cl_kstart = [0], [], [0]
+    blk_rstart, blk_rows, blk_cstart, blk_cols, blk_dstart, blk_dep = [0], [], [0], [], [0], []
+    blk_kofs, blk_qofs = [0], [0]
+    for ci, (loops, (blocks, indep)) in enumerate(zip(clusters, choice)):
+        bodies = sorted(set(i for l in loops for i in paths[l]))
+        for i in bodies:
+            body_cl[i] = ci
+        cl_base.append(int(m.parent[bodies[0]]) if bodies else -1)
+        cl_first.append(bodies[0] if bodies else -1)
+        cl_bodies += bodies
+        cl_bstart.append(len(cl_bodies))
+        ind_cols += sorted(indep)
+        cl_istart.append(len(ind_cols))
+        for rows, cols, dep in blocks:
+            blk_rows += rows
+            blk_rstart.append(len(blk_rows))
+            blk_cols += cols
+            blk_cstart.append(len(blk_cols))
+            pos = {c: k for k, c in enumerate(cols)}
+            blk_dep += [pos[c] for c in dep]
+            blk_dstart.append(len(blk_dep))
+            blk_kofs.append(blk_kofs[-1] + len(rows) * len(cols))
+            blk_qofs.append(blk_qofs[-1] + len(rows) * len(dep))
+        cl_kstart.append(len(blk_rstart) - 1)
+    col_joint = np.zeros(m.nv, dtype=np.int64)
+    for i in range(m.nb):
+        col_joint[m.v_adr[i]:m.v_adr[i] + m.nv_j[i]] = i
+    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    return (body_cl, i64(cl_base), i64(cl_first), i64(cl_bstart), i64(cl_bodies), i64(cl_istart), i64(ind_cols),
+            i64(cl_kstart), i64(blk_rstart), i64(blk_rows), i64(blk_cstart), i64(blk_cols), i64(blk_dstart),
+            i64(blk_dep), i64(blk_kofs), i64(blk_qofs), row_joint, row_adr, lca, col_joint)
+
+
+def _cols_of(model: Model, bodies):
+    return [c for i in bodies for c in range(model.v_adr[i], model.v_adr[i] + model.nv_j[i])]
+
+
+def _rows_of(model: Model, row_adr, l):
+    j = model.nb + l
+    return list(range(int(row_adr[j]), int(row_adr[j]) + int(model.nc_j[j])))
+
+
+def _numeric_loop_jacobian(model: Model, q: np.ndarray, structure):
+    """(K over all tree speeds, joint-space mass matrix) at q, from rcr's own kernels:
+    every loop as a block with no dependent speeds fills K; the mass matrix is the
+    composite-rigid-body sum about the origin (used only when a partition is chosen,
+    never in the step)."""
+    m = model
+    lca, paths, clusters = structure
+    row_adr, _ = _cut_rows_of(m)
+    choice = [([(_rows_of(m, row_adr, l), _cols_of(m, paths[l]), []) for l in loops], []) for loops in clusters]
+    lx = _layout(m, structure, choice)
     ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
+    x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
+    S, S6 = np.zeros((m.nv, 6)), np.zeros((m.nv, 6))
+    Kval = np.zeros(max(int(lx[14][-1]), 1))
+    K._positions_and_blocks(kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, q, x, R, P, S, S6, np.zeros((m.nb, 6)),
+                            np.zeros((ncr, 6)), np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv), Kval,
+                            np.zeros(1), np.zeros(2), np.zeros(m.nv, dtype=np.int64))
     Kmat = np.zeros((ncr, m.nv))
-    V = np.zeros((m.nb, 6))
-    _loop_rows(con_arrays(m), m.parent, m.v_adr, m.nv_j, m.nb, x, R, V, P, S, np.zeros((m.nb, 6)), Kmat,
-               np.zeros(ncr), np.zeros(ncr), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6))
+    rstart, rows, cstart, cols, kofs = lx[8], lx[9], lx[10], lx[11], lx[14]
+    for b in range(rstart.shape[0] - 1):
+        rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
+        Kmat[np.ix_(rr, cc)] = Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
+    I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
+    K._body_terms(m.mass, m.inertia, x, R, np.zeros((m.nb, 6)), np.zeros((m.nb, 6)), I6, p6)
+    for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
+        if m.parent[i] >= 0:
+            I6[m.parent[i]] += I6[i]
     M = np.zeros((m.nv, m.nv))
-    _crba(m.parent, m.mass, m.inertia, R, x, P, S, m.v_adr, m.nv_j, M)
+    for i in range(m.nb):
+        ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
+        F = I6[i] @ S6[ci].T  # (6, n_i)
+        j = i
+        while j >= 0:
+            cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
+            M[cj, ci] = S6[cj] @ F
+            M[ci, cj] = M[cj, ci].T
+            j = int(m.parent[j])
     return Kmat, M
 
 
@@ -166,56 +249,30 @@ def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
     not yet claimed by an earlier loop is factorised by column-pivoted QR; its rank
     ``r_l`` leading columns become the loop's dependent speeds, the rest independent
     (so the blocks are triangular: a loop's dependent speeds depend only on earlier
-    ones).  If the unclaimed speeds cannot satisfy the loop's rows (rank drop), the
-    cluster is factorised as one block instead.
+    ones).  The loops are tried forward and backward; if neither order gives every
+    block a conditioning of at least SWITCH_RTOL (or a loop's rows cannot be satisfied
+    by its unclaimed speeds), the cluster is factorised as one block when that is
+    better conditioned.
     """
     m = model
-    lca, paths, clusters = structure or loop_structure(m)
-    Kmat, M = _numeric_loop_jacobian(m, q)
+    structure = structure or loop_structure(m)
+    lca, paths, clusters = structure
+    Kmat, M = _numeric_loop_jacobian(m, q, structure)
     colscale = 1.0 / np.sqrt(np.maximum(np.diag(M), 1e-300)) if m.nv else np.zeros(0)
     Ks = Kmat * colscale[None, :] if Kmat.size else Kmat
-    row_adr = np.zeros(m.nj, dtype=np.int64)
-    row_joint = []
-    r = 0
-    for j in range(m.nb, m.nj):
-        row_adr[j] = r
-        row_joint += [j] * int(m.nc_j[j])
-        r += int(m.nc_j[j])
+    row_adr, _ = _cut_rows_of(m)
     scale = float(np.abs(Ks).max()) if Ks.size else 1.0
-
-    def cols_of(bodies):
-        return [c for i in bodies for c in range(m.v_adr[i], m.v_adr[i] + m.nv_j[i])]
-
-    body_cl = np.full(m.nb, -1, dtype=np.int64)
-    cl_base, cl_first, cl_bstart, cl_bodies = [], [], [0], []
-    cl_istart, ind_cols, cl_kstart = [0], [], [0]
-    blk_rstart, blk_rows, blk_cstart, blk_cols, blk_dstart, blk_dep = [0], [], [0], [], [0], []
-    blk_kofs, blk_qofs = [0], [0]
     merged = 0
-    conds = []
-    for ci, loops in enumerate(clusters):
-        bodies = sorted(set(i for l in loops for i in paths[l]))
-        if not bodies:  # loops closing on one body or on ground only: rows on no speed
-            bodies_cols = []
-        for i in bodies:
-            body_cl[i] = ci
-        first = bodies[0] if bodies else 0
-        cl_base.append(int(m.parent[first]) if bodies else -1)
-        cl_first.append(first if bodies else -1)
-        cl_bodies += bodies
-        cl_bstart.append(len(cl_bodies))
-        bodies_cols = cols_of(bodies)
-
-        def rows_of(l):
-            j = m.nb + l
-            return list(range(row_adr[j], row_adr[j] + int(m.nc_j[j])))
+    choice = []
+    for loops in clusters:
+        bodies_cols = _cols_of(m, sorted(set(i for l in loops for i in paths[l])))
 
         def greedy(order):
             """Loop after loop; None if a loop's unclaimed speeds cannot satisfy its rows."""
             blocks, claimed, indep = [], set(), []
             for l in order:
-                rows = rows_of(l)
-                cols = cols_of(paths[l])
+                rows = _rows_of(m, row_adr, l)
+                cols = _cols_of(m, paths[l])
                 free = [c for c in cols if c not in claimed]
                 A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
                 r_all = _rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
@@ -233,7 +290,7 @@ def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
             return blocks, indep
 
         def merged_block():
-            rows = [rr for l in sorted(loops) for rr in rows_of(l)]
+            rows = [rr for l in sorted(loops) for rr in _rows_of(m, row_adr, l)]
             cols = bodies_cols
             A = Ks[np.ix_(rows, cols)]
             r_all = _rank(np.linalg.svd(A, compute_uv=False), scale) if A.size else 0
@@ -244,62 +301,38 @@ def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
         def worst(blocks):
             return min((_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep), default=1.0)
 
-        # candidates in order of preference: loop after loop (forward, then backward:
-        # linear cost), else the cluster as one block (pivoted QR over all its rows);
-        # the first one whose blocks are all well conditioned wins, else the best
         candidates = [c for c in (greedy(sorted(loops)), greedy(sorted(loops, reverse=True))) if c is not None]
         best = None
         for cand in candidates:
             wc = worst(cand[0])
             if wc >= SWITCH_RTOL:
-                best = cand
+                best = (*cand, wc)
                 break
             if best is None or wc > best[2]:
                 best = (*cand, wc)
-        if best is None or len(best) == 3:
+        if best is None or best[2] < SWITCH_RTOL:
             mb = merged_block()
-            if best is None or worst(mb[0]) > best[2]:
+            wm = worst(mb[0])
+            if best is None or wm > best[2]:
                 merged += 1
-                best = mb
-        blocks, indep = best[0], best[1]
-        # speeds of the cluster's bodies on no loop path cannot exist (bodies = path union)
-        ind_cols += sorted(indep)
-        cl_istart.append(len(ind_cols))
-        for rows, cols, dep in blocks:
-            blk_rows += rows
-            blk_rstart.append(len(blk_rows))
-            blk_cols += cols
-            blk_cstart.append(len(blk_cols))
-            pos = {c: k for k, c in enumerate(cols)}
-            blk_dep += [pos[c] for c in dep]
-            blk_dstart.append(len(blk_dep))
-            blk_kofs.append(blk_kofs[-1] + len(rows) * len(cols))
-            blk_qofs.append(blk_qofs[-1] + len(rows) * len(dep))
-            if dep:
-                conds.append(_cond(Ks[np.ix_(rows, dep)]))
-        cl_kstart.append(len(blk_rstart) - 1)
-    col_joint = np.zeros(m.nv, dtype=np.int64)
-    for i in range(m.nb):
-        col_joint[m.v_adr[i]:m.v_adr[i] + m.nv_j[i]] = i
-    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    lx = (body_cl, i64(cl_base), i64(cl_first), i64(cl_bstart), i64(cl_bodies), i64(cl_istart), i64(ind_cols),
-          i64(cl_kstart), i64(blk_rstart), i64(blk_rows), i64(blk_cstart), i64(blk_cols), i64(blk_dstart),
-          i64(blk_dep), i64(blk_kofs), i64(blk_qofs), i64(row_joint), row_adr, lca, col_joint)
-    dep_global = np.array(sorted(blk_cols[blk_cstart[b] + blk_dep[k]]
-                                 for b in range(len(blk_rstart) - 1)
-                                 for k in range(blk_dstart[b], blk_dstart[b + 1])), dtype=np.int64)
-    d = np.diff(cl_istart)
-    return Partition(lx=lx, colscale=colscale, independent=i64(ind_cols), dependent=dep_global,
-                     conditioning=min(conds) if conds else 1.0, n_blocks=len(blk_rstart) - 1, merged=merged,
-                     dmax=int(d.max()) if d.size else 0, nq_tot=blk_qofs[-1], nk_tot=blk_kofs[-1],
-                     ndep=len(blk_dep))
+                best = (*mb, wm)
+        choice.append((best[0], best[1]))
+    lx = _layout(m, structure, choice)
+    blocks = [b for blk, _ in choice for b in blk]
+    conds = [_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep]
+    dep_global = np.array(sorted(c for _, _, dep in blocks for c in dep), dtype=np.int64)
+    d = np.diff(lx[5])
+    return Partition(lx=lx, colscale=colscale, independent=lx[6], dependent=dep_global,
+                     conditioning=min(conds) if conds else 1.0, n_blocks=len(blocks), merged=merged,
+                     dmax=int(d.max()) if d.size else 0, nq_tot=int(lx[15][-1]), nk_tot=int(lx[14][-1]),
+                     ndep=int(lx[12][-1]))
 
 
-def loop_singularity(model: Model, q: np.ndarray) -> float:
+def loop_singularity(model: Model, q: np.ndarray, structure=None) -> float:
     """The mobility measure of the loops at q: the smallest singular value of the
     mass-whitened loop Jacobian that is not a redundancy, over the largest (dense's
     measure; 1 without loops).  Small for every choice of independent speeds."""
-    Kmat, M = _numeric_loop_jacobian(model, q)
+    Kmat, M = _numeric_loop_jacobian(model, q, structure or loop_structure(model))
     if not Kmat.size:
         return 1.0
     L = np.linalg.cholesky(M)
@@ -417,14 +450,14 @@ class RCRFormulation(Formulation):
 
     def _solve(self, t, q, v):
         m, p = self.model, self.part
-        ok, cond = K.evaluate(
+        self.block_conditioning = self._positions(q)
+        ok = K.dynamics(
             self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree, self.cut_spring,
-            q, v, self.x, self.R, self.P, self.S, self.S6, self.V0, self.V, self.c, self.Ab, self.Ao, self.co,
+            q, v, self.x, self.R, self.P, self.S, self.S6, self.V, self.c, self.Ab, self.Ao, self.co,
             self.Fext, self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi, self.gam, self.zero_rows,
-            p.colscale, self.Kval, self.Qf, self.tau, self.pos, self.w, self.I6, self.p6, self.N, self.g, self.Gam,
+            p.colscale, self.Kval, self.Qf, self.tau, self.w, self.I6, self.p6, self.N, self.g, self.Gam,
             self.beta, self.U, self.Dl, self.u, self.Ucl, self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6,
             self.zero_v)
-        self.block_conditioning = cond
         if not ok or not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all()):
             raise SingularSystemError(t, "the reduced mass matrix of a loop cluster is singular "
                                          "(independent speeds no longer valid)")
@@ -454,10 +487,16 @@ class RCRFormulation(Formulation):
         normalize_quaternions(self.mk, q)
         if not self.ncr:
             return y
-        it, res, cond = K.close_positions(
-            self.mk, self.ca, p.lx, m.nb, m.nv_j, q, self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA,
-            self.GB, self.g0, self.phi, p.colscale, self.Kval, self.Qf, self.tau, self.pos, self.w, self.dq,
-            config.PROJECTION_TOL, config.PROJECTION_MAX_ITER)
+        rhs = np.zeros(self.ncr)
+        it = 0
+        while True:  # Newton on Phi(q) = 0 for the dependent coordinates
+            cond = self._positions(q)
+            tol = config.PROJECTION_TOL if it < config.PROJECTION_MAX_ITER else np.inf
+            res = K.newton_step(self.mk, p.lx, m.nb, m.nv_j, q, self.phi, p.colscale, self.Kval, self.Qf, self.tau,
+                                self.w, self.dq, rhs, tol)
+            if res <= tol:
+                break
+            it += 1
         normalize_quaternions(self.mk, q)
         self.block_conditioning = cond
         if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
@@ -488,7 +527,7 @@ class RCRFormulation(Formulation):
         the independent speeds at this state; the state layout is unchanged."""
         m = self.model
         q = y[: m.nq]
-        s = loop_singularity(m, q)
+        s = loop_singularity(m, q, self.structure)
         prev = self._sing_prev
         self._sing_prev = (t, s)
         # a crossing: the mobility measure small and, at its current rate, gone within
@@ -512,6 +551,17 @@ class RCRFormulation(Formulation):
             if close:
                 y = self._close(t, y)
         return y
+
+    remedy = ("rcr stops where the loops reach a singular configuration (a change of mobility); the dense "
+              "formulation crosses such configurations (--formulation dense).")
+
+    def health(self) -> dict:
+        """For the pipeline's monitor (:mod:`engine.monitor`): the conditioning of the
+        closure rows the partition keeps -- the smallest ``min |R_ii| / max |R_ii|`` of the
+        scaled dependent blocks at the last evaluation (1.0 without loops).  A dead point
+        of the current partition shows here before the partition is switched; the
+        mobility measure itself is :func:`loop_singularity`."""
+        return {"loop_conditioning": float(self.block_conditioning) if self.ncr else 1.0}
 
     def stats(self) -> dict:
         out = {"rhs_evaluations": self.nfev}
@@ -540,19 +590,25 @@ class RCRFormulation(Formulation):
     def _reactions(self, A) -> np.ndarray:
         """Joint wrenches at an output instant.  Coordinate reduction never forms the
         multipliers; they follow from the generalized forces the accelerations leave
-        unbalanced, ``K^T lam = -(M vdot + h)`` (one RNEA pass and a least-squares solve,
-        minimum-norm where closure rows are redundant, as in ``dense``)."""
-        m = self.model
+        unbalanced, ``K^T lam = -(M vdot + h)`` (one inverse-dynamics sum about the
+        origin and a least-squares solve, minimum-norm where closure rows are
+        redundant, as in ``dense``; K scattered from this evaluation's loop blocks).
+        Output instants only, never in the step."""
+        m, lx = self.model, self.part.lx
         lam = np.zeros(self.ncr)
         if self.ncr:
-            Fbody, fj, tau = np.zeros((m.nb, 6)), np.zeros((m.nb, 6)), np.zeros(m.nv)
-            _body_terms(m.mass, m.inertia, self.R, self.V, A, self.Fext, Fbody)
-            subtree_sums(m.parent, self.x, self.P, Fbody, fj)
-            _project_columns(m.nb, m.v_adr, m.nv_j, self.S, fj, tau)
+            I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
+            K._body_terms(m.mass, m.inertia, self.x, self.R, self.V, self.Fext, I6, p6)
+            F = np.einsum("kij,kj->ki", I6, self.a) + p6  # wrench each body needs beyond the applied
+            for i in range(m.nb - 1, 0, -1):  # subtree sums: about the origin, plain sums
+                if m.parent[i] >= 0:
+                    F[m.parent[i]] += F[i]
+            tau = np.einsum("ck,ck->c", self.S6, F[lx[19]]) if m.nv else np.zeros(0)
             Kmat = np.zeros((self.ncr, m.nv))
-            _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V0, self.P, self.S,
-                       np.zeros((m.nb, 6)), Kmat, np.zeros(self.ncr), np.zeros(self.ncr), np.zeros((6, 6)),
-                       np.zeros((6, 6)), np.zeros(6))
+            rstart, rows, cstart, cols, kofs = lx[8], lx[9], lx[10], lx[11], lx[14]
+            for b in range(rstart.shape[0] - 1):
+                rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
+                Kmat[np.ix_(rr, cc)] = self.Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
             lam = np.linalg.lstsq(Kmat.T, -tau, rcond=config.RANK_RTOL)[0]
         return reactions_from_multipliers(m, self.ca, self.x, self.R, self.V, self.P, A, self.Fext, lam)
 

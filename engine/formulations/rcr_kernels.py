@@ -529,17 +529,15 @@ def _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u
 
 
 @njit(cache=True, nogil=True)
-def evaluate(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, x, R, P, S, S6, V0,
-             V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, pos, w,
+def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, x, R, P, S, S6,
+             V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w,
              I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, v, vdot, t6, zero_v):
-    """One RCR right-hand side (docs/rcr.md): closure, kinematics, loop maps, the
-    recursive triangularisation and forward substitution.  Returns (ok, the smallest
-    block conditioning)."""
+    """The rest of one RCR right-hand side after :func:`_positions_and_blocks` (docs/rcr.md):
+    velocity closure, kinematics, loop maps, the recursive triangularisation and forward
+    substitution.  Returns False if a cluster's reduced inertia is not positive definite."""
     parent, v_adr, pred, succ = mk[0], mk[3], mk[4], mk[5]
     nb = parent.shape[0]
     nj = pred.shape[0]
-    cond = _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval,
-                                 Qf, tau, pos)
     for k in range(v.shape[0]):
         v[k] = v_in[k]
     _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w)  # eq. (34)
@@ -572,59 +570,48 @@ def evaluate(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut
             _solve_blocks(lx, cl, Kval, Qf, tau, colscale, col, zero_rows, w)
         _cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, N, g, Gam, beta)
     _body_terms(mass, inertia, x, R, V, Fext, I6, p6)
-    ok = _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot,
-                   t6)
-    return ok, cond
+    return _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot,
+                     t6)
 
 
 @njit(cache=True, nogil=True)
-def close_positions(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf, tau, pos,
-                    w, dq, tol, max_iter):
-    """Item 4 of issue 18: restore the dependent coordinates from the independent ones
-    by Newton on the loop equations (Phi(q) = 0, the same blocks and factors as eq. 34).
-    Returns (iterations, final largest |Phi|, smallest block conditioning)."""
+def newton_step(mk, lx, nb, nv_j, q, phi, colscale, Kval, Qf, tau, w, dq, rhs, tol):
+    """One Newton step on the loop equations (issue 18 item 4): the dependent coordinates'
+    increment from ``K_D dq_D = -Phi - K_I 0`` with the blocks and factors of eq. (34),
+    applied to q (spherical joints: the increment as a rotation in the predecessor's
+    frame); none if the largest |Phi| is already at most ``tol``.  Returns that |Phi|."""
     jtype, q_adr, v_adr = mk[1], mk[2], mk[3]
     ncl = lx[1].shape[0]
-    cl_istart, ind_cols = lx[5], lx[6]
-    ncr = phi.shape[0]
-    it = 0
     res = 0.0
-    cond = 1.0
-    rhs = np.empty(ncr)
+    for r in range(phi.shape[0]):
+        res = max(res, abs(phi[r]))
+        rhs[r] = -phi[r]
+    if res <= tol:
+        return res
+    for k in range(dq.shape[0]):
+        dq[k] = 0.0
+    for cl in range(ncl):
+        _solve_blocks(lx, cl, Kval, Qf, tau, colscale, dq, rhs, w)
     qa = np.empty(4)
     qb = np.empty(4)
-    while True:
-        cond = _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale,
-                                     Kval, Qf, tau, pos)
-        res = 0.0
-        for r in range(ncr):
-            res = max(res, abs(phi[r]))
-            rhs[r] = -phi[r]
-        if res <= tol or it >= max_iter:
-            break
-        it += 1
-        for k in range(dq.shape[0]):
-            dq[k] = 0.0
-        for cl in range(ncl):
-            _solve_blocks(lx, cl, Kval, Qf, tau, colscale, dq, rhs, w)
-        for i in range(nb):
-            n = nv_j[i]
-            if n == 0:
-                continue
-            qi, vi = q_adr[i], v_adr[i]
-            if jtype[i] == SPHERICAL:
-                w0, w1, w2 = dq[vi], dq[vi + 1], dq[vi + 2]
-                ang = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
-                if ang > 0.0:
-                    sa = np.sin(0.5 * ang) / ang
-                    qa[0] = np.cos(0.5 * ang)
-                    qa[1] = sa * w0
-                    qa[2] = sa * w1
-                    qa[3] = sa * w2
-                    for k in range(4):
-                        qb[k] = q[qi + k]
-                    quat_mul(qa, qb, q[qi:qi + 4])
-            else:
-                for k in range(n):
-                    q[qi + k] += dq[vi + k]
-    return it, res, cond
+    for i in range(nb):
+        n = nv_j[i]
+        if n == 0:
+            continue
+        qi, vi = q_adr[i], v_adr[i]
+        if jtype[i] == SPHERICAL:
+            w0, w1, w2 = dq[vi], dq[vi + 1], dq[vi + 2]
+            ang = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+            if ang > 0.0:
+                sa = np.sin(0.5 * ang) / ang
+                qa[0] = np.cos(0.5 * ang)
+                qa[1] = sa * w0
+                qa[2] = sa * w1
+                qa[3] = sa * w2
+                for k in range(4):
+                    qb[k] = q[qi + k]
+                quat_mul(qa, qb, q[qi:qi + 4])
+        else:
+            for k in range(n):
+                q[qi + k] += dq[vi + k]
+    return res
