@@ -16,6 +16,9 @@ Studies (docs/studies.md):
   the four-bar through its singular configuration, the 128-link pendulum for
   alpha = 1e6 ... 1e9 with and without geometric stiffness, and the timing of
   the 128- and 1024-link chains (Newton vs projections).
+* ``rcr`` -- paper 002 sections 4.1-4.3 and Fig. 11: four-bar drift (velocity vs
+  acceleration level), the redundant five-bar against ``dense``, ladders of 1-64
+  cells equivalent to one 2-DOF pendulum, and the cost per right-hand side on ladders.
 
 Each study writes PNG plots, ``results.json`` and a Markdown report
 (``<out>/<name>.md``, images in ``<out>/<name>/``).  The default ``--out`` is
@@ -530,10 +533,18 @@ def index3(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict
     return {"study": "index3", **stamp, "quick": quick, "_report": lines}
 
 
+def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
+    """Paper 002's sections 4.1-4.3 and Fig. 11 (engine/study_rcr.py)."""
+    from .study_rcr import rcr as run_rcr_study
+
+    return run_rcr_study(out, stamp, quick=quick, repeat=repeat)
+
+
 STUDIES = {
     "hdca-vs-dca": (hdca_vs_dca, "paper 001 section 3: HDCA vs DCA on cases 1-3"),
     "dca-drift": (dca_drift, "issue 3: DCA position drift without stabilisation, log axes"),
     "index3": (index3, "paper 000 sections 4.2-4.4, 5.2: the index-3 formulation's cases and timing"),
+    "rcr": (rcr, "paper 002 sections 4.1-4.3, Fig. 11: recursive coordinate reduction"),
 }
 
 
