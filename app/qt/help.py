@@ -57,11 +57,21 @@ def formulation_guide(parent: QWidget | None = None) -> MarkdownDialog:
 
 
 def about_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     import numpy
     import pyqtgraph
     import PySide6
     import scipy
     import vispy
+
+    def dist(name: str) -> str:
+        # numba compiles the engine's kernels; its version is read from the installed
+        # package's metadata, so About does not import the compiler into the GUI
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
 
     from engine import __version__
     from engine.formulations import REGISTRY
@@ -71,4 +81,5 @@ def about_text() -> str:
             "and constraint drift while it moves.\n\n"
             f"Formulations available: {', '.join(REGISTRY)}.\n\n"
             f"PySide6 {PySide6.__version__} · pyqtgraph {pyqtgraph.__version__} · vispy {vispy.__version__} · "
-            f"numpy {numpy.__version__} · scipy {scipy.__version__}\n\nMIT licence.")
+            f"numpy {numpy.__version__} · scipy {scipy.__version__} · "
+            f"numba {dist('numba')} (llvmlite {dist('llvmlite')}), the engine's compiler\n\nMIT licence.")

@@ -7,7 +7,7 @@ import math
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QFrame, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QToolButton, QWidget,
+    QApplication, QFrame, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QStyle, QToolButton, QWidget,
 )
 
 
@@ -149,6 +149,14 @@ class MessageBar(QFrame):
         "warning": ("#fff5e0", "#7a5200", "#f0c36d"),
         "error": ("#fde8e7", "#9b1c1c", "#f1a9a4"),
     }
+    #: Qt's own message-box icons: drawn by the style, so never a glyph the font may lack
+    #: (an emoji such as U+26D4 rendered as an empty box with the DejaVu fonts)
+    ICONS = {
+        "info": QStyle.SP_MessageBoxInformation,
+        "warning": QStyle.SP_MessageBoxWarning,
+        "error": QStyle.SP_MessageBoxCritical,
+    }
+    ICON_PX = 16
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -156,7 +164,9 @@ class MessageBar(QFrame):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(8, 4, 4, 4)
         self.icon = QLabel()
-        lay.addWidget(self.icon)
+        self.icon.setObjectName("messageIcon")
+        self.icon.setFixedSize(self.ICON_PX, self.ICON_PX)
+        lay.addWidget(self.icon, 0, Qt.AlignTop)
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.LinksAccessibleByMouse)
@@ -177,7 +187,9 @@ class MessageBar(QFrame):
         self.level = level
         self.setStyleSheet(f"QFrame#MessageBar {{ background: {bg}; border: 1px solid {border}; "
                            f"border-radius: 4px; }} QLabel {{ color: {fg}; }}")
-        self.icon.setText({"info": "ℹ", "warning": "⚠", "error": "⛔"}.get(level, ""))
+        style = self.style() or QApplication.style()
+        icon = style.standardIcon(self.ICONS.get(level, QStyle.SP_MessageBoxInformation), None, self)
+        self.icon.setPixmap(icon.pixmap(self.ICON_PX, self.ICON_PX))
         self.label.setText(text)
         self.close_btn.setVisible(closable)
         self.show()
