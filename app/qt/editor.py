@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
-from PySide6.QtGui import QAction, QBrush, QColor
+from PySide6.QtGui import QAction, QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import (
-    QLabel, QMenu, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+    QLabel, QMenu, QSplitter, QStyle, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
 from app.session import Session, Subscriptions
@@ -63,6 +63,7 @@ class MechanismTree(QTreeWidget):
         self._subs = Subscriptions()
         self.setHeaderLabels(["Item", "Details"])
         self.setColumnWidth(0, 120)
+        self.header().setMinimumSectionSize(60)
         self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
         self.setContextMenuPolicy(Qt.CustomContextMenu)
@@ -84,9 +85,14 @@ class MechanismTree(QTreeWidget):
         with QSignalBlocker(self):
             self.clear()
             self._items.clear()
-            mech = QTreeWidgetItem([spec.name or "(unnamed)", "mechanism"])
+            # the mechanism's name (often the longest text here) and the group titles span
+            # both columns: nothing to the right of them is cut off for a detail
+            mech = QTreeWidgetItem([spec.name or "(unnamed)", ""])
             mech.setData(0, ROLE, ("mechanism", ""))
+            mech.setToolTip(0, f"Mechanism: {spec.name or '(unnamed)'}"
+                            + (f"\n{spec.description}" if spec.description else ""))
             self.addTopLevelItem(mech)
+            mech.setFirstColumnSpanned(True)
             self._items[("mechanism", "")] = mech
 
             def group(title, n):
@@ -96,6 +102,7 @@ class MechanismTree(QTreeWidget):
                 f.setBold(True)
                 it.setFont(0, f)
                 self.addTopLevelItem(it)
+                it.setFirstColumnSpanned(True)
                 it.setExpanded(expanded.get(title, True))
                 return it
 
@@ -129,6 +136,32 @@ class MechanismTree(QTreeWidget):
                     self._items[("pivot", str(k))] = it
         self._mark_error()
         self._on_selection(self.doc.selection)
+        self.fit_name_column()
+
+    #: the names column never takes more than this share of the tree's width
+    NAME_SHARE = 0.6
+
+    def name_width(self) -> int:
+        """Width the longest body, joint, force or pivot name needs in the first column."""
+        need = 0
+        # a child starts one indentation in, two with the root's expand arrows
+        indent = self.indentation() * (2 if self.rootIsDecorated() else 1)
+        for i in range(self.topLevelItemCount()):
+            top = self.topLevelItem(i)
+            for k in range(top.childCount()):
+                it = top.child(k)
+                need = max(need, QFontMetrics(it.font(0)).horizontalAdvance(it.text(0)))
+        # the item's text margins on both sides and a little air
+        return need + indent + 2 * (self.style().pixelMetric(QStyle.PM_FocusFrameHMargin) + 1) + 8
+
+    def fit_name_column(self) -> None:
+        """Widen the names column to its longest name, leaving the details at least 40 %."""
+        room = int(self.viewport().width() * self.NAME_SHARE)
+        self.setColumnWidth(0, max(60, min(self.name_width(), room)))
+
+    def resizeEvent(self, ev):  # noqa: N802
+        super().resizeEvent(ev)
+        self.fit_name_column()
 
     def _mark_error(self) -> None:
         v = self.doc.validation

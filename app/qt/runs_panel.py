@@ -29,14 +29,18 @@ class RunsPanel(QWidget):
         lay.setSpacing(4)
         self.tree = QTreeWidget()
         self.tree.setObjectName("runsTree")
-        self.tree.setHeaderLabels(["Run", "Status", "Rows", "Wall [s]"])
+        # the run's label is what tells runs apart: it gets the width (rows are in the tooltip
+        # and in the solver panel's figures)
+        self.tree.setHeaderLabels(["Run", "Status", "Wall [s]"])
+        self.tree.headerItem().setToolTip(2, "Wall-clock time of the run [s]")
         self.tree.setToolTip("Ticked runs are overlaid in the plots; the current run (bold) is the one "
                              "shown in the 3-D view and exported. Right-click for more.")
         self.tree.setRootIsDecorated(False)
+        self.tree.setMinimumHeight(56)  # header and two runs: the solver panel above needs the height
         hdr = self.tree.header()
         hdr.setStretchLastSection(False)
         hdr.setSectionResizeMode(0, QHeaderView.Stretch)
-        for c in (1, 2, 3):
+        for c in (1, 2):
             hdr.setSectionResizeMode(c, QHeaderView.ResizeToContents)
         self.tree.itemChanged.connect(self._checked)
         self.tree.currentItemChanged.connect(self._current)
@@ -90,9 +94,8 @@ class RunsPanel(QWidget):
         it.setIcon(0, color_icon(run_color(run)))
         it.setCheckState(0, Qt.Checked if (run.visible or run is self.history.current) else Qt.Unchecked)
         it.setText(1, run.status)
-        it.setText(2, str(run.n_rows))
         wall = run.stats.get("wall_time")
-        it.setText(3, f"{wall:.3g}" if wall is not None else "")
+        it.setText(2, f"{wall:.3g}" if wall is not None else "")
         tip = run.summary()
         it.setToolTip(0, tip)
         it.setToolTip(1, run.error or run.status)

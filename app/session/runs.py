@@ -28,22 +28,33 @@ ACTIVE = ("pending", "compiling", "running", "paused")
 _ids = itertools.count(1)
 
 
-def settings_label(s: Settings, reference: Settings | None = None) -> str:
-    """Short description: ``dense/rk4 dt=0.01`` plus whatever differs from the defaults."""
+def settings_label(s: Settings) -> str:
+    """Short description of a run's own settings: ``dense/rk4 dt=0.01``, then whatever of
+    *its* settings differs from the defaults -- the tolerances of an adaptive integrator,
+    the parameters its formulation reads (``Formulation.parameters``).  A setting the run
+    does not use (the index-3 penalty on a dense run, tolerances of RK4) is never named,
+    even when the solver panel holds a changed value for it."""
+    from engine.formulations import REGISTRY
+    from engine.integrators import SCIPY_METHODS
+
     parts = [f"{s.formulation}/{s.integrator}", f"dt={s.dt:g}"]
     base = Settings()
-    skip = {"formulation", "integrator", "dt", "t_end", "threads"}
+    cls = REGISTRY.get(s.formulation)
+    own = set(getattr(cls, "parameters", ()) if cls is not None else ())
+    if s.integrator in SCIPY_METHODS:
+        own |= {"rtol", "atol"}
+    own -= {"formulation", "integrator", "dt", "t_end", "threads"}
     for f in fields(Settings):
-        if f.name in skip:
+        if f.name not in own:
             continue
         v = getattr(s, f.name)
-        if f.name in ("rtol", "atol") and s.integrator in ("rk4", "trapezoidal"):
-            continue
         if v != getattr(base, f.name) and v is not None:
             if isinstance(v, bool):
                 parts.append(f"{f.name.replace('_', ' ')} {'on' if v else 'off'}")
             elif isinstance(v, float):
                 parts.append(f"{f.name}={v:g}")
+            elif isinstance(v, tuple):
+                parts.append(f"{f.name}=({', '.join(f'{x:g}' for x in v)})")
             else:
                 parts.append(f"{f.name}={v}")
     return " ".join(parts)

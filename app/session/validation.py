@@ -45,11 +45,15 @@ class TopologySummary:
     cut_joints: tuple[str, ...] = ()
 
     def text(self) -> str:
-        def v(x):
-            return "–" if x is None else str(x)
+        def count(n, one, many):
+            if n is None:
+                return f"– {many}"
+            return f"{n} {one if n == 1 else many}"
 
-        return (f"{self.bodies} bodies · {self.joints} joints · {v(self.loops)} loops · "
-                f"DOF {v(self.dof)} · {v(self.redundant)} redundant")
+        dof = "–" if self.dof is None else str(self.dof)
+        redundant = "–" if self.redundant is None else str(self.redundant)
+        return (f"{count(self.bodies, 'body', 'bodies')} · {count(self.joints, 'joint', 'joints')} · "
+                f"{count(self.loops, 'loop', 'loops')} · DOF {dof} · {redundant} redundant")
 
 
 @dataclass(frozen=True)

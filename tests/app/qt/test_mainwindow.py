@@ -40,7 +40,7 @@ def test_examples_menu_opens_the_fourbar(make_window):
     assert doc.spec.name == "parallelogram four-bar" and doc.validation.ok
     assert "parallelogram four-bar" in win.windowTitle()
     assert win.actions["run"].isEnabled()
-    assert win.status_summary.text().startswith("3 bodies · 4 joints · 1 loops · DOF 1 · 3 redundant")
+    assert win.status_summary.text().startswith("3 bodies · 4 joints · 1 loop · DOF 1 · 3 redundant")
     assert str(examples_dir() / "parallelogram-fourbar.mech.json") in win.recent_files()[0]
 
 
@@ -112,6 +112,22 @@ def test_formulation_guide_renders_markdown_or_says_it_is_missing(make_window, t
     dlg.close()
     about = win.show_about()
     assert "Linkwork" in about.browser.toPlainText()
+    about.close()
+
+
+def test_about_names_the_engines_compiler_and_its_version(make_window):
+    """About lists numba (and llvmlite, its code generator) beside the other libraries:
+    the compiler is what a slow first run or a crash in a kernel depends on."""
+    import llvmlite
+    import numba
+    import numpy
+
+    win = make_window(gl=False)
+    about = win.show_about()
+    text = about.browser.toPlainText()
+    assert f"numba {numba.__version__}" in text
+    assert f"llvmlite {llvmlite.__version__}" in text
+    assert f"numpy {numpy.__version__}" in text
     about.close()
 
 

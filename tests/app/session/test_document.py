@@ -105,3 +105,11 @@ def test_saving_a_refused_mechanism_is_refused(tmp_path):
     with pytest.raises(MechanismError):
         doc.save(tmp_path / "x.mech.json")
     assert not (tmp_path / "x.mech.json").exists()
+
+
+def test_topology_summary_counts_in_words():
+    from app.session.validation import TopologySummary
+
+    assert TopologySummary(1, 1, 1, 1, 0).text() == "1 body · 1 joint · 1 loop · DOF 1 · 0 redundant"
+    assert TopologySummary(3, 4, 2, 1, 3).text() == "3 bodies · 4 joints · 2 loops · DOF 1 · 3 redundant"
+    assert TopologySummary(3, 4).text() == "3 bodies · 4 joints · – loops · DOF – · – redundant"

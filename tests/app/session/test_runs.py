@@ -148,3 +148,28 @@ def test_index3_command_line_reproduces_non_default_settings(tmp_path):
     # and the default (exact) projections give a different file: the setting is not lost
     assert cli_main([a for a in cmd.split()[1:] if a not in ("--projections", "penalised")] + ["--quiet"]) == 0
     assert (tmp_path / "gui.csv").read_bytes() != (tmp_path / "cli.csv").read_bytes()
+
+
+def test_run_labels_name_only_the_runs_own_settings():
+    """A run's label names what that run used: the solver panel's index-3 penalty or RK45
+    tolerances left over from an earlier choice do not appear on a dense/RK4 run."""
+    from app.session.runs import settings_label
+    from engine.simulation import Settings
+
+    s = Session()
+    s.document.replace(g.fourbar())
+    s.solver.update(formulation="index3", penalty=1e7, rtol=1e-5, tangent_hold=2)
+    s.solver.update(formulation="dense", integrator="rk4")
+    run = s.prepare_run()
+    assert run.settings.penalty == 1e7 and run.settings.rtol == 1e-5  # still carried ...
+    assert run.label == "dense/rk4 dt=0.01"  # ... but not the run's own
+    # its own changed settings are named
+    assert settings_label(Settings(formulation="dense", integrator="rk45", dt=0.01, rtol=1e-5)) == \
+        "dense/rk45 dt=0.01 rtol=1e-05"
+    assert settings_label(Settings(formulation="index3", integrator="trapezoidal", dt=0.001, penalty=1e7,
+                                   tangent_hold=2, rtol=1e-5)) == \
+        "index3/trapezoidal dt=0.001 penalty=1e+07 tangent_hold=2"
+    assert settings_label(Settings(formulation="dca", integrator="rk4", baumgarte=(5.0, 10.0), penalty=3.0)) == \
+        "dca/rk4 dt=0.01 baumgarte=(5, 10)"
+    assert settings_label(Settings(formulation="dense", integrator="rk4", projection=False)) == \
+        "dense/rk4 dt=0.01 projection off"

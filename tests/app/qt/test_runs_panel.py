@@ -1,0 +1,65 @@
+"""Names at the default window size (issue 16, item 16): run labels in the runs panel and
+names in the mechanism tree are not cut short."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QStyleOptionViewItem
+
+from engine import generators as g
+from engine.paths import examples_dir
+
+
+def test_run_labels_fit_the_runs_panel(make_window, qtbot, qapp, run_to_end):
+    win = make_window(gl=False)
+    win.session.document.replace(g.fourbar())
+    first = run_to_end(win, t_end=0.2)
+    with qtbot.waitSignal(win.runner.run_finished, timeout=60_000):
+        win.compare({"integrator": "rk45"}, first.settings)
+    qapp.processEvents()
+    assert tuple(win.size().toTuple()) == (1280, 800)
+    tree = win.runs_panel.tree
+    texts = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+    assert texts == ["dense/rk45 dt=0.01", "dense/rk4 dt=0.01"]
+    # the column is as wide as its widest entry (check box, colour, text) needs
+    assert tree.columnWidth(0) >= tree.sizeHintForColumn(0)
+    for i in range(tree.topLevelItemCount()):
+        rect = tree.visualItemRect(tree.topLevelItem(i))
+        assert tree.viewport().rect().contains(rect.topLeft())
+
+
+@pytest.mark.parametrize("example", ["parallelogram-fourbar.mech.json", "double-loop-8.mech.json",
+                                     "joint-zoo.mech.json"])
+def test_mechanism_tree_shows_whole_names(make_window, qapp, example):
+    win = make_window(gl=False)
+    win.open_file(examples_dir() / example)
+    qapp.processEvents()
+    assert tuple(win.size().toTuple()) == (1280, 800)
+    tree = win.editor.tree
+    mech = tree.topLevelItem(0)
+    assert mech.text(0) == win.session.document.spec.name
+    # the mechanism's row spans the tree's width ("parallelogra…" in a 120-pixel column)
+    assert mech.isFirstColumnSpanned()
+    if example == "parallelogram-fourbar.mech.json":
+        assert tree.fontMetrics().horizontalAdvance(mech.text(0)) + 2 * tree.indentation() \
+            <= tree.viewport().width()
+    # every body, joint and force name fits its column: where the item starts (indentation)
+    # plus what Qt's item delegate needs for the text
+    opt = QStyleOptionViewItem()
+    opt.font = tree.font()
+    opt.fontMetrics = tree.fontMetrics()
+    for i in range(1, tree.topLevelItemCount()):
+        top = tree.topLevelItem(i)
+        assert top.isFirstColumnSpanned()
+        for k in range(top.childCount()):
+            idx = tree.indexFromItem(top.child(k), 0)
+            need = tree.visualRect(idx).left() + tree.itemDelegate().sizeHint(opt, idx).width()
+            assert need <= tree.columnWidth(0), top.child(k).text(0)
+
+
+def test_one_loop_is_not_one_loops(make_window, qapp):
+    win = make_window(gl=False)
+    win.open_file(examples_dir() / "parallelogram-fourbar.mech.json")
+    qapp.processEvents()
+    assert "1 loop ·" in win.editor.summary.text() and "1 loops" not in win.editor.summary.text()
+    assert "1 loop ·" in win.status_summary.text()
