@@ -141,8 +141,8 @@ class MainWindow(QMainWindow):
 
         self.resize(1280, 800)
         self.resizeDocks([self.docks["mechanism"], self.docks["solver"]], [330, 300], Qt.Horizontal)
-        self.resizeDocks([self.docks["plots"]], [250], Qt.Vertical)
-        self.resizeDocks([self.docks["solver"], self.docks["runs"]], [330, 120], Qt.Vertical)
+        self.resizeDocks([self.docks["plots"]], [230], Qt.Vertical)
+        self.resizeDocks([self.docks["solver"], self.docks["runs"]], [420, 90], Qt.Vertical)
         self._default_state = self.saveState(STATE_VERSION)
         self._restore_state()
         self._update_title()

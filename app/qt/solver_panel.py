@@ -12,11 +12,13 @@ from __future__ import annotations
 from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QFormLayout, QFrame, QGroupBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
 from app.session import Session, Subscriptions
-from app.session.solver import INTEGRATOR_TITLES, automatic_threads, cpu_count, is_adaptive, parameter_info
+from app.session.solver import (
+    FIELD_LABELS, INTEGRATOR_TITLES, automatic_threads, cpu_count, is_adaptive, parameter_info,
+)
 
 from .widgets import NumberEdit, fmt_number
 
@@ -49,10 +51,10 @@ class SolverPanel(QWidget):
         scroll.setWidget(body)
         outer.addWidget(scroll, 1)
         lay = QVBoxLayout(body)
-        lay.setContentsMargins(6, 6, 6, 6)
-        lay.setSpacing(6)
+        lay.setContentsMargins(6, 4, 6, 2)
+        lay.setSpacing(4)
 
-        form = QFormLayout()
+        form = self.form = QFormLayout()
         form.setLabelAlignment(Qt.AlignRight | Qt.AlignVCenter)
         form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
         form.setHorizontalSpacing(8)
@@ -62,29 +64,31 @@ class SolverPanel(QWidget):
         self.formulation.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.formulation.setMinimumContentsLength(10)
         self.formulation.activated.connect(self._formulation_picked)
-        form.addRow("Formulation", self.formulation)
+        form.addRow(FIELD_LABELS["formulation"], self.formulation)
         self.integrator = QComboBox()
         self.integrator.setObjectName("integratorCombo")
         self.integrator.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.integrator.setMinimumContentsLength(10)
         self.integrator.activated.connect(
             lambda i: self.solver.update(integrator=self.integrator.itemData(i)))
-        form.addRow("Integrator", self.integrator)
+        form.addRow(FIELD_LABELS["integrator"], self.integrator)
         self.dt = NumberEdit(self.solver.settings.dt)
         self.dt.setObjectName("dtEdit")
         self.dt.setToolTip("Fixed step (RK4, trapezoidal) or output interval of adaptive integrators [s]")
         self.dt.valueEdited.connect(lambda v: self.solver.update(dt=v))
-        form.addRow("Step dt [s]", self.dt)
+        form.addRow(f"{FIELD_LABELS['dt']} [s]", self.dt)
         self.t_end = NumberEdit(self.solver.settings.t_end)
         self.t_end.setObjectName("tEndEdit")
         self.t_end.setToolTip("Simulated time [s]")
         self.t_end.valueEdited.connect(lambda v: self.solver.update(t_end=v))
-        form.addRow("End time [s]", self.t_end)
+        form.addRow(f"{FIELD_LABELS['t_end']} [s]", self.t_end)
         self.rtol = NumberEdit(self.solver.settings.rtol)
         self.rtol.setMinimumWidth(48)
+        self.rtol.setToolTip(f"{FIELD_LABELS['rtol']} of the adaptive integrator")
         self.rtol.valueEdited.connect(lambda v: self.solver.update(rtol=v))
         self.atol = NumberEdit(self.solver.settings.atol)
         self.atol.setMinimumWidth(48)
+        self.atol.setToolTip(f"{FIELD_LABELS['atol']} of the adaptive integrator")
         self.atol.valueEdited.connect(lambda v: self.solver.update(atol=v))
         tol = QWidget()
         tl = QHBoxLayout(tol)
@@ -103,26 +107,17 @@ class SolverPanel(QWidget):
         self.threads.setToolTip("Threads the engine's parallel kernels use.  Automatic leaves one core "
                                 "free for the live plots and the 3-D view; set a number to override.")
         self.threads.valueChanged.connect(lambda v: self.solver.update(threads=None if v == 0 else int(v)))
-        form.addRow("Threads", self.threads)
+        form.addRow(FIELD_LABELS["threads"], self.threads)
+        #: the chosen formulation's own settings follow as rows of the same form (a group box
+        #: of their own cost a title's and a frame's height the panel does not have at 800 px)
+        self._common_rows = form.rowCount()
         lay.addLayout(form)
-
-        self.params_box = QGroupBox("Formulation settings")
-        self.params_form = QFormLayout(self.params_box)
-        self.params_form.setLabelAlignment(Qt.AlignRight | Qt.AlignVCenter)
-        self.params_form.setContentsMargins(6, 4, 6, 4)
-        lay.addWidget(self.params_box)
 
         self.summary = QLabel()
         self.summary.setObjectName("formulationSummary")
         self.summary.setWordWrap(True)
         self.summary.setStyleSheet("color: #555; font-size: 9pt;")
         lay.addWidget(self.summary)
-        self.refusal = QLabel()
-        self.refusal.setObjectName("settingsRefusal")
-        self.refusal.setWordWrap(True)
-        self.refusal.setStyleSheet("color: #9b1c1c;")
-        self.refusal.hide()
-        lay.addWidget(self.refusal)
         reset = QPushButton("Defaults for this mechanism")
         reset.setObjectName("resetSettings")
         reset.setToolTip("Formulation, integrator, step and end time chosen for the current mechanism")
@@ -148,6 +143,15 @@ class SolverPanel(QWidget):
             btns.addWidget(b)
             self.buttons[key] = b
         rl.addLayout(btns)
+        # why Run is greyed out: right under the button, outside the scrolled settings
+        self.refusal = QLabel()
+        self.refusal.setObjectName("settingsRefusal")
+        self.refusal.setWordWrap(True)
+        self.refusal.setTextFormat(Qt.PlainText)
+        self.refusal.setStyleSheet("color: #9b1c1c; background: #fde8e7; border: 1px solid #f1a9a4;"
+                                   " border-radius: 3px; padding: 2px 4px;")
+        self.refusal.hide()
+        rl.addWidget(self.refusal)
         self.progress = QProgressBar()
         self.progress.setObjectName("runProgress")
         self.progress.setRange(0, 1000)
@@ -159,6 +163,7 @@ class SolverPanel(QWidget):
         self.stats.setObjectName("runStats")
         self.stats.setStyleSheet("font-size: 9pt; color: #333;")
         self.stats.setWordWrap(True)
+        self.stats.hide()  # shown with a run's figures
         rl.addWidget(self.stats)
         self.compile_notice = QLabel("Compiling numerical kernels (first run only; this can take "
                                      "one to two minutes)…")
@@ -205,9 +210,9 @@ class SolverPanel(QWidget):
         self.t_end.setValue(s.t_end)
         self.rtol.setValue(s.rtol)
         self.atol.setValue(s.atol)
-        adaptive = is_adaptive(s.integrator)
-        self.tol_row.setEnabled(adaptive)
-        self.tol_row.setToolTip("" if adaptive else "Tolerances apply to adaptive integrators only")
+        # tolerances are read by adaptive integrators only: like a formulation's own settings,
+        # the row is shown when the chosen integrator reads it
+        self.form.setRowVisible(self.tol_row, is_adaptive(s.integrator))
         with QSignalBlocker(self.threads):
             self.threads.setValue(0 if s.threads is None else int(s.threads))
         # the main form already has these; a formulation listing them needs no second editor
@@ -225,16 +230,18 @@ class SolverPanel(QWidget):
         s = self.solver.settings
         current = tuple(self._param_widgets)
         if current != tuple(names):
-            while self.params_form.rowCount():
-                self.params_form.removeRow(0)
+            while self.form.rowCount() > self._common_rows:
+                self.form.removeRow(self._common_rows)
             self._param_widgets.clear()
             for name in names:
                 p = parameter_info(name)
                 w = self._param_editor(p)
-                w.setToolTip(p.tooltip)
-                self.params_form.addRow(p.label, w)
+                w.setToolTip(f"{p.tooltip}\n(a setting of the {s.formulation} formulation)" if p.tooltip
+                             else f"A setting of the {s.formulation} formulation")
+                label = QLabel(p.label)
+                label.setToolTip(w.toolTip())
+                self.form.addRow(label, w)
                 self._param_widgets[name] = w
-        self.params_box.setVisible(bool(names))
         for name, w in self._param_widgets.items():
             v = getattr(s, name)
             kind = parameter_info(name).kind
@@ -305,6 +312,7 @@ class SolverPanel(QWidget):
             self.progress.setValue(0)
             self.progress.setFormat("idle")
             self.stats.setText("")
+            self.stats.hide()
             return
         self.progress.setValue(int(1000 * run.progress))
         t_end = run.settings.t_end
@@ -329,3 +337,4 @@ class SolverPanel(QWidget):
         if run.status == "failed":
             self.stats.setText(f"<span style='color:#9b1c1c'>{run.error}</span><br>"
                                f"{run.n_rows} rows kept up to t = {fmt_number(round(run.t_last, 6))} s")
+        self.stats.setVisible(bool(self.stats.text()))

@@ -11,7 +11,7 @@ from .playback import Playback
 from .plotdata import PlotOptions
 from .runs import RunHistory, RunRecord
 from .sketch import SketchModel
-from .solver import SolverModel
+from .solver import SolverModel, panel_wording
 from .validation import Validation
 
 
@@ -78,7 +78,7 @@ class Session:
         try:
             resolved = resolve_settings(v.model, settings)
         except SettingsError as exc:
-            raise RunRefused(str(exc)) from None
+            raise RunRefused(panel_wording(str(exc))) from None
         run = RunRecord(self.document.spec, v.model, resolved, result_columns(v.model), label=label)
         self.history.add(run, keep_previous=compare)
         self.playback.set_playing(False)

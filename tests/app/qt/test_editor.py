@@ -2,10 +2,12 @@
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFormLayout
 
 from engine import generators as g
 
 from app.session.document import Selection
+from app.session.solver import parameter_info
 
 
 def _edit(widget, text):
@@ -138,7 +140,10 @@ def test_solver_panel_shows_each_formulations_own_settings(make_window):
         win.session.solver.update(formulation=name)
         own = [p for p in cls.parameters if p not in ("threads", "dt", "t_end", "rtol", "atol")]
         assert list(panel._param_widgets) == own
-        assert panel.params_box.isVisibleTo(panel) == bool(own)
+        # the formulation's own rows follow the common ones in the panel's form
+        form = panel.form
+        rows = [form.itemAt(r, QFormLayout.LabelRole).widget().text() for r in range(form.rowCount())]
+        assert rows[panel._common_rows:] == [parameter_info(p).label for p in own]
         ints = [panel.integrator.itemData(i) for i in range(panel.integrator.count())]
         assert ints == list(cls.integrators)
         assert panel.summary.text() == cls.summary

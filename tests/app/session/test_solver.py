@@ -46,12 +46,31 @@ def test_unsupported_formulation_is_replaced_by_a_supported_default(extra_formul
     assert m.settings.formulation == forms.default_formulation(tree)
 
 
-def test_settings_resolve_with_the_engines_message():
+def test_settings_resolve_with_the_engines_reason_in_the_panels_words():
+    """The engine's refusal names command-line flags; the panel names its own rows."""
     m = SolverModel()
     m.set_model(build_model(g.fourbar()), reset=True)
     m.update(dt=0.5, t_end=0.1)
     s, why = m.resolved()
-    assert s is None and "--dt (0.5) must not exceed --t-end (0.1)" in why
+    assert s is None and why == "Step dt (0.5 s) is longer than the end time (0.1 s)."
+    m.update(dt=0.01, t_end=1.0, rtol=-1.0, integrator="rk45")
+    s, why = m.resolved()
+    assert s is None and why == "Relative tolerance must be a positive number (got -1.0)"
+
+
+def test_panel_wording_of_the_engines_messages():
+    from app.session.solver import panel_wording
+
+    assert panel_wording("--dt (5) must not exceed --t-end (1)") == \
+        "Step dt (5 s) is longer than the end time (1 s)."
+    assert panel_wording("--t-end / --dt exceeds 1e8 output rows") == \
+        "End time / step dt gives more than 1e8 output rows: lengthen the step or shorten the end time."
+    assert panel_wording("--newton-iters must be an integer >= 1 (got 0)") == \
+        "Newton iterations must be an integer >= 1 (got 0)"
+    assert panel_wording("tangent_hold must be >= 1") == "Tangent hold must be >= 1"
+    # messages without flags pass unchanged (but for a capital)
+    assert panel_wording("formulation 'dca' cannot simulate this mechanism: it has loops") == \
+        "Formulation 'dca' cannot simulate this mechanism: it has loops"
 
 
 def test_parameter_editors_for_known_and_unknown_fields():
