@@ -22,7 +22,7 @@ from app.session import Session
 from app.session.export import export_csv  # noqa: F401  (re-exported for the window)
 from app.session.plotdata import LEVELS, PLOTS
 
-from .plotting import build_static_plot, plot_runs
+from .plotting import build_static_plots, plot_runs
 
 
 def gif_available() -> tuple[bool, str]:
@@ -38,11 +38,9 @@ def _plot_widget(session: Session, kinds, width: int, height: int):
     w.setBackground("w")
     w.setAttribute(Qt.WA_DontShowOnScreen)
     w.resize(width, height)
-    items = []
-    for kind in kinds:
-        pi = w.addPlot()
-        build_static_plot(pi, kind, runs, o.quantity, o.levels or LEVELS, o.log_energy, width=2.0)
-        items.append(pi)
+    w.ci.setContentsMargins(8, 8, 8, 8)
+    w.ci.layout.setHorizontalSpacing(14)
+    items = build_static_plots(w.ci, kinds, runs, o.quantity, o.levels or LEVELS, o.log_energy, width=2.0)
     for pi in items[1:]:
         pi.setXLink(items[0])
     w.show()  # laid out, never on screen

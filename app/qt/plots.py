@@ -22,8 +22,8 @@ from app.session import Event, Session, Subscriptions
 from app.session.plotdata import LEVELS, PLOTS, default_quantity, quantity_choices, series
 
 from .plotting import (
-    configure_plot, curve_name, curve_pen, plot_runs, readout_name, set_violation_title, short_labels,
-    wants_legend,
+    align_titles, configure_plot, curve_pen, fill_legend, make_legend, plot_runs, readout_name, set_violation_title,
+    short_labels,
 )
 
 #: the refresh timer while a run streams in: 10 Hz, the rate the worker hands rows over at
@@ -114,13 +114,14 @@ class PlotPanel(QWidget):
         self.plots: dict[str, pg.PlotItem] = {}
         self.cursors: dict[str, pg.InfiniteLine] = {}
         self.hover: dict[str, pg.InfiniteLine] = {}
+        #: the runs' legend: its own row above the plots, never on the curves
+        self.legend = make_legend(self.view.ci, len(PLOTS))
         first = None
         for col, kind in enumerate(PLOTS):
-            pi = self.view.addPlot(row=0, col=col)
+            pi = self.view.addPlot(row=1, col=col)
             pi.setObjectName(f"plot_{kind}")
             pi.setClipToView(True)
             pi.setDownsampling(auto=True, mode="peak")
-            pi.addLegend(offset=(-8, 8), labelTextSize="8pt").setBrush(pg.mkBrush(255, 255, 255, 200))
             pi.getAxis("left").setWidth(52)
             # the title changes rarely: Qt keeps it as a pixmap.  (Caching the axes the same
             # way leaves stale tick labels after a range change.)
@@ -331,6 +332,8 @@ class PlotPanel(QWidget):
             configure_plot(pi, kind, self.options.quantity, self.options.log_energy, spec)
             if self._live:
                 pi.showGrid(x=False, y=False)
+        set_violation_title(self.plots["violation"], len(self.runs()) > 1)
+        align_titles(self.plots.values())
 
     # -------------------------------------------------------------------- curves
     def _on_runs_changed(self, *_):
@@ -344,12 +347,7 @@ class PlotPanel(QWidget):
         runs = self.runs()
         self._names = short_labels(runs)
         self._configure_all()
-        set_violation_title(self.plots["violation"], len(runs) > 1)
-        for kind, pi in self.plots.items():
-            leg = pi.legend
-            if leg is not None:
-                leg.clear()
-                leg.setVisible(wants_legend(kind, runs))
+        fill_legend(self.legend, runs, self._names)
         self._curves.clear()
         self._drawn.clear()
         self._seen.clear()
@@ -400,8 +398,7 @@ class PlotPanel(QWidget):
     def _curve(self, pi, kind: str, key: str, run, multi: bool, rank: int):
         item = self._curves.get((run.id, kind, key))
         if item is None:
-            item = pi.plot([], [], pen=curve_pen(kind, key, run, multi, rank),
-                           name=curve_name(kind, key, run, multi, self._names.get(run.id)), connect="finite")
+            item = pi.plot([], [], pen=curve_pen(kind, key, run, multi, rank), connect="finite")
             item.setClipToView(True)
             item.setDownsampling(auto=True, method="peak")
             self._curves[(run.id, kind, key)] = item
