@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSignalBlocker, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QBrush, QColor, QFont, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QAction, QActionGroup, QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QLabel, QSizePolicy, QToolBar, QVBoxLayout, QWidget,
 )
@@ -65,6 +65,7 @@ class SketchCanvas(QWidget):
         self.scale = 150.0  # pixels per metre
         self.origin = QPointF(200.0, 200.0)  # widget position of plane point (0, 0)
         self.show_labels = True
+        self.labels_drawn: list[tuple[str, QRectF]] = []
         self._fitted = False
         self._cursor: QPointF | None = None
         self._press: QPointF | None = None
@@ -216,8 +217,6 @@ class SketchCanvas(QWidget):
                 a, b = self._snapped(pos, ev.modifiers())
                 new = self.model.plane.move(sp.pos, a, b)
             self._drag_preview = edits.move_point(self.doc.spec, self.doc.pivots, sp.pos, new)
-        a, b = self.widget_to_plane(pos)
-        self.statusMessage.emit(f"({a:.4g}, {b:.4g}) m  —  {self.hint()}")
         self.update()
 
     def mouseReleaseEvent(self, ev):  # noqa: N802
@@ -330,7 +329,11 @@ class SketchCanvas(QWidget):
         p.setFont(f)
         p.drawText(QPointF(w - 16, o.y() - 4), names.get(plane.u, "u"))
         p.drawText(QPointF(o.x() + 4, 12), names.get(plane.v, "v"))
-        p.drawText(QPointF(6, h - 6), f"{plane.label} · grid {step:g} m")
+        corner = f"{plane.label} · grid {step:g} m"
+        if self._cursor is not None:
+            a, b = self.widget_to_plane(self._cursor)
+            corner += f" · cursor ({a:.4g}, {b:.4g}) m"
+        p.drawText(QPointF(6, h - 6), corner)
 
     def paint_mechanism(self, p: QPainter, spec, pivots, selection=None, error_target=None,
                         labels: bool | None = None) -> None:
@@ -340,7 +343,8 @@ class SketchCanvas(QWidget):
         v = self.doc.validation
         err = error_target if error_target is not None else (v.target if not v.ok else None)
         labels = self.show_labels and len(spec.bodies) <= 40 if labels is None else labels
-        paint_mechanism(p, spec, pivots, plane, self.plane_to_widget, sel, err, labels)
+        #: the labels of the last paint, [(text, rectangle)] (what a test checks for overlaps)
+        self.labels_drawn = paint_mechanism(p, spec, pivots, plane, self.plane_to_widget, sel, err, labels)
 
     def _paint_chain(self, p: QPainter) -> None:
         cs = self.model.chain_start
@@ -377,8 +381,13 @@ def _nice(x: float) -> float:
 
 
 def paint_mechanism(p: QPainter, spec, pivots, plane, to_widget, selection=None, error_target=None,
-                    labels: bool = True) -> None:
-    """Paint ``spec`` projected on ``plane`` with ``to_widget(a, b) -> QPointF``."""
+                    labels: bool = True) -> list[tuple[str, QRectF]]:
+    """Paint ``spec`` projected on ``plane`` with ``to_widget(a, b) -> QPointF``.
+
+    Returns the labels drawn, as (text, rectangle) pairs: joints that meet at one point
+    share one label ("J2, J6"), and every label is placed where it covers no other
+    label, joint, ground symbol or (where it can) link -- see :func:`place_labels`.
+    """
     prims = body_primitives(spec)
     sel = selection
 
@@ -389,6 +398,8 @@ def paint_mechanism(p: QPainter, spec, pivots, plane, to_widget, selection=None,
     font = QFont(p.font())
     font.setPointSizeF(8)
     p.setFont(font)
+    segments: list[tuple[QPointF, QPointF]] = []
+    body_anchor: list[tuple[str, QPointF, QPointF | None]] = []  # (name, anchor, rod direction)
     for k, (body, parts) in enumerate(zip(spec.bodies, prims)):
         color = QColor(BODY_PALETTE[k % len(BODY_PALETTE)])
         if sel is not None and sel.kind == "body" and sel.name == body.name:
@@ -400,10 +411,12 @@ def paint_mechanism(p: QPainter, spec, pivots, plane, to_widget, selection=None,
             if pr.kind == "rod":
                 p.setPen(pen)
                 p.drawLine(W(pr.p0), W(pr.p1))
+                segments.append((W(pr.p0), W(pr.p1)))
             elif pr.kind == "cylinder":
                 h = 0.5 * pr.length * pr.axis
                 p.setPen(QPen(color, 9, Qt.SolidLine, Qt.FlatCap))
                 p.drawLine(W(pr.center - h), W(pr.center + h))
+                segments.append((W(pr.center - h), W(pr.center + h)))
             elif pr.kind == "box":
                 hs = 0.5 * pr.size
                 corners = []
@@ -423,26 +436,31 @@ def paint_mechanism(p: QPainter, spec, pivots, plane, to_widget, selection=None,
                 p.setPen(QPen(color.darker(140), 1.5))
                 p.setBrush(QBrush(color.lighter(120)))
                 p.drawEllipse(c, r, r)
-        if labels and parts:
+        if parts:
             pr = parts[0]
-            c = W(0.5 * (pr.p0 + pr.p1)) if pr.kind == "rod" else W(pr.center)
-            p.setPen(QColor("#2b2f36"))
-            p.drawText(c + QPointF(6, -6), body.name)
+            if pr.kind == "rod":
+                body_anchor.append((body.name, W(0.5 * (pr.p0 + pr.p1)), W(pr.p1) - W(pr.p0)))
+            else:
+                body_anchor.append((body.name, W(pr.center), None))
     # joints
+    obstacles: list[QRectF] = []
     pts = sketch_points(spec, pivots)
     for sp in pts:
         c = W(sp.pos)
         if sp.grounded:
             _ground_symbol(p, c)
+            obstacles.append(ground_symbol_rect(c))
+    joint_at: dict[tuple[int, int], tuple[QPointF, list[str]]] = {}
     for j in spec.joints:
         c = W(j.anchor)
         selected = sel is not None and sel.kind == "joint" and sel.name == j.name
         bad = error_target is not None and error_target.kind == "joint" and error_target.name == j.name
         edge = ERROR if bad else (SELECT if selected else QColor("#222"))
         _joint_glyph(p, c, j.type, edge, selected or bad)
-        if labels:
-            p.setPen(QColor("#555"))
-            p.drawText(c + QPointF(8, 14), j.name)
+        obstacles.append(QRectF(c.x() - 7.5, c.y() - 7.5, 15, 15))
+        # joints that project onto one spot of this plane share a label
+        key = (round(c.x()), round(c.y()))
+        joint_at.setdefault(key, (c, []))[1].append(j.name)
     for k, q in enumerate(pivots):
         c = W(q)
         selected = sel is not None and sel.kind == "pivot" and sel.name == str(k)
@@ -455,6 +473,94 @@ def paint_mechanism(p: QPainter, spec, pivots, plane, to_widget, selection=None,
             p.setPen(QPen(QColor("#333"), 1))
             p.setBrush(QColor("#ffffff"))
             p.drawEllipse(W(sp.pos), 3, 3)
+    if not labels:
+        return []
+    fm = QFontMetricsF(font)
+    wanted = [(", ".join(names), c, JOINT_LABEL_OFFSETS, QColor("#3a3f47")) for c, names in joint_at.values()]
+    for name, c, d in body_anchor:
+        wanted.append((name, c, _body_offsets(d), QColor("#2b2f36")))
+    placed = place_labels([(t, c, offs) for t, c, offs, _ in wanted], fm, obstacles, segments)
+    for (text, rect), (_, _, _, color) in zip(placed, wanted):
+        p.setPen(color)
+        p.drawText(rect, Qt.AlignLeft | Qt.AlignVCenter, text)
+    return placed
+
+
+#: where a joint's label may go, in order of preference: (dx, dy) of the label's corner
+#: nearest the joint, as multiples of (1, 1) away from it -- right below first, as before
+JOINT_LABEL_OFFSETS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, -1), (0, 1))
+
+
+def _body_offsets(d: QPointF | None):
+    """A link's label goes beside the link: the two sides of its midpoint first."""
+    if d is None:
+        return ((1, -1), (1, 1), (-1, -1), (-1, 1))
+    # the side of the rod whose normal points up (screen y down) first
+    nx, ny = -d.y(), d.x()
+    if ny > 0:
+        nx, ny = -nx, -ny
+    sx = 1 if nx >= 0 else -1
+    sy = 1 if ny >= 0 else -1
+    return ((sx, sy), (-sx, -sy), (sx, -sy), (-sx, sy))
+
+
+def ground_symbol_rect(c: QPointF) -> QRectF:
+    """Where :func:`_ground_symbol` paints below point ``c`` (triangle, base and hatch)."""
+    return QRectF(c.x() - 14, c.y() - 1, 28, 21)
+
+
+def _segment_hits_rect(a: QPointF, b: QPointF, r: QRectF, pad: float = 3.5) -> bool:
+    """Whether segment a-b (drawn ``2 pad`` wide) crosses rectangle ``r``."""
+    r = r.adjusted(-pad, -pad, pad, pad)
+    x0, y0, x1, y1 = a.x(), a.y(), b.x(), b.y()
+    # Liang-Barsky clipping of the segment to the rectangle
+    t0, t1 = 0.0, 1.0
+    dx, dy = x1 - x0, y1 - y0
+    for pk, qk in ((-dx, x0 - r.left()), (dx, r.right() - x0), (-dy, y0 - r.top()), (dy, r.bottom() - y0)):
+        if pk == 0:
+            if qk < 0:
+                return False
+            continue
+        t = qk / pk
+        if pk < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def place_labels(labels, fm: QFontMetricsF, obstacles: list[QRectF], segments, gap: float = 8.0):
+    """Greedy label placement: each label (text, anchor, candidate offsets) takes the first
+    candidate position that overlaps no label placed before it and no obstacle (joints,
+    ground symbols), preferring positions off the links; where every candidate collides,
+    the least-bad one.  Returns [(text, rect)] in the order given."""
+    out: list[tuple[str, QRectF]] = []
+    taken: list[QRectF] = []
+    for text, c, offsets in labels:
+        w, h = fm.horizontalAdvance(text) + 2.0, fm.height()
+        best, best_cost = None, None
+        for rank, (sx, sy) in enumerate(offsets):
+            x = c.x() + (gap if sx > 0 else -gap - w if sx < 0 else -w / 2)
+            y = c.y() + (gap - 4 if sy > 0 else -gap + 4 - h if sy < 0 else -h / 2)
+            r = QRectF(x, y, w, h)
+            cost = 0.0
+            for o in taken:
+                if r.intersects(o):
+                    cost += 1000.0
+            for o in obstacles:
+                if r.intersects(o):
+                    cost += 200.0
+            for a, b in segments:
+                if _segment_hits_rect(a, b, r, pad=3.0):
+                    cost += 10.0
+            cost += rank  # the preferred positions first
+            if best_cost is None or cost < best_cost:
+                best, best_cost = r, cost
+        taken.append(best)
+        out.append((text, best))
+    return out
 
 
 def _ground_symbol(p: QPainter, c: QPointF) -> None:
@@ -546,6 +652,23 @@ class SketchPanel(QWidget):
         self.plane.activated.connect(lambda i: self.model.set_plane(self.plane.itemData(i)))
         bar.addWidget(self.plane)
         bar.addSeparator()
+        self.labels = QCheckBox("Labels")
+        self.labels.setChecked(True)
+        self.labels.setToolTip("Names of links and joints in the sketch")
+        bar.addWidget(self.labels)
+        fit = QAction("Fit", self)
+        fit.setToolTip("Fit the view to the mechanism (F)")
+        bar.addAction(fit)
+        lay.addWidget(bar)
+        # what new links get, and the grid: a second row (in one row the toolbar overflowed
+        # into its "››" menu at the default window width of 1280 pixels)
+        bar = QToolBar()
+        bar.setObjectName("newLinkToolbar")
+        bar.setIconSize(QSize(16, 16))
+        self.defaults_toolbar = bar
+        new_links = QLabel(" New links: ")
+        new_links.setToolTip("What the Link tool gives the links it draws")
+        bar.addWidget(new_links)
         self.jtype = QComboBox()
         self.jtype.setObjectName("newJointType")
         self.jtype.setToolTip("Type of the joints new links get")
@@ -580,21 +703,19 @@ class SketchPanel(QWidget):
         self.grid.setToolTip("Snap step [m]")
         self.grid.valueEdited.connect(lambda v: self.model.set_default(grid=float(v)))
         bar.addWidget(self.grid)
-        bar.addSeparator()
-        self.labels = QCheckBox("Labels")
-        self.labels.setChecked(True)
-        bar.addWidget(self.labels)
-        fit = QAction("Fit", self)
-        fit.setToolTip("Fit the view to the mechanism (F)")
-        bar.addAction(fit)
+        bar.addWidget(QLabel(" m"))
         lay.addWidget(bar)
         self.canvas = SketchCanvas(session)
         self.labels.toggled.connect(self._labels)
         fit.triggered.connect(self.canvas.fit)
         lay.addWidget(self.canvas, 1)
+        # the hint wraps rather than being cut; the cursor's coordinates are painted in the
+        # canvas' corner, so the hint does not change (and re-wrap) as the mouse moves
         self.status = QLabel()
+        self.status.setObjectName("sketchHint")
+        self.status.setWordWrap(True)
         self.status.setStyleSheet("color: #555; font-size: 8pt; padding: 2px 6px;")
-        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Minimum)
         self.canvas.statusMessage.connect(self.status.setText)
         lay.addWidget(self.status)
         self._subs.connect(self.model.changed, self.sync)

@@ -111,3 +111,54 @@ def test_escape_ends_a_chain_and_planes_switch(make_window, qtbot):
     combo.setCurrentIndex(combo.findData("xz"))
     combo.activated.emit(combo.currentIndex())
     assert win.session.sketch.plane.key == "xz"
+
+
+def test_double_loop_labels_do_not_overprint_at_1280_by_800(make_window, qtbot, qapp):
+    """double-loop-8: J2/J6 and J4/J10 meet at one point each and share one label; no label
+    covers another label, a joint or a ground symbol (the hatch covered J1 and J5)."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtWidgets import QToolButton
+
+    from engine.paths import examples_dir
+
+    from app.qt.sketch import ground_symbol_rect
+    from app.session.sketch import sketch_points
+
+    win = make_window(gl=False)
+    win.open_file(examples_dir() / "double-loop-8.mech.json")
+    win.tabs.setCurrentIndex(1)
+    panel = win.sketch_panel
+    canvas = panel.canvas
+    qtbot.waitExposed(canvas)
+    canvas.fit()
+    canvas.grab()  # paints
+    labels = dict(canvas.labels_drawn)
+    assert {"J2, J6", "J4, J10", "J1", "J5"} <= set(labels)
+    assert {f"L{k}" for k in range(1, 9)} <= set(labels)
+    rects = list(labels.values())
+    for i, a in enumerate(rects):
+        assert canvas.rect().contains(a.toRect())
+        for b in rects[i + 1:]:
+            assert not a.intersects(b)
+    doc = win.session.document
+    for sp in sketch_points(doc.spec, doc.pivots):
+        c = canvas.world_to_widget(sp.pos)
+        glyph = QRectF(c.x() - 6.5, c.y() - 6.5, 13, 13)
+        for text, r in labels.items():
+            assert not r.intersects(glyph), (text, sp.joints)
+            if sp.grounded:
+                assert not r.intersects(ground_symbol_rect(c)), (text, sp.joints)
+    # the toolbars fit at 1280 px: nothing in the overflow menu ("››")
+    assert tuple(win.size().toTuple()) == (1280, 800)
+    for bar in (panel.toolbar, panel.defaults_toolbar):
+        ext = bar.findChild(QToolButton, "qt_toolbar_ext_button")
+        assert ext is None or not ext.isVisible()
+        for act in bar.actions():
+            if act.isSeparator():
+                continue
+            w = bar.widgetForAction(act)
+            assert w is not None and w.isVisible(), act.text() or w
+    # the hint is wrapped, never cut
+    hint = panel.status
+    assert hint.text() == canvas.hint()
+    assert hint.height() >= hint.heightForWidth(hint.width())
