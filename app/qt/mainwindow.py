@@ -37,7 +37,7 @@ from .widgets import MessageBar
 MAX_RECENT = 8
 MECH_FILTER = "Mechanisms (*.mech.json *.json);;All files (*)"
 #: bump when the dock layout changes so an old saved state is not restored
-STATE_VERSION = 3
+STATE_VERSION = 4
 
 
 def app_settings() -> QSettings:
