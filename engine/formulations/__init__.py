@@ -10,7 +10,7 @@ loading any kernel.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,8 +18,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .base import Formulation
 
 
-class _Registry(Mapping):
-    """``name -> Formulation subclass``, importing each module on first use."""
+class _Registry(MutableMapping):
+    """``name -> Formulation subclass``, importing each module on first use.  A class
+    may also be registered directly (``REGISTRY["mine"] = MyFormulation``): the GUI
+    then lists it like the built-in ones."""
 
     def __init__(self, entries: dict[str, str]):
         self._entries = entries  # name -> "module:Class"
@@ -31,6 +33,14 @@ class _Registry(Mapping):
             self._classes[name] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
         return self._classes[name]
 
+    def __setitem__(self, name: str, cls: "type[Formulation]") -> None:
+        self._entries[name] = ""
+        self._classes[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+        self._classes.pop(name, None)
+
     def __iter__(self):
         return iter(self._entries)
 
@@ -38,7 +48,7 @@ class _Registry(Mapping):
         return len(self._entries)
 
 
-REGISTRY: Mapping[str, "type[Formulation]"] = _Registry({
+REGISTRY: MutableMapping[str, "type[Formulation]"] = _Registry({
     "dense": "dense:DenseFormulation",
     "dca": "dca:DCAFormulation",
     "hdca": "hdca:HDCAFormulation",
