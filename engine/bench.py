@@ -108,21 +108,31 @@ def ladders(forms: list[str]) -> dict:
     print("spatial ladders (paper 002 section 4.3): microseconds per right-hand side, one thread")
     print(f"{'L':>4s}" + "".join(f" {c:>10s}" for c in cols))
     rows = []
+    failed: dict[str, str] = {}
     for L in LADDER_CELLS:
         row = {"cells": L}
         for c in cols:
-            row[c] = time_ladder(c, L)
+            try:
+                row[c] = None if c in failed else time_ladder(c, L)
+            except Exception as exc:  # noqa: BLE001 - the table says which formulation failed
+                failed[c] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+                row[c] = None
         rows.append(row)
-        print(f"{L:4d}" + "".join(f" {row[c] * 1e6:10.1f}" for c in cols), flush=True)
+        print(f"{L:4d}" + "".join(f" {row[c] * 1e6:10.1f}" if row[c] is not None else f" {'failed':>10s}"
+                                  for c in cols), flush=True)
+    for c, why in failed.items():
+        print(f"  {c} failed: {why}")
     t = {r["cells"]: r for r in rows}
     summary = {}
     for c in cols:
-        summary[f"{c}_L64_over_L8"] = t[64][c] / t[8][c]
+        if c not in failed:
+            summary[f"{c}_L64_over_L8"] = t[64][c] / t[8][c]
+    ok = [f for f in forms if f not in failed]
     for L in LADDER_CELLS:
-        summary[f"fastest_L{L}"] = min(forms, key=lambda f: t[L][f])
+        summary[f"fastest_L{L}"] = min(ok, key=lambda f: t[L][f]) + (" (of those that ran)" if failed else "")
     for k, v in summary.items():
         print(f"  {k:30s} {v if isinstance(v, str) else f'{v:.2f}'}")
-    return {"rows": rows, "summary": summary}
+    return {"rows": rows, "summary": summary, "failed": failed}
 
 
 def time_pinocchio(n: int, kind: str) -> float | None:
@@ -192,6 +202,45 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def monitor_cost(forms, example: str = "chain-128-spherical", t_end: float = 0.5, repeats: int = 7) -> list[dict]:
+    """The pipeline monitor's cost (engine/monitor.py): whole runs of ``example`` with and
+    without it, interleaved (so machine load hits both alike), medians of wall and CPU
+    time, and the monitor's own clock (judging, health, the recorder's saved state)."""
+    import statistics
+
+    from .model import load_model
+    from .paths import examples_dir
+    from .simulation import Settings, Simulation
+
+    model = load_model(examples_dir() / f"{example}.mech.json")
+    out = []
+    print(f"\nmonitor cost: {example}, {t_end:g} s at the defaults, {repeats} interleaved repeats (medians)")
+    print(f"{'formulation':12s} {'wall on':>9s} {'wall off':>9s} {'cpu on':>9s} {'cpu off':>9s} "
+          f"{'wall +%':>8s} {'cpu +%':>8s} {'judge %':>8s}")
+    for f in forms:
+        walls, cpus, own = {True: [], False: []}, {True: [], False: []}, []
+        for _ in range(repeats):
+            for on in (True, False):
+                sim = Simulation(model, Settings(formulation=f, t_end=t_end, monitor=on))
+                sim.prepare()
+                c0, w0 = time.process_time(), time.perf_counter()
+                for _chunk in sim.run():
+                    pass
+                walls[on].append(time.perf_counter() - w0)
+                cpus[on].append(time.process_time() - c0)
+                if on:
+                    own.append(sim.stats["monitor_time"] / walls[on][-1])
+        w1, w0_, c1, c0_ = (statistics.median(walls[True]), statistics.median(walls[False]),
+                            statistics.median(cpus[True]), statistics.median(cpus[False]))
+        row = {"formulation": f, "example": example, "t_end": t_end, "wall_on": w1, "wall_off": w0_,
+               "cpu_on": c1, "cpu_off": c0_, "wall_overhead": w1 / w0_ - 1, "cpu_overhead": c1 / c0_ - 1,
+               "judge_share": statistics.median(own)}
+        out.append(row)
+        print(f"{f:12s} {w1:9.3f} {w0_:9.3f} {c1:9.3f} {c0_:9.3f} {100 * row['wall_overhead']:8.2f} "
+              f"{100 * row['cpu_overhead']:8.2f} {100 * row['judge_share']:8.2f}", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import numba
 
@@ -206,12 +255,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--ladders", action="store_true",
                    help="only the spatial-ladder cost study (paper 002 Fig. 11), L = 1 ... 64")
+    p.add_argument("--monitor", action="store_true",
+                   help="only the pipeline monitor's cost: the 128-link chain with and without it")
     args = p.parse_args(argv)
     forms = [f for f in args.formulations.split(",") if f]
     for f in forms:
         if f not in REGISTRY:
             print(f"linkwork bench: unknown formulation {f!r}", file=sys.stderr)
             return 2
+    if args.monitor:
+        result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu_name(),
+                  "monitor": monitor_cost(forms)}
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=2))
+            print(f"\nwritten {args.json}")
+        return 0
     if args.ladders:
         result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu_name(),
                   "ladders": None}

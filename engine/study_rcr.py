@@ -120,27 +120,43 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     ax.legend(loc="center right")
     fig.savefig(img / "fourbar-drift.png")
     plt.close(fig)
-    # ---- 4.2 redundant parallel five-bar against dense
+    # ---- 4.2 redundant parallel five-bar against dense; the motion is sensitive to its
+    # initial state (differences grow ~10x per 0.5 s), so dense at a tighter tolerance
+    # is run too: its distance from dense at the study's tolerance is the yardstick
     five = load_model(examples_dir() / "fivebar-redundant.mech.json")
     runs = {}
-    for f in ("rcr", "dense"):
-        _log(f"4.2 redundant five-bar: {f} dop853 1e-10")
-        runs[f] = _run(five, f, t_end, integrator="dop853", rtol=1e-10, atol=1e-10)
-    cols = runs["rcr"][0]
+    for f, tol in (("rcr", 1e-10), ("dense", 1e-10), ("dense", 1e-12)):
+        _log(f"4.2 redundant five-bar: {f} dop853 {tol:g}")
+        runs[(f, tol)] = _run(five, f, t_end, integrator="dop853", rtol=tol, atol=tol)
+    cols = runs[("rcr", 1e-10)][0]
     idx = [cols.index(f"{b}.{c}") for b in five.body_names for c in "xyz"]
-    n = min(len(runs["rcr"][1]), len(runs["dense"][1]))
-    dx = float(np.abs(runs["rcr"][1][:n, idx] - runs["dense"][1][:n, idx]).max())
-    result["fivebar"] = {"max_position_difference": dx, "switches": runs["rcr"][2].stats.get("partition_switches"),
-                         "rows": n}
-    fig, ax = plt.subplots(figsize=(5.2, 3.4))
-    for f, style in (("dense", "-"), ("rcr", "--")):
-        cc, rows, _ = runs[f]
+    n = min(len(r[1]) for r in runs.values())
+
+    def gap(a, b):
+        return np.abs(runs[a][1][:n, idx] - runs[b][1][:n, idx]).max(axis=1)
+
+    d_rcr = gap(("rcr", 1e-10), ("dense", 1e-10))
+    d_ref = gap(("dense", 1e-10), ("dense", 1e-12))
+    t5 = runs[("rcr", 1e-10)][1][:n, 0]
+    at2 = t5 <= 2.0 + 1e-9
+    result["fivebar"] = {"max_difference_to_2s": float(d_rcr[at2].max()),
+                         "max_difference": float(d_rcr.max()), "dense_tolerance_gap": float(d_ref.max()),
+                         "switches": runs[("rcr", 1e-10)][2].stats.get("partition_switches"), "rows": n}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10.0, 3.4))
+    for (f, tol), style in ((("dense", 1e-10), "-"), (("rcr", 1e-10), "--")):
+        cc, rows, _ = runs[(f, tol)]
         for b, color in (("P1", "#2471a3"), ("P2", "#d68910")):
             ax.plot(rows[:, 0], rows[:, cc.index(f"{b}.x")], style, color=color, lw=1.1, label=f"{b}.x {f}")
     ax.set_xlabel("t  [s]")
     ax.set_ylabel("x of the two base links' centres  [m]")
     ax.set_title("redundant parallel five-bar (paper 002 Fig. 8)", fontsize=9)
     ax.legend(ncol=2)
+    ax2.semilogy(t5[1:], np.maximum(d_rcr[1:], 1e-18), color="#1e8449", label="rcr − dense (both 1e-10)")
+    ax2.semilogy(t5[1:], np.maximum(d_ref[1:], 1e-18), color="#7f8c8d", label="dense 1e-10 − dense 1e-12")
+    ax2.set_xlabel("t  [s]")
+    ax2.set_ylabel("largest body-position difference  [m]")
+    ax2.set_title("sensitivity: the difference grows alike for both", fontsize=9)
+    ax2.legend()
     fig.savefig(img / "fivebar.png")
     plt.close(fig)
     # ---- 4.3 ladders equivalent to one pendulum
@@ -178,6 +194,8 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     for f, color in (("rcr", "#1e8449"), ("dca", "#c0392b"), ("hdca", "#2471a3"), ("dense", "#7d3c98"),
                      ("tree", "#7f8c8d")):
         label = "tree, constraints ignored" if f == "tree" else f
+        if f in cost["failed"]:
+            continue
         ax.loglog(Ls, [r[f] * 1e6 for r in cost["rows"]], "o-", color=color, ms=3, lw=1.1, label=label)
     ax.set_xlabel("cells L")
     ax.set_ylabel("µs per right-hand side (one thread)")
@@ -213,8 +231,13 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
         "",
         "![five-bar](rcr/fivebar.png)",
         "",
-        f"Largest body-position difference over {n} output instants: {_fmt(result['fivebar']['max_position_difference'])} m; "
-        f"partition switches: {result['fivebar']['switches']}.",
+        f"Largest body-position difference between rcr and dense (both dop853 1e-10): "
+        f"{_fmt(result['fivebar']['max_difference_to_2s'])} m up to t = 2 s, "
+        f"{_fmt(result['fivebar']['max_difference'])} m up to t_end; dense at 1e-10 and at 1e-12 differ by "
+        f"{_fmt(result['fivebar']['dense_tolerance_gap'])} m up to t_end: the five-bar amplifies any "
+        "difference by about 10 every 0.5 s, so beyond a few seconds the comparison measures that "
+        f"sensitivity, not the formulation (right plot). rcr switched its independent speeds "
+        f"{result['fivebar']['switches']} times.",
         "",
         "## 4.3 Ladders equivalent to one 2-DOF spatial pendulum (dop853, 1e-11)",
         "",
@@ -231,12 +254,14 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
               "| L | rcr [µs] | dca [µs] | hdca [µs] | dense [µs] | tree, constraints ignored [µs] |",
               "|---|---|---|---|---|---|"]
     for r in cost["rows"]:
-        lines.append(f"| {r['cells']} | " + " | ".join(f"{r[f] * 1e6:.1f}" for f in ("rcr", "dca", "hdca", "dense", "tree"))
-                     + " |")
+        lines.append(f"| {r['cells']} | " + " | ".join(f"{r[f] * 1e6:.1f}" if r[f] is not None else "failed"
+                                                        for f in ("rcr", "dca", "hdca", "dense", "tree")) + " |")
     s = cost["summary"]
-    lines += ["", f"rcr's time at L = 64 over L = 8: {s['rcr_L64_over_L8']:.2f} (dca {s['dca_L64_over_L8']:.2f}, "
-              f"hdca {s['hdca_L64_over_L8']:.2f}, dense {s['dense_L64_over_L8']:.2f}). Fastest at L = "
-              + ", ".join(f"{L}: {s[f'fastest_L{L}']}" for L in LADDER_SIZES) + ".",
+    ratios = ", ".join(f"{f} {s[f + '_L64_over_L8']:.2f}" for f in ("dca", "hdca", "dense") if f + "_L64_over_L8" in s)
+    lines += ["", f"rcr's time at L = 64 over L = 8: {s['rcr_L64_over_L8']:.2f} ({ratios}). Fastest at L = "
+              + ", ".join(f"{L}: {s[f'fastest_L{L}']}" for L in LADDER_SIZES) + "."]
+    lines += [f"{f} failed: {why}" for f, why in cost["failed"].items()]
+    lines += ["",
               "", "Full data: [rcr/results.json](rcr/results.json).", ""]
     result["_report"] = lines
     if not math.isfinite(fb["ratio_at_end"]):
