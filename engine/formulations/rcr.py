@@ -317,6 +317,13 @@ def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
                 merged += 1
                 best = (*mb, wm)
         choice.append((best[0], best[1]))
+    return partition_from_choice(m, structure, choice, Ks, colscale, merged)
+
+
+def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=0) -> Partition:
+    """A :class:`Partition` from ``choice`` (per cluster: blocks of (rows, columns,
+    dependent columns), and the independent speeds), scaled loop Jacobian ``Ks``."""
+    m = model
     lx = _layout(m, structure, choice)
     blocks = [b for blk, _ in choice for b in blk]
     conds = [_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep]

@@ -180,15 +180,27 @@ def test_parallelogram_never_continues_on_another_branch():
 
 
 def test_crank_rocker_switches_partition_and_agrees_with_dense():
-    """Item 2: the crank-rocker's rocker stops being a valid independent coordinate near
-    its dead points; rcr re-chooses the partition and still follows dense."""
+    """Item 2 (paper 002 section 4.4): with the rocker's angle as the independent
+    coordinate, the partition turns ill-conditioned near the rocker's dead points; rcr
+    re-chooses it (the automatic choice takes the crank, which never needs a switch)
+    and still follows dense."""
+    from engine.formulations.rcr import _numeric_loop_jacobian, partition_from_choice
+
     model = load_model(example_path("fourbar-crank-rocker"))
-    sim = Simulation(model, Settings(formulation="rcr", integrator="dop853", rtol=1e-12, atol=1e-12, dt=0.01,
-                                     t_end=2.0))
-    cols, rows = sim.run_all()
-    ref = Simulation(model, Settings(formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12, dt=0.01,
-                                     t_end=2.0))
-    cols_d, rows_d = ref.run_all()
-    idx = [cols.index(f"{b.name}.{c}") for b in model.spec.bodies for c in "xyz"]
-    assert np.abs(rows[:, idx] - rows_d[:, idx]).max() < 1e-8
-    assert "partition_switches" in sim.stats
+    settings = dict(integrator="dop853", rtol=1e-12, atol=1e-12, dt=0.01, t_end=2.0)
+    sim = Simulation(model, Settings(formulation="rcr", **settings))
+    form = sim.formulation
+    lca, paths, clusters = form.structure
+    rocker = model.v_adr[[i for i in paths[0] if model.parent[i] < 0 and i != 0][0]]
+    cols = [int(c) for i in paths[0] for c in range(model.v_adr[i], model.v_adr[i] + model.nv_j[i])]
+    Kmat, M = _numeric_loop_jacobian(model, model.q_zero(), form.structure)
+    scale = 1.0 / np.sqrt(np.diag(M))
+    rows = list(range(int(model.nc_j[model.nb])))
+    choice = [([(rows, cols, [c for c in cols if c != rocker])], [int(rocker)])]
+    form._use(partition_from_choice(model, form.structure, choice, Kmat * scale, scale))
+    cols_out, out = sim.run_all()
+    ref_cols, ref = Simulation(model, Settings(formulation="dense", **settings)).run_all()
+    idx = [cols_out.index(f"{b.name}.{c}") for b in model.spec.bodies for c in "xyz"]
+    assert np.abs(out[:, idx] - ref[:, idx]).max() < 1e-8
+    assert sim.stats["partition_switches"] >= 1
+    assert form.part.independent.tolist() != [rocker]
