@@ -319,3 +319,16 @@ def joint_coordinates_from_poses(fa, joints, x, R, ref, jq):
     for k in range(joints.shape[0]):
         j = joints[k]
         jq[j] = joint_coordinate(fa, j, x, R, ref[j])
+
+
+@njit(cache=True, nogil=True)
+def tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, F):
+    """:func:`applied_forces` for a formulation in tree coordinates ``q``: the joint
+    springs' coordinates from ``q`` (tree joints) or from the poses (cut joints), then
+    every force element's wrench."""
+    for k in range(spring_tree.shape[0]):
+        j = spring_tree[k]
+        jq[j] = q[q_adr[j]]
+    if spring_cut.shape[0] > 0:
+        joint_coordinates_from_poses(fa, spring_cut, x, R, jq_ref, jq)
+    applied_forces(fa, x, R, V, jq, F)

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..constraints import joint_constraint
-from ..forces import applied_forces, joint_coordinates_from_poses
+from ..forces import tree_applied_forces
 from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_subspace
 from ..model import SPHERICAL
 from ..spatial import quat_mul
@@ -542,12 +542,7 @@ def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut
         v[k] = v_in[k]
     _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w)  # eq. (34)
     fk_velocities(mk, x, P, S, v, V, c)
-    for k in range(spring_tree.shape[0]):
-        j = spring_tree[k]
-        jq[j] = q[q_adr[j]]
-    if spring_cut.shape[0] > 0:
-        joint_coordinates_from_poses(fa, spring_cut, x, R, jq_ref, jq)
-    applied_forces(fa, x, R, V, jq, Fext)
+    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     fk_accelerations(mk, x, P, S, c, zero_v, Ab)
     _to_origin(x, P, Ab, c, Ao, co)
     if nj > nb:
