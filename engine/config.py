@@ -74,3 +74,37 @@ SINGULAR_STEP_FRACTION = 0.2
 #: ... and it counts as being crossed when it is at most this far in time at
 #: its current rate (a mechanism that merely stays ill-conditioned is not).
 CROSSING_TIME = 0.05
+
+# ------------------------------------------------------ branch and health monitor
+# engine/monitor.py judges every output instant of every formulation; docs/formulations.md,
+# "Singular configurations", has the measurements behind these figures.
+
+#: Hard limit on ``violation.position`` (2-norm of all joints' position residuals, metres
+#: and unit directions).  A run that ends beyond it is wrong, not inaccurate: every
+#: formulation that holds its loops keeps it far below (shipped examples at the defaults:
+#: dense <= 1e-13, hdca <= 1e-13, index3 <= 1e-8 except where it warns of unconverged
+#: Newton steps), while a loop that opened at a singular configuration shows 1e-4 ... 1e-1.
+MONITOR_POSITION_TOL = 1e-6
+#: Hard limit on the drift of ``energy.total`` of a conservative mechanism (no dampers, no
+#: joint torques) relative to the peak kinetic energy.  Measured on the parallelogram
+#: four-bar over 10 s at dt = 0.01: dense/hdca rk4 drift 3e-9 of the peak, index3's
+#: trapezoidal rule oscillates with an amplitude of 4.8e-4 (its O(dt^2) energy error, not a
+#: jump); dca leaving the branch gains 0.16 (5.4 J of 33.5 J).
+MONITOR_ENERGY_DRIFT = 1e-3
+#: Early in a run released at rest the peak kinetic energy is tiny: the drift is measured
+#: against at least this fraction of m_total |g| L (lifting the mechanism by its own size).
+ENERGY_SCALE_FLOOR = 1e-3
+#: Jumps that make the pipeline redo an interval with smaller steps (soft: if no
+#: refinement removes them but the hard limits hold, the finest attempt is kept):
+#: a residual growing by this factor in one output interval ...
+MONITOR_JUMP_FACTOR = 100.0
+#: ... to above these floors (round-off and rk4's truncation of the closure stay below
+#: 1e-10 on every example; dca leaving the parallelogram's branch jumps 1e-10 -> 1e-7 -> 1e-2),
+MONITOR_VELOCITY_FLOOR = 1e-8
+MONITOR_POSITION_FLOOR = 1e-8
+#: ... or an energy step (conservative mechanisms) above this fraction of the energy scale
+#: (index3's largest step on the four-bar at dt = 0.01: 1.2e-5).
+MONITOR_ENERGY_JUMP = 1e-4
+#: Refinement levels of a retried interval: 2, 4, 8, 16 sub-steps (adaptive solvers:
+#: max_step = dt / 2**level).
+MONITOR_MAX_REFINE = 4

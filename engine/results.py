@@ -69,6 +69,14 @@ class Recorder:
         self._jq_ref = np.zeros(m.nj)
         self._jq = np.zeros(m.nj)
 
+    def state(self) -> tuple:
+        """The continuity state (quaternion signs, unwrapped angles), to undo a rejected row."""
+        return self._qprev.copy(), self._jq_ref.copy()
+
+    def restore(self, state: tuple) -> None:
+        self._qprev[:] = state[0]
+        self._jq_ref[:] = state[1]
+
     def row(self, ev) -> np.ndarray:
         m = self.model
         out = np.empty(len(self.columns))

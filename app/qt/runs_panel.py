@@ -98,7 +98,8 @@ class RunsPanel(QWidget):
         it.setText(2, f"{wall:.3g}" if wall is not None else "")
         tip = run.summary()
         it.setToolTip(0, tip)
-        it.setToolTip(1, run.error or run.status)
+        health = run.health()
+        it.setToolTip(1, (run.error or run.status) + (f"\n{health}" if health else ""))
 
     def update_run(self, run) -> None:
         """Refresh one run's row (status or row count changed)."""

@@ -165,8 +165,8 @@ class SolverPanel(QWidget):
         self.stats.setWordWrap(True)
         self.stats.hide()  # shown with a run's figures
         rl.addWidget(self.stats)
-        self.compile_notice = QLabel("Compiling numerical kernels (first run only; this can take "
-                                     "one to two minutes)…")
+        self.compile_notice = QLabel("Compiling numerical kernels (first run of a formulation after an "
+                                     "install or update only)…")
         self.compile_notice.setObjectName("compileNotice")
         self.compile_notice.setWordWrap(True)
         self.compile_notice.setStyleSheet("background: #fff5e0; color: #7a5200; border: 1px solid #f0c36d;"
@@ -333,8 +333,10 @@ class SolverPanel(QWidget):
             ev = run.stats.get("rhs_evaluations")
             if ev:
                 parts.append(f"{ev} evaluations")
-        self.stats.setText(" · ".join(p for p in parts if p))
+        health = run.health(short=True)  # the monitor's worst figures: a bad run at a glance
+        self.stats.setText(" · ".join(p for p in parts if p) + (f"<br>{health}" if health else ""))
         if run.status == "failed":
             self.stats.setText(f"<span style='color:#9b1c1c'>{run.error}</span><br>"
-                               f"{run.n_rows} rows kept up to t = {fmt_number(round(run.t_last, 6))} s")
+                               f"{run.n_rows} rows kept up to t = {fmt_number(round(run.t_last, 6))} s"
+                               + (f"<br>{health}" if health else ""))
         self.stats.setVisible(bool(self.stats.text()))

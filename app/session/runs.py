@@ -185,10 +185,22 @@ class RunRecord:
             return None
         return max(0.0, (self.settings.t_end - t) * w / t)
 
+    def health(self, short: bool = False) -> str:
+        """The run's health from the pipeline's monitor: worst position violation, energy
+        drift, closest approach to a singular configuration, retries ('' before it reported)."""
+        if "max_position_violation" not in self.stats:
+            return ""
+        from engine.monitor import summary
+
+        return summary(self.stats, short=short)
+
     def summary(self) -> str:
         s = f"{self.label}: {self.status}, {self._n} rows, t = {self.t_last:.4g} s"
         if self.status == "failed":
             s += f" — {self.error}"
+        health = self.health()
+        if health:
+            s += f"\n{health}"
         return s
 
 

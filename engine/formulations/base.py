@@ -66,6 +66,8 @@ class Formulation(ABC):
     parameters: tuple[str, ...] = ()
     #: one line for tooltips and the formulation guide
     summary: str = ""
+    #: what to try when the pipeline's monitor stops a run of this formulation (exit 3)
+    remedy: str = "Try a smaller --dt, or an adaptive integrator (e.g. --integrator dop853)."
 
     def __init__(self, model: Model, settings):
         start_parallel_backend()  # before any cached parallel kernel runs
@@ -100,6 +102,22 @@ class Formulation(ABC):
     @abstractmethod
     def evaluate(self, t: float, y: np.ndarray) -> Evaluation:
         """Poses, twists, accelerations and reactions of state ``y`` at time ``t``."""
+
+    def health(self) -> dict:
+        """Cheap health figures of the state last evaluated (after :meth:`evaluate`), for the
+        pipeline's branch and health monitor (:mod:`engine.monitor`), which judges them.
+
+        Only what the formulation already has at hand -- no extra solve.  Keys, all
+        optional (the default reports nothing; the monitor then judges the residuals and
+        the energy of the result row alone):
+
+        ``loop_conditioning``
+            ``s_min / s_max`` of the mass-whitened loop Jacobian (or of the independent
+            rows its solver kept), smallest over the loops: 0 at a singular
+            configuration, 1.0 without loops.  Goes into the run's statistics (closest
+            approach) and the failure message.
+        """
+        return {}
 
     def stats(self) -> dict:
         return {"rhs_evaluations": self.nfev}

@@ -157,7 +157,11 @@ def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, s
 def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
             blocks):
     """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
-    wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given."""
+    wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given.
+
+    The flags are runtime bools: kernels pass ``np.bool_(...)``, never the literals, so
+    dca, hdca's two phases and its Python-side reaction pass share one specialisation
+    (numba compiles one per literal value; docs/performance.md, "Compile time")."""
     nb = ix[0]
     if nb >= treesolve.PARALLEL_MIN_BODIES:
         for i in prange(nb):
@@ -447,7 +451,8 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
     if ncut > 0:
         _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
-    _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, True, True)
+    _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, np.bool_(True),
+            np.bool_(True))
     treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
     treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
     treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0)
@@ -522,6 +527,8 @@ class DCAFormulation(TreeFormulation):
     title = "divide-and-conquer algorithm (Featherstone), acceleration level"
     kind = "ode"
     parameters = ("baumgarte", "threads")
+    remedy = ("dca closes loops at the acceleration level only and cannot hold a loop through a singular "
+              "configuration: use hdca, dense or index3 (docs/formulations.md, \"Singular configurations\").")
     summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "
                "O(log n) depth over a binary assembly tree, loops closed at the acceleration level.")
 

@@ -60,8 +60,15 @@ def _body_terms(mass, inertia, R, V, A, Fext, Fbias):
                 Jw[a, b] = s
         w = V[i, 3:]
         m = mass[i]
-        Jw_w = Jw @ w
-        Jw_al = Jw @ A[i, 3:]
+        # J w and J alpha as loops: numba's ``@`` would compile its BLAS glue (and its
+        # error messages) per operand layout (docs/performance.md, "Compile time")
+        Jw_w = (Jw[0, 0] * w[0] + Jw[0, 1] * w[1] + Jw[0, 2] * w[2],
+                Jw[1, 0] * w[0] + Jw[1, 1] * w[1] + Jw[1, 2] * w[2],
+                Jw[2, 0] * w[0] + Jw[2, 1] * w[1] + Jw[2, 2] * w[2])
+        al = A[i, 3:]
+        Jw_al = (Jw[0, 0] * al[0] + Jw[0, 1] * al[1] + Jw[0, 2] * al[2],
+                 Jw[1, 0] * al[0] + Jw[1, 1] * al[1] + Jw[1, 2] * al[2],
+                 Jw[2, 0] * al[0] + Jw[2, 1] * al[1] + Jw[2, 2] * al[2])
         # linear: m (A_lin + w x v_C)
         Fbias[i, 0] = m * (A[i, 0] + w[1] * V[i, 2] - w[2] * V[i, 1]) - Fext[i, 0]
         Fbias[i, 1] = m * (A[i, 1] + w[2] * V[i, 0] - w[0] * V[i, 2]) - Fext[i, 1]
@@ -87,25 +94,29 @@ def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
     nb = parent.shape[0]
     Ic = np.zeros((nb, 6, 6))
     X = np.zeros((6, 6))
+    XI = np.empty((6, 6))
     for i in range(nb):
-        # body inertia about P_i:  [[m, -m~c], [m~c, Jw - m~c~c]], c = x_i - P_i
-        Jw = R[i] @ inertia[i] @ R[i].T
+        # body inertia about P_i:  [[m, -m~c], [m~c, Jw - m~c~c]], c = x_i - P_i, Jw = R I R^T
+        # (loops, not numba's ``@``: docs/performance.md, "Compile time")
         c0 = x[i, 0] - P[i, 0]
         c1 = x[i, 1] - P[i, 1]
         c2 = x[i, 2] - P[i, 2]
         m = mass[i]
-        C = np.array([[0.0, -c2, c1], [c2, 0.0, -c0], [-c1, c0, 0.0]])
+        C = ((0.0, -c2, c1), (c2, 0.0, -c0), (-c1, c0, 0.0))
         for a in range(3):
             Ic[i, a, a] += m
-        mC = m * C
         for a in range(3):
             for b in range(3):
-                Ic[i, a, 3 + b] += -mC[a, b]
-                Ic[i, 3 + a, b] += mC[a, b]
-        CC = C @ C
+                Ic[i, a, 3 + b] += -m * C[a][b]
+                Ic[i, 3 + a, b] += m * C[a][b]
         for a in range(3):
             for b in range(3):
-                Ic[i, 3 + a, 3 + b] += Jw[a, b] - m * CC[a, b]
+                Jw = 0.0
+                for k in range(3):
+                    for l_ in range(3):
+                        Jw += R[i, a, k] * inertia[i, k, l_] * R[i, b, l_]
+                CC = C[a][0] * C[0][b] + C[a][1] * C[1][b] + C[a][2] * C[2][b]
+                Ic[i, 3 + a, 3 + b] += Jw - m * CC
     for i in range(nb - 1, 0, -1):
         p = parent[i]
         if p < 0:
@@ -123,7 +134,19 @@ def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
         X[4, 2] = -l0
         X[5, 0] = -l1
         X[5, 1] = l0
-        Ic[p] += X @ Ic[i] @ X.T
+        # Ic[p] += X Ic[i] X^T
+        for a in range(6):
+            for b in range(6):
+                t = 0.0
+                for k in range(6):
+                    t += X[a, k] * Ic[i, k, b]
+                XI[a, b] = t
+        for a in range(6):
+            for b in range(6):
+                t = 0.0
+                for k in range(6):
+                    t += XI[a, k] * X[b, k]
+                Ic[p, a, b] += t
     F = np.empty(6)
     Fs = np.empty(6)
     l = np.empty(3)
@@ -496,6 +519,13 @@ class DenseFormulation(Formulation):
         near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
         self.near_singular = near
         self.mu_rel = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
+
+    def health(self) -> dict:
+        """The singularity measure of the last accepted step (:meth:`monitor` computes it
+        for its own step control; nothing is recomputed here)."""
+        if self._sing_prev is None:
+            return {}
+        return {"loop_conditioning": self._sing_prev[1]}
 
     def step_bound(self, t, y) -> float | None:
         """Largest step the integrator may take from (t, y), or None for no bound.

@@ -80,6 +80,7 @@ class Index3Formulation(Formulation):
     default_integrator = "trapezoidal"
     parameters = ("penalty", "newton_iters", "newton_tol", "tangent_hold", "geometric_stiffness",
                   "exact_projections")
+    remedy = ("Try more --newton-iters, a larger --penalty, --projections exact, or a smaller --dt.")
     summary = ("Index-3 augmented Lagrangian in absolute coordinates (Euler parameters), trapezoidal "
                "rule and Newton-Raphson with mass-orthogonal projections, all solved over the binary "
                "assembly tree; handles redundant constraints and singular configurations.")
@@ -113,6 +114,7 @@ class Index3Formulation(Formulation):
         self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]))
         self.n_joint_rows = int(m.nc_j.sum())  # the elements' rows follow: s_row[k] is element k's first
         self.s_row = (self.n_joint_rows + np.concatenate([[0], np.cumsum(s_nrow)[:-1]])).astype(np.int64)
+        self._closing = treesolve.closing_merges(self.lay, nb)  # where loops close (health)
         self.row_adr = self.lay.ix[19]
         self.rows = self.lay.ix[20]
         self.nr = self.lay.n_rows
@@ -497,6 +499,14 @@ class Index3Formulation(Formulation):
             self.warnings.append(f"t = {t:.4g} s: the unconverged position residual of index3 has grown to "
                                  f"{viol:.2g} (raise the Newton iterations or the penalty)")
         self._warn_level = 10.0 ** np.ceil(np.log10(viol))
+
+    def health(self) -> dict:
+        """The loop conditioning of the last step's tree factors (the projections' matrix
+        pass at the final positions; Formulation.health)."""
+        if self._closing.shape[0] == 0:
+            return {}
+        lay = self.lay
+        return {"loop_conditioning": treesolve.loop_conditioning(lay.ix, lay.Kf, lay.Kr, self._closing)}
 
     def stats(self) -> dict:
         out = {"steps": self.steps, "newton_iterations": self.newton_total,

@@ -620,7 +620,9 @@ def _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd):
             for c in range(nd):
                 t += G[wr, r + a, c] * bv[br, c]
         r0[rb + a] = t
-    _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, nd)
+    # scratch after the first nd entries; bv.shape[1] (= nd, not the literal): the one
+    # specialisation of _psolve_vec that _merge_bias uses too
+    _psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, bv.shape[1])
     for e in range(n_h):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
@@ -786,7 +788,43 @@ def _passes(nd: int):
     counts and unrolls and vectorises them (index-3's matrix pass at 128 links 156 -> 94
     us, dca's 1024-body evaluation 1632 -> 1211 us).  One set per size, so a formulation
     compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
-    general kernels."""
+    general kernels.
+
+    Each pass runs a list of merges through one serial kernel (``*_of``), called once per
+    independent subtree inside the parallel region and once for the serial top: the
+    inlined merge kernels then exist once per pass, not once per call site, which halves
+    the pass's compile time, and a call per subtree costs nothing next to its merges
+    (docs/performance.md, "Compile time")."""
+
+    @njit(cache=True, nogil=True)
+    def matrices_of(merges, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+        """The matrix merges ``merges``, in order."""
+        for k in range(merges.shape[0]):
+            m = merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
+            else:
+                _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+
+    @njit(cache=True, nogil=True)
+    def biases_of(merges, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+        """The bias merges ``merges``, in order."""
+        for k in range(merges.shape[0]):
+            m = merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
+            else:
+                _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+
+    @njit(cache=True, nogil=True)
+    def down_of(merges, ix, Fh, G, sel, lam, Y, y0):
+        """The disassembly of ``merges``, in reverse order (parents first)."""
+        for k in range(merges.shape[0] - 1, -1, -1):
+            m = merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
+            else:
+                _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
 
     @njit(cache=True, nogil=True, parallel=True)
     def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
@@ -797,18 +835,9 @@ def _passes(nd: int):
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:  # no parallel region at all for small trees
             for s in prange(sub_start.shape[0] - 1):
-                for k in range(sub_start[s], sub_start[s + 1]):
-                    m = sub_merges[k]
-                    if _one_joint_merge(m, ix, nd):
-                        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
-                    else:
-                        _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-        for k in range(top_merges.shape[0]):
-            m = top_merges[k]
-            if _one_joint_merge(m, ix, nd):
-                _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
-            else:
-                _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                matrices_of(sub_merges[sub_start[s]:sub_start[s + 1]], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr,
+                            eps, sgn, tol)
+        matrices_of(top_merges, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
     @njit(cache=True, nogil=True, parallel=True)
     def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
@@ -816,37 +845,18 @@ def _passes(nd: int):
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                for k in range(sub_start[s], sub_start[s + 1]):
-                    m = sub_merges[k]
-                    if _one_joint_merge(m, ix, nd):
-                        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
-                    else:
-                        _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-        for k in range(top_merges.shape[0]):
-            m = top_merges[k]
-            if _one_joint_merge(m, ix, nd):
-                _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
-            else:
-                _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+                biases_of(sub_merges[sub_start[s]:sub_start[s + 1]], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
+                          scr, sgn)
+        biases_of(top_merges, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
     @njit(cache=True, nogil=True, parallel=True)
     def disassemble(ix, Fh, G, sel, lam, Y, y0):
         """Root to leaves: every joint's multipliers and every handle's force."""
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
-        for k in range(top_merges.shape[0] - 1, -1, -1):
-            m = top_merges[k]
-            if _one_joint_merge(m, ix, nd):
-                _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
-            else:
-                _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+        down_of(top_merges, ix, Fh, G, sel, lam, Y, y0)
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
-                    m = sub_merges[k]
-                    if _one_joint_merge(m, ix, nd):
-                        _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
-                    else:
-                        _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+                down_of(sub_merges[sub_start[s]:sub_start[s + 1]], ix, Fh, G, sel, lam, Y, y0)
 
     return assemble_matrices, assemble_biases, disassemble
 
@@ -937,6 +947,13 @@ class SingularityWatch:
             self._in_window = False
         if self._in_window:
             self._t_warn = t
+
+    def health(self) -> dict:
+        """The loop conditioning of the latest evaluation's factors (Formulation.health)."""
+        if self._closing.shape[0] == 0:
+            return {}
+        lay = self.lay
+        return {"loop_conditioning": loop_conditioning(lay.ix, lay.Kf, lay.Kr, self._closing)}
 
     def step_bound(self, t, y):
         """Adaptive integrators call this before every step: watch, never bound."""

@@ -1,0 +1,297 @@
+"""Branch and health monitor: one stage of the simulation pipeline, for every formulation.
+
+The worst answer a simulation can give is a wrong trajectory with exit status 0.  A
+loop passing a singular configuration (a parallelogram folding flat) is where that
+happens: the closure equations lose a direction there, and a formulation that does not
+hold the closure at the position or velocity level may leave the assembly branch --
+the velocity residual jumps, the loop then opens, and for a conservative mechanism the
+energy jumps with it.  :class:`Monitor` watches every output instant of every
+formulation through the same figures (docs/formulations.md, "Singular configurations"):
+
+* the row's ``violation.position`` and ``violation.velocity`` (the contract's residuals
+  of *all* joints, from the body states -- the same numbers whoever computed them): a
+  jump of the velocity residual over one interval is the loss of continuity of the
+  closure solution that precedes a branch switch;
+* for a conservative mechanism (no dampers, no joint torques, no time-varying forces),
+  ``energy.total`` against its initial value, relative to the peak kinetic energy;
+* what the formulation reports cheaply through
+  :meth:`~engine.formulations.base.Formulation.health` -- the loop conditioning
+  (``s_min / s_max`` of the mass-whitened loop Jacobian), for the run's statistics and
+  the failure message.
+
+When an interval looks wrong (a jump, or a hard limit crossed), the pipeline redoes it
+with smaller steps (:meth:`Monitor.judge` returns the refinement level: rk4 and index3
+take ``2**level`` sub-steps, adaptive solvers restart the interval with
+``max_step = dt / 2**level``).  If no refinement passes the hard limits the run ends
+with :class:`~engine.errors.SimulationError` (exit status 3) naming the time, the loop
+and what was detected, after every accepted row has been handed over.  Thresholds and
+why they are what they are: :mod:`engine.config` ("Branch and health monitor").
+
+``LINKWORK_MONITOR=observe`` judges and records but never retries or fails (the
+behaviour before the monitor, for counting); ``LINKWORK_MONITOR_LOG=FILE`` appends one
+line per finished or failed run with its worst figures (the acceptance counts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from . import config
+from .errors import SimulationError
+from .model import F_JOINT_TORQUE, Model
+from .topology import loop_bodies
+
+
+def conservative(model: Model) -> bool:
+    """True if ``energy.total`` must stay constant: no damping in any spring, no joint
+    torques (they do work that ``energy.total`` does not count), no time-varying forces
+    (the format has none).  Ideal joints and gears do no work."""
+    if model.f_type.shape[0] == 0:
+        return True
+    torque = (model.f_type == F_JOINT_TORQUE) & np.any(model.f_params != 0.0, axis=1)
+    damped = (model.f_type != F_JOINT_TORQUE) & (model.f_params[:, 1] != 0.0)
+    return not bool(torque.any() or damped.any())
+
+
+def joint_label(model: Model, j: int) -> str:
+    """``loop closed at joint J4 (ground - A - B - C)`` for a cut joint, ``joint J2`` otherwise."""
+    name = model.joint_names[j]
+    if j < model.nb:
+        return f"joint {name}"
+    bodies = " - ".join("ground" if b < 0 else model.body_names[b] for b in loop_bodies(model, j))
+    return f"loop closed at joint {name} ({bodies})"
+
+
+def gravity_energy(model: Model) -> float:
+    """``m_total |g| L``: the energy of lifting the mechanism by its own size ``L`` (the
+    diagonal of the box around its centres of mass and joint anchors at t = 0).  Zero
+    without gravity; a mechanism that starts moving has its kinetic energy as scale."""
+    pts = [b.position for b in model.spec.bodies] + [j.anchor for j in model.spec.joints]
+    pts = np.array(pts, dtype=float).reshape(-1, 3)
+    size = float(np.linalg.norm(pts.max(axis=0) - pts.min(axis=0))) if len(pts) else 0.0
+    return float(np.sum(model.mass)) * float(np.linalg.norm(model.gravity)) * size
+
+
+class Monitor:
+    """Judges each output instant of one run; keeps the run's health statistics."""
+
+    def __init__(self, model: Model, formulation, columns: list[str], t_end: float, mode: str | None = None):
+        self.model = model
+        self.form = formulation
+        self.t_end = float(t_end)
+        mode = mode or os.environ.get("LINKWORK_MONITOR", "on")
+        if mode not in ("on", "observe", "off"):
+            mode = "on"
+        self.mode = mode
+        self.acts = mode == "on"
+        self.conservative = conservative(model)
+        #: ODE formulations get positions by integrating velocities: a velocity residual that
+        #: jumps opens the loop.  Steppers (index3) solve the position constraints each step.
+        self.integrates_velocities = getattr(formulation, "kind", "ode") == "ode"
+        self._ivp = columns.index("violation.position")
+        self._ivv = columns.index("violation.velocity")
+        self._ike = columns.index("energy.kinetic")
+        self._ie = columns.index("energy.total")
+        # statistics of the accepted rows
+        self.retries = 0
+        self.max_position = 0.0
+        self.t_max_position = 0.0
+        self.max_drift = 0.0  # |E - E0| [J]
+        self.t_max_drift = 0.0
+        self.ke_peak = 0.0
+        self.e_floor = config.ENERGY_SCALE_FLOOR * gravity_energy(model)
+        self.min_conditioning = np.inf
+        self.t_closest = float("nan")
+        self.flags: list[str] = []  # hard limits crossed (observe mode keeps going)
+        self.time = 0.0  # wall time spent judging
+        self._e0 = None
+        self._prev = None  # (t, vp, vv, E) of the last accepted row
+        self._cond0 = None  # the first loop conditioning reported
+        self._vv_entry = None  # velocity residual when the loops came near a singular configuration
+        self._level = 0  # refinement level of the attempt being judged
+        self._first = None  # (reasons, where, conditioning) of the interval's first attempt
+
+    # ----------------------------------------------------------------- helpers
+    def _energy_scale(self, ke_peak: float | None = None) -> float:
+        """What an energy drift is measured against: the peak kinetic energy so far, floored
+        by ENERGY_SCALE_FLOOR of :func:`gravity_energy` (early in a run released at rest)."""
+        return max(self.ke_peak if ke_peak is None else ke_peak, self.e_floor, 1e-300)
+
+    def _worst_joint(self, recorder) -> str:
+        """Name the joint (and its loop) with the largest position residual of the last row."""
+        m = self.model
+        phi = np.abs(recorder._phi)
+        if phi.size == 0:
+            return "the mechanism"
+        c_adr = m.c_adr
+        worst, j_worst = -1.0, 0
+        for j in range(m.nj):
+            n = int(m.nc_j[j])
+            if n and phi[c_adr[j]:c_adr[j] + n].max() > worst:
+                worst, j_worst = float(phi[c_adr[j]:c_adr[j] + n].max()), j
+        return joint_label(m, j_worst)
+
+    def _closest(self) -> str:
+        if not np.isfinite(self.min_conditioning):
+            return ""
+        return (f"; closest approach to a singular configuration: loop conditioning {self.min_conditioning:.2g} "
+                f"at t = {self.t_closest:.4g} s")
+
+    # ------------------------------------------------------------------ judging
+    def judge(self, t: float, row: np.ndarray, recorder) -> int:
+        """0: accept the row; ``level > 0``: redo the interval with ``2**level`` times finer
+        steps.  Raises :class:`SimulationError` when no refinement is left and a hard limit
+        is crossed."""
+        c0 = time.perf_counter()
+        try:
+            return self._judge(t, row, recorder)
+        finally:
+            self.time += time.perf_counter() - c0
+
+    def _judge(self, t, row, recorder) -> int:
+        vp, vv, ke, e = float(row[self._ivp]), float(row[self._ivv]), float(row[self._ike]), float(row[self._ie])
+        health = self.form.health()
+        cond = health.get("loop_conditioning")
+        if self._e0 is None:
+            self._e0 = e
+        ke_peak = max(self.ke_peak, ke)
+        scale = self._energy_scale(ke_peak)
+        drift = abs(e - self._e0)
+        hard = []
+        soft = []
+        finite = np.isfinite(vp) and np.isfinite(vv) and np.isfinite(e)
+        if not finite:
+            hard.append("the state or its residuals are not finite")
+        if vp > config.MONITOR_POSITION_TOL:
+            hard.append(f"the position residual reached {vp:.3g} (limit {config.MONITOR_POSITION_TOL:g})")
+        if self.conservative and drift > config.MONITOR_ENERGY_DRIFT * scale:
+            hard.append(f"the energy of this conservative mechanism drifted by {drift:.3g} J "
+                        f"({drift / scale:.2g} of the peak kinetic energy {ke_peak:.3g} J; limit "
+                        f"{config.MONITOR_ENERGY_DRIFT:g})")
+        if cond is not None and self._cond0 is None:
+            self._cond0 = max(float(cond), 1e-300)
+        near = cond is not None and cond < config.SINGULAR_WINDOW * self._cond0
+        if self._prev is not None:
+            _, vp0, vv0, e_prev = self._prev
+            if not self.integrates_velocities:
+                pass  # the stepper solves the positions themselves: its velocity residual cannot open a loop
+            elif vv > config.MONITOR_JUMP_FACTOR * vv0 and vv > config.MONITOR_VELOCITY_FLOOR:
+                soft.append(f"the velocity residual jumped from {vv0:.2g} to {vv:.2g} in one step")
+            elif (near and self._vv_entry is not None and vv > config.MONITOR_JUMP_FACTOR * self._vv_entry
+                  and vv > config.MONITOR_VELOCITY_FLOOR):
+                # continuity of the closure solution across the crossing: the residual it had
+                # when the loop came near the singular configuration, not only the last row's
+                soft.append(f"the velocity residual grew from {self._vv_entry:.2g} to {vv:.2g} while crossing a "
+                            "singular configuration (a branch switch)")
+            if vp > config.MONITOR_JUMP_FACTOR * vp0 and vp > config.MONITOR_POSITION_FLOOR:
+                soft.append(f"the position residual jumped from {vp0:.2g} to {vp:.2g} in one step")
+            if self.conservative and abs(e - e_prev) > config.MONITOR_ENERGY_JUMP * scale:
+                soft.append(f"the energy jumped by {abs(e - e_prev):.3g} J in one step")
+        bad = hard + soft
+        if bad and self.acts:
+            if self._level == 0:
+                self._first = (hard + soft, self._worst_joint(recorder), cond)
+            if self._level < config.MONITOR_MAX_REFINE:
+                self._level += 1
+                self.retries += 1
+                return self._level
+            # No refinement removed it.  A jump that persists through 16 times smaller steps
+            # is no truncation error (that shrinks with the step): the closure solution or
+            # the energy is discontinuous -- a branch switch -- so it fails like a hard limit.
+            reasons, where, cond0 = self._first
+            near = "" if cond0 is None else f" (loop conditioning {cond0:.2g} there)"
+            msg = (f"{where}{near}: {'; '.join(reasons)}; smaller steps (down to dt / {2 ** self._level}) did "
+                   f"not help{self._closest()}. {getattr(self.form, 'remedy', '')}").rstrip()
+            raise SimulationError(t, msg)
+        if bad and not self.acts:
+            self.flags.append(f"t = {t:.4g} s: " + "; ".join(bad))
+        # accepted
+        if near and self._vv_entry is None:
+            self._vv_entry = self._prev[2] if self._prev is not None else vv
+        elif not near:
+            self._vv_entry = None
+        self._level = 0
+        self._prev = (t, vp, vv, e)
+        self.ke_peak = ke_peak
+        if vp > self.max_position:
+            self.max_position, self.t_max_position = vp, t
+        if drift > self.max_drift:
+            self.max_drift, self.t_max_drift = drift, t
+        if cond is not None and cond < self.min_conditioning:
+            self.min_conditioning, self.t_closest = float(cond), t
+        return 0
+
+    def failed_evaluation(self, t: float, exc: SimulationError) -> int:
+        """An evaluation raised at the new state (e.g. inconsistent closure equations next to a
+        singular configuration): a level to retry at, or re-raise when none is left."""
+        if self.acts and self._level < config.MONITOR_MAX_REFINE:
+            self._level += 1
+            self.retries += 1
+            return self._level
+        raise exc
+
+    # -------------------------------------------------------------- statistics
+    def stats(self) -> dict:
+        """The run's health figures (merged into ``Simulation.stats``)."""
+        scale = self._energy_scale()
+        out = {"monitor": self.mode, "retries": self.retries, "max_position_violation": self.max_position,
+               "t_max_position_violation": self.t_max_position, "energy_drift": self.max_drift,
+               "energy_drift_relative": self.max_drift / scale,
+               "conservative": self.conservative, "monitor_time": self.time}
+        if np.isfinite(self.min_conditioning):
+            out["min_loop_conditioning"] = self.min_conditioning
+            out["t_closest_approach"] = self.t_closest
+        if self.flags:
+            out["monitor_flags"] = list(self.flags[:20])
+        return out
+
+    def log(self, status: str, t: float, message: str) -> None:
+        """Append the run's figures to ``$LINKWORK_MONITOR_LOG`` (when set): one JSON line."""
+        path = os.environ.get("LINKWORK_MONITOR_LOG")
+        if not path:
+            return
+        st = self.stats()
+        bad = (st["max_position_violation"] > config.MONITOR_POSITION_TOL
+               or (self.conservative and st["energy_drift_relative"] > config.MONITOR_ENERGY_DRIFT))
+        rec = {"status": status, "t": float(t), "mechanism": self.model.name, "formulation": self.form.name,
+               "integrator": getattr(self.form.settings, "integrator", None),
+               "dt": getattr(self.form.settings, "dt", None), "mode": self.mode,
+               "max_position_violation": st["max_position_violation"],
+               "energy_drift_relative": st["energy_drift_relative"], "conservative": self.conservative,
+               "retries": self.retries, "limit_exceeded": bool(bad), "flags": len(self.flags), "message": message[:300],
+               "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(rec) + "\n")
+        except OSError:
+            pass
+
+
+def summary(stats: dict, short: bool = False) -> str:
+    """One line for ``linkwork run`` and the app's run panel: worst position violation,
+    energy drift (conservative mechanisms), closest approach to a singular configuration,
+    retries.  ``short``: the compact form of the solver panel's figures."""
+    if short:
+        parts = [f"violation ≤ {stats.get('max_position_violation', 0.0):.1e} m"]
+        if stats.get("conservative"):
+            parts.append(f"energy drift {stats.get('energy_drift_relative', 0.0):.0e} of peak KE")
+        if "min_loop_conditioning" in stats:
+            parts.append(f"loop conditioning ≥ {stats['min_loop_conditioning']:.1g}")
+        if stats.get("retries"):
+            parts.append(f"{stats['retries']} retries")
+        return " · ".join(parts)
+    parts = [f"worst position violation {stats.get('max_position_violation', 0.0):.2g} m"]
+    if stats.get("conservative"):
+        parts.append(f"energy drift {stats.get('energy_drift', 0.0):.2g} J "
+                     f"({stats.get('energy_drift_relative', 0.0):.1g} of peak kinetic)")
+    else:
+        parts.append(f"energy change {stats.get('energy_drift', 0.0):.2g} J (not conservative)")
+    if "min_loop_conditioning" in stats:
+        parts.append(f"loop conditioning >= {stats['min_loop_conditioning']:.2g} "
+                     f"(closest at t = {stats['t_closest_approach']:.3g} s)")
+    parts.append(f"{stats.get('retries', 0)} retries")
+    return ", ".join(parts)

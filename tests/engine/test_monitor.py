@@ -1,0 +1,155 @@
+"""The pipeline's branch and health monitor (engine/monitor.py, issue 17).
+
+Singular passages on several mechanisms, every formulation: the run stays on the right
+assembly branch, or it stops with a SimulationError (exit 3) that names the time and the
+loop -- never a wrong trajectory that ends normally.  "Right branch" is judged on the
+result rows, independently of the monitor: the parallelogram's coupler must not rotate
+(its orientation is the identity on the branch), the other mechanisms must follow the
+dense reference, which crosses by its own filtered projections.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import generators as gen
+from engine.errors import SimulationError
+from engine.model import build_model, load_model
+from engine.monitor import Monitor, conservative, summary
+from engine.paths import examples_dir
+from engine.simulation import Settings, Simulation
+
+FORMULATIONS = ("dense", "dca", "hdca", "index3")
+
+
+def _run(sim):
+    """(rows up to the end or the failure, the SimulationError or None)."""
+    parts, err = [], None
+    try:
+        for ch in sim.run():
+            parts.append(ch.rows)
+    except SimulationError as exc:
+        err = exc
+    rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
+    return rows, err
+
+
+def _angle(cols, rows, body):
+    q = rows[:, [cols.index(f"{body}.q{i}") for i in range(4)]]
+    return 2.0 * np.arctan2(np.linalg.norm(q[:, 1:], axis=1), np.abs(q[:, 0]))
+
+
+def _positions(cols, rows, model):
+    return rows[:, [cols.index(f"{b.name}.{c}") for b in model.spec.bodies for c in "xyz"]]
+
+
+@pytest.mark.parametrize("form", FORMULATIONS)
+def test_parallelogram_right_branch_or_exit_3(form):
+    """Four crossings of the flat configuration in 3.6 s (t = 0.6, 1.43, 2.63, 3.45 s).
+    Before the monitor, dca left the branch at 2.63 s and ended normally with the coupler
+    turned by 2.8 rad over 10 s (energy +5.4 J, loop open by 0.072 m)."""
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    sim = Simulation(model, Settings(formulation=form, t_end=3.6))
+    rows, err = _run(sim)
+    ang = _angle(sim.columns, rows, "B")
+    assert ang.max() <= 1e-6  # every row handed over is on the branch, failed run or not
+    if err is None:
+        assert rows[-1, 0] == pytest.approx(3.6)
+    else:
+        assert form == "dca", err  # dense, hdca and index3 cross at their defaults
+        assert "loop closed at joint J3" in err.reason and err.t > 2.0
+        assert rows[-1, 0] < err.t  # the rejected row is not handed over
+    st = sim.stats
+    assert st["min_loop_conditioning"] < 0.01 and 0.0 <= st["t_closest_approach"] <= 3.6
+    assert st["max_position_violation"] <= 1e-6 and st["conservative"]
+
+
+@pytest.mark.parametrize("form", FORMULATIONS)
+@pytest.mark.parametrize("name", ["kite", "ladder"])
+def test_folding_passages_follow_the_reference_or_exit_3(name, form):
+    """A kite four-bar (crank = ground = 1, coupler = rocker = 2: it folds flat, loop
+    conditioning down to 1.9e-3 within 1 s) and a ladder of two equal cells started with its
+    legs 5 degrees from the rungs (conditioning 0.04 at 1.5 s): the trajectory agrees with
+    the dense reference to 1e-5 m, or the run stops with exit 3 (and the rows it handed
+    over agree)."""
+    spec = (gen.fourbar(crank=1.0, coupler=2.0, rocker=2.0, ground=1.0, crank_angle_deg=60.0) if name == "kite"
+            else gen.ladder(2, tilt_x_deg=0.0, tilt_z_deg=85.0))
+    model = build_model(spec)
+    t_end = 2.0
+    ref = Simulation(model, Settings(formulation="dense", integrator="dop853", rtol=1e-11, atol=1e-11,
+                                     t_end=t_end))
+    ref_rows, ref_err = _run(ref)
+    assert ref_err is None
+    sim = Simulation(model, Settings(formulation=form, t_end=t_end))
+    rows, err = _run(sim)
+    n = rows.shape[0]
+    diff = np.abs(_positions(sim.columns, rows, model) - _positions(ref.columns, ref_rows[:n], model)).max()
+    assert diff < 1e-5, (form, diff, err)
+    assert err is None or "smaller steps" in err.reason
+
+
+def test_observe_mode_keeps_the_old_behaviour_and_flags(monkeypatch, tmp_path):
+    """LINKWORK_MONITOR=observe judges without acting (the count before the monitor):
+    dca leaves the parallelogram's branch, ends normally, and the flags say so; the log
+    file gets one line for the run."""
+    log = tmp_path / "monitor.log"
+    monkeypatch.setenv("LINKWORK_MONITOR", "observe")
+    monkeypatch.setenv("LINKWORK_MONITOR_LOG", str(log))
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    sim = Simulation(model, Settings(formulation="dca", t_end=4.0))
+    rows, err = _run(sim)
+    assert err is None and rows[-1, 0] == pytest.approx(4.0)
+    assert sim.stats["monitor_flags"] and sim.stats["retries"] == 0
+    assert sim.stats["max_position_violation"] > 1e-6
+    line = log.read_text().strip().splitlines()
+    assert len(line) == 1 and '"status": "finished"' in line[0] and '"limit_exceeded": true' in line[0]
+
+
+def test_conservative_mechanisms():
+    """Dampers and joint torques make a mechanism non-conservative; stiff undamped springs do not."""
+    assert conservative(load_model(examples_dir() / "parallelogram-fourbar.mech.json"))
+    from engine.mechfile import spec_from_dict, spec_to_dict
+
+    d = spec_to_dict(gen.fourbar())
+    d["forces"] = [{"type": "joint-spring", "joint": d["joints"][0]["name"], "stiffness": 10.0, "damping": 0.0,
+                    "rest": 0.0}]
+    assert conservative(build_model(spec_from_dict(d)))
+    d["forces"][0]["damping"] = 0.1
+    assert not conservative(build_model(spec_from_dict(d)))
+    d["forces"] = [{"type": "joint-torque", "joint": d["joints"][0]["name"], "value": 1.0}]
+    assert not conservative(build_model(spec_from_dict(d)))
+
+
+def test_summary_line_names_the_figures():
+    st = {"max_position_violation": 3e-14, "energy_drift": 1e-7, "energy_drift_relative": 3e-9,
+          "conservative": True, "min_loop_conditioning": 3.3e-4, "t_closest_approach": 7.51, "retries": 2}
+    line = summary(st)
+    assert "worst position violation 3e-14 m" in line and "energy drift 1e-07 J" in line
+    assert "loop conditioning >= 0.00033 (closest at t = 7.51 s)" in line and "2 retries" in line
+
+
+def test_monitor_switch():
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    assert isinstance(Simulation(model, Settings(formulation="dense")).monitor, Monitor)
+    assert Simulation(model, Settings(formulation="dense", monitor=False)).monitor is None
+
+
+def test_cli_exit_3_with_the_health_line(tmp_path):
+    """`linkwork run` on the parallelogram with dca: exit 3, the message names time and loop,
+    the CSV keeps the rows before the failure, and the health line is printed although
+    stderr is not a terminal."""
+    out = tmp_path / "p.csv"
+    r = subprocess.run([sys.executable, "-m", "engine.cli", "run",
+                        str(examples_dir() / "parallelogram-fourbar.mech.json"), "--formulation", "dca",
+                        "--t-end", "4", "--out", str(out)], capture_output=True, text=True,
+                       env={**os.environ, "LINKWORK_MONITOR": "on"})
+    assert r.returncode == 3, r.stderr
+    assert "simulation failed at t = " in r.stderr and "loop closed at joint J3" in r.stderr
+    assert "linkwork: health: worst position violation" in r.stderr
+    from engine.results import read_csv
+
+    cols, rows = read_csv(out)
+    assert rows.shape[0] > 200 and _angle(cols, rows, "B").max() <= 1e-6
