@@ -68,18 +68,20 @@ def test_parallelogram_right_branch_or_exit_3(form):
 
 
 @pytest.mark.parametrize("form", FORMULATIONS)
-@pytest.mark.parametrize("name", ["kite", "ladder"])
+@pytest.mark.parametrize("name", ["kite", "fivebar", "ladder"])
 def test_folding_passages_follow_the_reference_or_exit_3(name, form):
     """A kite four-bar (crank = ground = 1, coupler = rocker = 2: it folds flat, loop
-    conditioning down to 1.9e-3 within 1 s) and a ladder of two equal cells started with its
+    conditioning down to 1.9e-3 within 1 s), a folding five-bar (both legs on one ground
+    pivot: the rhombus collapses, 2.9e-3 at 1.5 s) and a ladder of two equal cells started with its
     legs 5 degrees from the rungs (conditioning 0.04 at 1.5 s): the trajectory agrees with
     the dense reference to 1e-5 m, or the run stops with exit 3 (and the rows it handed
     over agree).  index3's trapezoidal rule is second order: at dt = 0.01 it is 9.1e-4 m
     from the reference on the kite over 2 s (measured) -- its accuracy, not a branch;
     a branch switch moves the links by a good part of their 1-2 m length, so index3 is
     held to 1e-2 m, the fourth-order rk4 runs to 1e-5 m."""
-    spec = (gen.fourbar(crank=1.0, coupler=2.0, rocker=2.0, ground=1.0, crank_angle_deg=60.0) if name == "kite"
-            else gen.ladder(2, tilt_x_deg=0.0, tilt_z_deg=85.0))
+    spec = {"kite": lambda: gen.fourbar(crank=1.0, coupler=2.0, rocker=2.0, ground=1.0, crank_angle_deg=60.0),
+            "fivebar": lambda: gen.fivebar(legs=2, base_half=0.0, length=1.0, tip=(0.3, 1.2)),
+            "ladder": lambda: gen.ladder(2, tilt_x_deg=0.0, tilt_z_deg=85.0)}[name]()
     model = build_model(spec)
     t_end = 2.0
     ref = Simulation(model, Settings(formulation="dense", integrator="dop853", rtol=1e-11, atol=1e-11,
