@@ -28,6 +28,7 @@ COMMANDS = {
     "examples": ("", "list the bundled example mechanisms"),
     "study": ("NAME [--out DIR]", "reproduce a paper's study (tables and plots)"),
     "bench": ("[options]", "speed of the formulations (docs/benchmarks.md)"),
+    "compile": ("[--formulations A,B] [--force]", "compile the numerical kernels ahead, so first runs start at once"),
 }
 SUBCOMMANDS = tuple(COMMANDS)
 
@@ -342,6 +343,10 @@ def _dispatch(argv: list[str]) -> int:
         from .bench import main as bench_main
 
         return bench_main(argv[1:])
+    if cmd == "compile":
+        from .warmup import main as compile_main
+
+        return compile_main(argv[1:])
     if cmd == "study":
         from .studies import main as study_main
 

@@ -37,3 +37,11 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch .venv/.installed
 fi
+
+# Compile every formulation's numerical kernels into the numba cache now (engine/warmup.py),
+# so that the first Run of each starts at once instead of compiling for tens of seconds.
+# The cache is keyed by the engine's sources: after an install or an update this compiles,
+# otherwise it only reports that the kernels are there.  LINKWORK_SKIP_COMPILE=1 skips it.
+if [ -z "${LINKWORK_SKIP_COMPILE:-}" ]; then
+  .venv/bin/linkwork compile || echo "setup: compiling ahead failed; the kernels compile at first use" >&2
+fi

@@ -135,6 +135,7 @@ class MainWindow(QMainWindow):
         self.plots.after_refresh.connect(self._live_tick)
         self.runner.run_finished.connect(self._run_finished)
         self.runner.compiling.connect(self._compiling)
+        self.runner.compile_progress.connect(self._compile_progress)
         self.undo_stack.canUndoChanged.connect(lambda _: self._update_actions())
         self.undo_stack.canRedoChanged.connect(lambda _: self._update_actions())
         self._last_progress = 0.0
@@ -580,6 +581,12 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Compiling numerical kernels (first run only)…")
         else:
             self.statusBar().clearMessage()
+
+    def _compile_progress(self, text: str, fraction: float) -> None:
+        """The compile notice names the formulation and counts the seconds against this
+        machine's figure for it (RunController.compile_progress)."""
+        self.solver_panel.compile_notice.setText(text)
+        self.statusBar().showMessage(text)
 
     # ================================================================= export
     def _current_run(self):

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from engine.errors import SettingsError, SimulationError
 from engine.simulation import ResultChunk
+from engine.warmup import compile_notice
 
 from app.session import RunRecord, RunRefused, Session
 from app.session.simulate import Compiling, Prepared, Started, simulation_items
@@ -33,6 +34,7 @@ class RunController(QObject):
     run_state = Signal(object)  # RunRecord (status changed)
     run_finished = Signal(object)  # RunRecord
     compiling = Signal(bool)  # show / hide the compiling notice
+    compile_progress = Signal(str, float)  # the notice's text, fraction of the expected wait (every second)
 
     def __init__(self, session: Session, parent: QObject | None = None, max_interval: float = MAX_INTERVAL):
         super().__init__(parent)
@@ -42,8 +44,12 @@ class RunController(QObject):
         self.run: RunRecord | None = None
         self._compile_timer = QTimer(self)
         self._compile_timer.setSingleShot(True)
-        self._compile_timer.timeout.connect(lambda: self.compiling.emit(True))
+        self._compile_timer.timeout.connect(self._show_compiling)
         self._compile_shown = False
+        self._compile_t0 = 0.0
+        self._compile_tick = QTimer(self)  # the notice's clock while kernels compile
+        self._compile_tick.setInterval(1000)
+        self._compile_tick.timeout.connect(self._emit_compile_progress)
         self._warned = 0  # formulation warnings of the current run already notified
         self._threads = []
         self._gc_frozen = False
@@ -155,6 +161,7 @@ class RunController(QObject):
             run.settings = item.settings
         elif isinstance(item, Compiling):
             run.set_status("compiling")
+            self._compile_t0 = time.perf_counter()
             self._compile_timer.start(COMPILE_NOTICE_DELAY_MS)
             self.run_state.emit(run)
         elif isinstance(item, Prepared):
@@ -176,8 +183,23 @@ class RunController(QObject):
             self.session.notifications.warning(w, source="run")
         self._warned = max(self._warned, len(ws))
 
+    def _show_compiling(self) -> None:
+        self._compile_shown = True
+        self.compiling.emit(True)
+        self._emit_compile_progress()
+        self._compile_tick.start()
+
+    def _emit_compile_progress(self) -> None:
+        """Which formulation compiles, for how long already and about how long in all
+        (this machine's last measured figure: engine.warmup.compile_notice)."""
+        run = self.run
+        name = getattr(getattr(run, "settings", None), "formulation", None) if run is not None else None
+        if name:
+            self.compile_progress.emit(*compile_notice(name, time.perf_counter() - self._compile_t0))
+
     def _hide_compiling(self) -> None:
         self._compile_timer.stop()
+        self._compile_tick.stop()
         self.compiling.emit(False)
         self._compile_shown = False
 

@@ -1,0 +1,120 @@
+"""``linkwork compile`` (engine/warmup.py): the kernels go into the numba cache ahead, so a
+later process loads every kernel its first Run needs without compiling any."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import warmup
+from engine.paths import examples_dir
+
+FOURBAR = examples_dir() / "parallelogram-fourbar.mech.json"
+
+# counts numba's real compiles: the "numba:compile" event fires only when a kernel is
+# compiled, not when it is loaded from the cache
+_COUNT = '''
+import sys
+from numba.core import event
+compiles = []
+class _L(event.Listener):
+    def on_start(self, ev):
+        compiles.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", _L())
+'''
+
+_WARM = _COUNT + '''
+from pathlib import Path
+from engine import warmup
+done, failed = warmup.compile_all(["dense"], files=[Path(sys.argv[1])])
+print(len(compiles), sorted(done), failed)
+'''
+
+_RUN = _COUNT + '''
+from engine.model import load_model
+from engine.simulation import Settings, Simulation
+Simulation(load_model(sys.argv[1]), Settings(formulation="dense", t_end=0.1)).run_all()
+print(len(compiles), sorted(set(compiles)))
+'''
+
+
+def _py(code, cache, *args):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout.strip()
+
+
+@pytest.mark.slow
+def test_compile_fills_the_cache_so_the_next_process_compiles_nothing(tmp_path):
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    n_warm, done, failed = _py(_WARM, cache, FOURBAR).split(" ", 2)
+    assert int(n_warm) > 10  # a cold cache: the warm-up compiled dense's kernels
+    assert done == "['dense']" and failed == "[]"
+    assert json.loads((cache / warmup.RECORD).read_text())["formulations"]["dense"]["examples"] == 1
+    # a later process (the application's first Run) loads everything: no compile at all
+    n_run, names = _py(_RUN, cache, FOURBAR).split(" ", 1)
+    assert int(n_run) == 0, names
+
+
+def _fake_cache(tmp_path, monkeypatch, record=None):
+    cache = tmp_path / "numba" / "key"
+    cache.mkdir(parents=True)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(cache))
+    if record is not None:
+        (cache / "kernels.nbi").write_bytes(b"")
+        (cache / warmup.RECORD).write_text(json.dumps(record))
+    return cache
+
+
+def test_compiled_needs_this_numba_and_a_non_empty_cache(tmp_path, monkeypatch):
+    ver = warmup._numba_version()
+    _fake_cache(tmp_path, monkeypatch, {"numba": ver, "formulations": {"dca": {"seconds": 3}}})
+    assert warmup.compiled() == {"dca"}
+    (tmp_path / "numba" / "key" / warmup.RECORD).write_text(
+        json.dumps({"numba": "0.0.1", "formulations": {"dca": {"seconds": 3}}}))
+    assert warmup.compiled() == set()  # another numba: its cache entries are not ours
+    (tmp_path / "numba" / "key" / "kernels.nbi").unlink()
+    (tmp_path / "numba" / "key" / warmup.RECORD).write_text(
+        json.dumps({"numba": ver, "formulations": {"dca": {"seconds": 3}}}))
+    assert warmup.compiled() == set()  # a record without kernels (cache emptied)
+
+
+def test_record_keeps_this_machines_times_across_source_versions(tmp_path, monkeypatch):
+    cache = _fake_cache(tmp_path, monkeypatch)
+    warmup._record("hdca", 12.34, 19)
+    assert json.loads((cache / warmup.RECORD).read_text())["formulations"]["hdca"] == {"seconds": 12.3,
+                                                                                         "examples": 19}
+    assert warmup.measured_seconds()["hdca"] == 12.3
+    # another version of the sources: a new keyed directory, the machine's times stay
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba" / "other"))
+    (tmp_path / "numba" / "other").mkdir()
+    assert warmup.measured_seconds()["hdca"] == 12.3
+    assert warmup.compiled() == set()
+
+
+def test_compile_notice_says_compiling_with_this_machines_figure_or_loading(tmp_path, monkeypatch):
+    _fake_cache(tmp_path, monkeypatch)
+    text, frac = warmup.compile_notice("index3", 6.0)
+    expect = warmup.TYPICAL_SECONDS["index3"]
+    assert text.startswith("Compiling the index3 kernels: 6 s of about") and f"{expect:.0f} s" in text
+    assert frac == pytest.approx(6.0 / expect)
+    warmup._record("index3", 30.0, 19)
+    (tmp_path / "numba" / "key" / "kernels.nbi").write_bytes(b"")
+    text, frac = warmup.compile_notice("index3", 45.0)
+    assert text.startswith("Loading the compiled index3 kernels")
+    assert frac == 0.99
+
+
+def test_compile_refuses_an_unknown_formulation():
+    r = subprocess.run([sys.executable, "-m", "engine.cli", "compile", "--formulations", "dense,bogus"],
+                       capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 2
+    assert "unknown formulation(s) bogus" in r.stderr
