@@ -543,7 +543,7 @@ class MainWindow(QMainWindow):
         """Progress and status show the current run (idle when there is none)."""
         if not self.runner.busy:
             self.solver_panel.show_progress(run)
-            self.run_status.setText(run.summary() if run is not None else "")
+            self._show_run_status(run)
         self._update_actions()
 
     def _run_state(self, run) -> None:
@@ -558,12 +558,19 @@ class MainWindow(QMainWindow):
             QStyle.SP_MediaPlay if paused else QStyle.SP_MediaPause))
         self._update_actions()
 
+    def _show_run_status(self, run) -> None:
+        """The run's summary in the one-line status bar (its health figures after a dot;
+        the full text, one item a line, in the tooltip)."""
+        text = run.summary() if run is not None else ""
+        self.run_status.setText(text.replace("\n", " · "))
+        self.run_status.setToolTip(text)
+
     def _run_finished(self, run) -> None:
         self.plots.stop_live()
         if self.view_panel.scene is not None:
             self.view_panel.scene.run_finished()
         self.solver_panel.show_progress(run)
-        self.run_status.setText(run.summary())
+        self._show_run_status(run)
         self.actions["pause"].setText("Pause")
         self.actions["pause"].setIcon(QApplication.style().standardIcon(QStyle.SP_MediaPause))
         self._update_actions()

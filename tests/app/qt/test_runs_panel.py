@@ -63,3 +63,16 @@ def test_one_loop_is_not_one_loops(make_window, qapp):
     qapp.processEvents()
     assert "1 loop ·" in win.editor.summary.text() and "1 loops" not in win.editor.summary.text()
     assert "1 loop ·" in win.status_summary.text()
+
+
+def test_status_bar_shows_the_run_and_its_health_on_one_line(make_window, qapp, run_to_end):
+    """The run summary has its health figures on a second line; the one-line status bar
+    drew the two lines over each other."""
+    win = make_window(gl=False)
+    win.session.document.replace(g.fourbar())
+    run = run_to_end(win, t_end=0.2)
+    qapp.processEvents()
+    text = win.run_status.text()
+    assert "\n" not in text
+    assert text.startswith(run.label) and "worst position violation" in text
+    assert win.run_status.toolTip() == run.summary()
