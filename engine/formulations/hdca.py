@@ -96,8 +96,8 @@ def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut
     for r in range(g0.shape[0]):
         g0[r] = 0.0
     _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, impulses)
-    _leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch, False,
-            True)
+    _leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch,
+            np.bool_(False), np.bool_(True))
     treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
     treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
     treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0)

@@ -14,6 +14,9 @@ so a joint row ``Phi_dot = G_a^tw V_a + G_b^tw V_b`` of :mod:`engine.constraints
 The Euler-parameter normalisation is ``Psi = (p^T p - 1) / 2`` (``Psi_q = [0, p^T]``).
 Every kernel takes arrays only and never allocates in the step loop except
 where noted; body loops go parallel from ``treesolve.PARALLEL_MIN_BODIES`` on.
+A ``prange`` index is unsigned: the per-body kernels called from both the parallel
+and the serial loop get it as ``np.int64(i)``, so numba compiles them once, not
+once per index type (docs/performance.md, "Compile time").
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ def body_kinematics(q, qd, qdd, x, R, V, A, E):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
-            _body_kin(i, q, qd, qdd, x, R, V, A, E)
+            _body_kin(np.int64(i), q, qd, qdd, x, R, V, A, E)
     else:
         for i in range(nb):
             _body_kin(i, q, qd, qdd, x, R, V, A, E)
@@ -147,7 +150,7 @@ def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
-            _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb)
+            _body_mq(np.int64(i), mass, inertia, q, qd, R, F, Mb, Qb)
     else:
         for i in range(nb):
             _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb)
@@ -190,7 +193,7 @@ def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
     V0 = np.zeros(6)
     if nj >= PARALLEL_MIN_BODIES:
         for j in prange(nj):
-            _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
+            _joint_rows_one(np.int64(j), ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
     else:
         for j in range(nj):
             _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
@@ -699,7 +702,7 @@ def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
-            _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H)
+            _geo_one(np.int64(i), ix, ca, row_adr, q, lam, mu, h, H)
     else:
         for i in range(nb):
             _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H)
@@ -754,7 +757,11 @@ def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, 
 def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr,
                eps, sgn, tol, matrices):
     """Leaf biases b_i = base_i + D_i rhs_i, the tree passes (matrix pass if asked;
-    leaf blocks already filled), and x_i = D_i sum F_h + b_i per body into ``out``."""
+    leaf blocks already filled), and x_i = D_i sum F_h + b_i per body into ``out``.
+
+    Kernels pass ``matrices`` as ``np.bool_(False)``, not the literal ``False``: numba
+    compiles a separate specialisation for a literal argument, and this kernel is large
+    (docs/performance.md, "Compile time")."""
     leaf_biases(ix, Dl, base, rhs, bl, bv)
     if matrices:
         treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
@@ -842,7 +849,7 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, 
     nu[:] = 0.0
     projection_rhs(pst, qd, nu, kp, base, rhs)
     tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, zero_rows, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
-               eps, sgn, pivot_tol, False)
+               eps, sgn, pivot_tol, np.bool_(False))
     qd[:] = out
     return eps, sgn, kp
 
@@ -863,7 +870,7 @@ def acceleration_projection(eps, sgn, kp, q, qd, qdd, nu, ca, ix, x, R, V, A, E,
         nu[i] = -(qd[i, 3] ** 2 + qd[i, 4] ** 2 + qd[i, 5] ** 2 + qd[i, 6] ** 2)
     projection_rhs(pst, qdd, nu, kp, base, rhs)
     tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, gq, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
-               eps, sgn, pivot_tol, False)
+               eps, sgn, pivot_tol, np.bool_(False))
     qdd[:] = out
     base[:] = 0.0
     return np.sqrt(viol)

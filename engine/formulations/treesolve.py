@@ -788,43 +788,7 @@ def _passes(nd: int):
     counts and unrolls and vectorises them (index-3's matrix pass at 128 links 156 -> 94
     us, dca's 1024-body evaluation 1632 -> 1211 us).  One set per size, so a formulation
     compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
-    general kernels.
-
-    Each pass runs a list of merges through one serial kernel (``*_of``), called once per
-    independent subtree inside the parallel region and once for the serial top: the
-    inlined merge kernels then exist once per pass, not once per call site, which halves
-    the pass's compile time, and a call per subtree costs nothing next to its merges
-    (docs/performance.md, "Compile time")."""
-
-    @njit(cache=True, nogil=True)
-    def matrices_of(merges, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
-        """The matrix merges ``merges``, in order."""
-        for k in range(merges.shape[0]):
-            m = merges[k]
-            if _one_joint_merge(m, ix, nd):
-                _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
-            else:
-                _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-
-    @njit(cache=True, nogil=True)
-    def biases_of(merges, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
-        """The bias merges ``merges``, in order."""
-        for k in range(merges.shape[0]):
-            m = merges[k]
-            if _one_joint_merge(m, ix, nd):
-                _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
-            else:
-                _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-
-    @njit(cache=True, nogil=True)
-    def down_of(merges, ix, Fh, G, sel, lam, Y, y0):
-        """The disassembly of ``merges``, in reverse order (parents first)."""
-        for k in range(merges.shape[0] - 1, -1, -1):
-            m = merges[k]
-            if _one_joint_merge(m, ix, nd):
-                _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
-            else:
-                _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+    general kernels."""
 
     @njit(cache=True, nogil=True, parallel=True)
     def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
@@ -835,9 +799,18 @@ def _passes(nd: int):
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:  # no parallel region at all for small trees
             for s in prange(sub_start.shape[0] - 1):
-                matrices_of(sub_merges[sub_start[s]:sub_start[s + 1]], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr,
-                            eps, sgn, tol)
-        matrices_of(top_merges, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                for k in range(sub_start[s], sub_start[s + 1]):
+                    m = sub_merges[k]
+                    if _one_joint_merge(m, ix, nd):
+                        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
+                    else:
+                        _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+        for k in range(top_merges.shape[0]):
+            m = top_merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
+            else:
+                _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
     @njit(cache=True, nogil=True, parallel=True)
     def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
@@ -845,18 +818,37 @@ def _passes(nd: int):
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                biases_of(sub_merges[sub_start[s]:sub_start[s + 1]], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
-                          scr, sgn)
-        biases_of(top_merges, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+                for k in range(sub_start[s], sub_start[s + 1]):
+                    m = sub_merges[k]
+                    if _one_joint_merge(m, ix, nd):
+                        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
+                    else:
+                        _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+        for k in range(top_merges.shape[0]):
+            m = top_merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
+            else:
+                _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
     @njit(cache=True, nogil=True, parallel=True)
     def disassemble(ix, Fh, G, sel, lam, Y, y0):
         """Root to leaves: every joint's multipliers and every handle's force."""
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
-        down_of(top_merges, ix, Fh, G, sel, lam, Y, y0)
+        for k in range(top_merges.shape[0] - 1, -1, -1):
+            m = top_merges[k]
+            if _one_joint_merge(m, ix, nd):
+                _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
+            else:
+                _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                down_of(sub_merges[sub_start[s]:sub_start[s + 1]], ix, Fh, G, sel, lam, Y, y0)
+                for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
+                    m = sub_merges[k]
+                    if _one_joint_merge(m, ix, nd):
+                        _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
+                    else:
+                        _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
 
     return assemble_matrices, assemble_biases, disassemble
 
