@@ -31,12 +31,13 @@ from .errors import SimulationError
 from .formulations.index3 import UNCONVERGED_VIOLATION
 from .model import build_model
 from .simulation import Settings, Simulation
+from .studies import STUDY_MONITOR
 
 
 def _run(spec_or_model, **kw):
     """(columns, rows, stats, error message or None) of one index3 run."""
     model = spec_or_model if hasattr(spec_or_model, "nb") else build_model(spec_or_model)
-    sim = Simulation(model, Settings(formulation="index3", **kw))
+    sim = Simulation(model, Settings(formulation="index3", monitor=STUDY_MONITOR, **kw))
     parts, err = [], None
     try:
         for ch in sim.run():
@@ -68,7 +69,7 @@ def _timing(n, threads, t_end, alpha, hold=1, detail=False, exact=False):
     model = build_model(gen.paper000_chain(n))
     s = Settings(formulation="index3", dt=0.01, t_end=t_end, penalty=alpha, newton_iters=3, newton_tol=1e-12,
                  tangent_hold=hold, threads=min(threads, numba.config.NUMBA_NUM_THREADS),
-                 exact_projections=exact)
+                 exact_projections=exact, monitor=STUDY_MONITOR)
     sim = Simulation(model, s)
     sim.prepare()
     f = sim.formulation
