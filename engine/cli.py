@@ -136,8 +136,14 @@ def _load(path: str):
 
 def cmd_run(argv: list[str]) -> int:
     args = _run_parser().parse_args(argv)  # before the engine's imports: --help and refusals answer at once
-    from .errors import MechanismError, SettingsError, SimulationError
     from .formulations import PLANNED, REGISTRY
+
+    if args.formulation and args.formulation not in REGISTRY:  # before numpy and the model load
+        if args.formulation in PLANNED:
+            return _refuse(f"formulation {args.formulation!r} is not available in this version of "
+                           f"Linkwork (available: {', '.join(REGISTRY)})")
+        return _refuse(f"unknown formulation {args.formulation!r} (available: {', '.join(REGISTRY)})")
+    from .errors import MechanismError, SettingsError, SimulationError
     from .results import CsvWriter
     from .simulation import Simulation, file_defaults
 
@@ -145,11 +151,6 @@ def cmd_run(argv: list[str]) -> int:
         model = _load(args.file)
     except MechanismError as exc:
         return _refuse(f"{args.file}: {exc}")
-    if args.formulation and args.formulation not in REGISTRY:
-        if args.formulation in PLANNED:
-            return _refuse(f"formulation {args.formulation!r} is not available in this version of "
-                           f"Linkwork (available: {', '.join(REGISTRY)})")
-        return _refuse(f"unknown formulation {args.formulation!r} (available: {', '.join(REGISTRY)})")
     given = {k: getattr(args, k) for k in ("integrator", "dt", "t_end", "rtol", "atol")
              if getattr(args, k) is not None}
     settings = file_defaults(model, args.formulation).replace(

@@ -209,7 +209,8 @@ def test_help_and_refusals_answer_without_loading_the_engine():
             "heavy = sorted(m for m in ('numba', 'scipy', 'numpy', 'PySide6') if m in sys.modules); "
             "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)")
     for args, rc in ((["--help"], 0), (["run", "--help"], 0), (["run", "x.mech.json", "--bogus"], 2),
-                     (["run", "x.mech.json", "--dt", "abc"], 2), (["info", "--help"], 0)):
+                     (["run", "x.mech.json", "--dt", "abc"], 2), (["info", "--help"], 0),
+                     (["run", "x.mech.json", "--formulation", "nope"], 2)):
         r = subprocess.run([sys.executable, "-c", code] + args, capture_output=True, text=True)
         assert r.returncode == rc, r.stderr
         assert "HEAVY []" in r.stderr, (args, r.stderr)
