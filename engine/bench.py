@@ -248,14 +248,38 @@ def monitor_cost(forms, example: str = "chain-128-spherical", t_end: float = 0.5
     return out
 
 
+def _peers(forms: list[str], args) -> int:
+    from . import bench_peers
+
+    ok, why = bench_peers.peers_available()
+    if not ok:
+        print(f"linkwork bench --peers: {why}", file=sys.stderr)
+        return 2
+    date = datetime.datetime.now().isoformat(timespec="seconds")
+    sizes = tuple(n for n in bench_peers.SIZES if n <= args.max_n)
+    print(f"linkwork bench --peers  {date}  {cpu_name()}")
+    result = bench_peers.run(forms, sizes)
+    worst = max(max(r["agreement"].values()) for r in result["rows"] if r["agreement"])
+    print(f"\nworst relative difference of the body accelerations (every formulation and both peers against "
+          f"dense): {worst:.1e} (required <= {bench_peers.AGREE_RTOL:g})")
+    result.update(date=date, cpu=cpu_name())
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+        print(f"written {args.json}")
+    if args.markdown:
+        Path(args.markdown).write_text(bench_peers.markdown(result, cpu_name(), date))
+        print(f"written {args.markdown}")
+    return 0 if worst <= bench_peers.AGREE_RTOL else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     import numba
 
     from .formulations import REGISTRY
 
     p = argparse.ArgumentParser(prog="linkwork bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--formulations", default=",".join(f for f in ("dca", "hdca") if f in REGISTRY),
-                   help="comma-separated [%(default)s]")
+    p.add_argument("--formulations", default=None,
+                   help="comma-separated [dca,hdca; with --peers every registered ODE formulation]")
     p.add_argument("--max-n", type=int, default=1024, help="largest chain [%(default)s]")
     p.add_argument("--no-pinocchio", action="store_true", help="skip the Pinocchio reference")
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
@@ -264,12 +288,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="only the spatial-ladder cost study (paper 002 Fig. 11), L = 1 ... 64")
     p.add_argument("--monitor", action="store_true",
                    help="only the pipeline monitor's cost: the 128-link chain with and without it")
+    p.add_argument("--peers", action="store_true",
+                   help="only Linkwork against Pinocchio's aba and MuJoCo's mj_forward on chains of "
+                        "16 ... 1024 bodies, accelerations compared first (needs the bench extra)")
+    p.add_argument("--markdown", metavar="FILE", help="with --peers: also write the table as Markdown")
     args = p.parse_args(argv)
-    forms = [f for f in args.formulations.split(",") if f]
+    default = ("dca", "hdca", "rcr", "embedding", "dense") if args.peers else ("dca", "hdca")
+    forms = ([f for f in args.formulations.split(",") if f] if args.formulations
+             else [f for f in default if f in REGISTRY])
     for f in forms:
         if f not in REGISTRY:
             print(f"linkwork bench: unknown formulation {f!r}", file=sys.stderr)
             return 2
+    if args.peers:
+        return _peers(forms, args)
     if args.monitor:
         result = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu_name(),
                   "monitor": monitor_cost(forms)}

@@ -1,0 +1,323 @@
+"""``linkwork bench --peers``: Linkwork's formulations against Pinocchio and MuJoCo (issue 20).
+
+In one process and one run (so ratios hold on a shared, noisy machine), on open chains
+of spherical and of revolute joints:
+
+* Pinocchio's ``aba`` (the articulated-body algorithm, C++) and MuJoCo's ``mj_forward``
+  (joint-space: composite-rigid-body mass matrix and its sparse factorisation) at the
+  same state as Linkwork's formulations;
+* every Linkwork ODE formulation asked for, one right-hand side each, one thread;
+* before any timing, the accelerations of all of them at that state, compared: the
+  centre-of-mass accelerations and angular accelerations of every body in the world
+  frame, each peer's joint accelerations pushed through Pinocchio's kinematics
+  (``forwardKinematics`` with q, v, a), against Linkwork's ``dense`` reference.
+
+The peers' models are built from Linkwork's own :class:`~engine.model.Model` (the same
+masses, inertias, anchors and axes), with every joint frame parallel to the world at the
+initial configuration, so the peers' neutral configuration is Linkwork's initial one and
+a spherical joint's velocity is the relative angular velocity in world axes.
+
+Pinocchio 4 allocates third-order derivative tensors of n_v^3 doubles in its ``Data``
+(about 0.5 GB at 64 spherical bodies): it is timed while that fits in
+``PINOCCHIO_MAX_BYTES`` and, above, its per-body cost (flat for an O(n) algorithm) is
+taken from the largest size measured -- shown in brackets.  The peers are optional
+(``pip install -e ".[bench]"``); without them this says how to install them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+#: largest estimated pinocchio Data (10 n_v^3 doubles measured: 0.54 GB at n_v = 192)
+PINOCCHIO_MAX_BYTES = 1.5e9
+#: relative agreement required of every formulation and peer (issue 20)
+AGREE_RTOL = 1e-9
+SIZES = (16, 64, 128, 256, 512, 1024)
+#: dense is O(n^3): timed up to this many bodies
+DENSE_MAX_N = 256
+
+
+def peers_available() -> tuple[bool, str]:
+    missing = []
+    for mod, pkg in (("pinocchio", "pin"), ("mujoco", "mujoco")):
+        try:
+            __import__(mod)
+        except ImportError:
+            missing.append(pkg)
+    if missing:
+        return False, (f"the peers are not installed ({', '.join(missing)}): "
+                       'pip install -e ".[bench]"  (Pinocchio: pin, MuJoCo: mujoco)')
+    return True, ""
+
+
+def _time_call(f, min_batch=0.05, repeats=5) -> float:
+    from .bench import _time_call as tc
+
+    return tc(f, min_batch, repeats)
+
+
+# ------------------------------------------------------------------ the mechanism
+def chain_spec(n: int, kind: str, seed: int = 0):
+    """The benchmark chain with random initial joint rates, so that every formulation's
+    initial state is the same physical state whatever its state variables (hdca's are
+    momenta)."""
+    import dataclasses
+
+    from .generators import chain
+
+    spec = chain(n, "spherical" if kind == "spherical" else "revolute", planar=kind != "spherical")
+    rng = np.random.default_rng(seed)
+    joints = [dataclasses.replace(j, rate=tuple(rng.normal(scale=0.3, size=j.dof))) for j in spec.joints]
+    return dataclasses.replace(spec, joints=tuple(joints))
+
+
+def _world_frames(model):
+    """World anchor and axis of every tree joint and world inertia of every body at t = 0."""
+    nb = model.nb
+    anchor = np.zeros((nb, 3))
+    axis = np.zeros((nb, 3))
+    inertia = np.zeros((nb, 3, 3))
+    for i in range(nb):
+        p = model.pred[i]
+        if p < 0:
+            anchor[i] = model.anchor_pred[i]
+            axis[i] = model.axis_pred[i]
+        else:
+            anchor[i] = model.x0[p] + model.R0_body[p] @ model.anchor_pred[i]
+            axis[i] = model.R0_body[p] @ model.axis_pred[i]
+        R = model.R0_body[i]
+        inertia[i] = R @ model.inertia[i] @ R.T
+    return anchor, axis, inertia
+
+
+def _check_tree(model):
+    from .model import SPHERICAL, TYPE_NAME
+
+    if model.ncut:
+        raise ValueError("the peers' comparison takes open chains and trees only")
+    kinds = {TYPE_NAME[int(c)] for c in model.jtype[: model.nb]}
+    if not kinds <= {"revolute", "spherical"}:
+        raise ValueError(f"the peers' comparison takes revolute and spherical joints (got {sorted(kinds)})")
+
+
+def pinocchio_model(model):
+    """Pinocchio model of a Linkwork tree: joint frames parallel to the world at t = 0."""
+    import pinocchio as pin
+
+    from .model import SPHERICAL, TYPE_NAME
+
+    _check_tree(model)
+    anchor, axis, inertia = _world_frames(model)
+    pm = pin.Model()
+    pm.gravity.linear = np.asarray(model.gravity, dtype=float)
+    jid = [0] * model.nb
+    for i in range(model.nb):
+        p = model.parent[i]
+        pa = np.zeros(3) if p < 0 else anchor[p]
+        if int(model.jtype[i]) == SPHERICAL:
+            jm = pin.JointModelSpherical()
+        else:
+            jm = pin.JointModelRevoluteUnaligned(axis[i])
+        jid[i] = pm.addJoint(0 if p < 0 else jid[p], jm, pin.SE3(np.eye(3), anchor[i] - pa), f"J{i}")
+        pm.appendBodyToJoint(jid[i], pin.Inertia(float(model.mass[i]), model.x0[i] - anchor[i], inertia[i]),
+                             pin.SE3.Identity())
+    return pm, jid, anchor
+
+
+def mujoco_model(model):
+    """MuJoCo model (MJCF) of a Linkwork tree: the same frames as :func:`pinocchio_model`,
+    no contacts, no armature or damping."""
+    import mujoco
+
+    from .model import SPHERICAL, TYPE_NAME
+
+    _check_tree(model)
+    anchor, axis, inertia = _world_frames(model)
+    children = [[] for _ in range(model.nb + 1)]
+    for i in range(model.nb):
+        children[model.parent[i] + 1].append(i)
+
+    def f(v):
+        return " ".join(repr(float(x)) for x in v)
+
+    def body(i, out, depth):
+        p = model.parent[i]
+        pa = np.zeros(3) if p < 0 else anchor[p]
+        I = inertia[i]
+        pad = "  " * depth
+        out.append(f'{pad}<body name="B{i}" pos="{f(anchor[i] - pa)}">')
+        if int(model.jtype[i]) == SPHERICAL:
+            out.append(f'{pad}  <joint name="J{i}" type="ball" pos="0 0 0"/>')
+        else:
+            out.append(f'{pad}  <joint name="J{i}" type="hinge" pos="0 0 0" axis="{f(axis[i])}"/>')
+        out.append(f'{pad}  <inertial pos="{f(model.x0[i] - anchor[i])}" mass="{float(model.mass[i])!r}" '
+                   f'fullinertia="{f([I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]])}"/>')
+        for c in children[i + 1]:
+            body(c, out, depth + 1)
+        out.append(f"{pad}</body>")
+
+    lines = ['<mujoco model="linkwork">', '  <compiler angle="radian" inertiafromgeom="false"/>',
+             f'  <option gravity="{f(model.gravity)}"><flag contact="disable"/></option>', "  <worldbody>"]
+    for c in children[0]:
+        body(c, lines, 2)
+    lines += ["  </worldbody>", "</mujoco>"]
+    return mujoco.MjModel.from_xml_string("\n".join(lines))
+
+
+def peer_velocities(model, ev) -> np.ndarray:
+    """The peers' joint velocities of a Linkwork state (from its world twists ``ev.V``):
+    a revolute joint's rate about its world axis, a spherical joint's relative angular
+    velocity in world axes (its frame is parallel to the world at the neutral configuration)."""
+    from .model import SPHERICAL, TYPE_NAME
+
+    _, axis, _ = _world_frames(model)
+    v = []
+    for i in range(model.nb):
+        p = model.parent[i]
+        w_rel = ev.V[i, 3:] - (ev.V[p, 3:] if p >= 0 else 0.0)
+        if int(model.jtype[i]) == SPHERICAL:
+            v.extend(w_rel)
+        else:
+            v.append(float(w_rel @ axis[i]))
+    return np.array(v)
+
+
+def body_accelerations(pm, pdata, jid, model, anchor, q, v, a) -> np.ndarray:
+    """(nb, 6) world [a_C; alpha] of every body for joint accelerations ``a`` (Pinocchio's
+    kinematics: the common yardstick of the comparison)."""
+    import pinocchio as pin
+
+    pin.forwardKinematics(pm, pdata, q, v, a)
+    out = np.empty((model.nb, 6))
+    for i in range(model.nb):
+        m = pin.getFrameClassicalAcceleration(pm, pdata, jid[i], pin.SE3(np.eye(3), model.x0[i] - anchor[i]),
+                                              pin.LOCAL_WORLD_ALIGNED)
+        out[i, :3] = m.linear
+        out[i, 3:] = m.angular
+    return out
+
+
+def _rel(a, b) -> float:
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+# ------------------------------------------------------------------ one size
+def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHIO_MAX_BYTES) -> dict:
+    import mujoco
+    import numba
+    import pinocchio as pin
+
+    from .model import build_model
+    from .simulation import Settings, Simulation
+
+    model = build_model(chain_spec(n, kind))
+    ref = Simulation(model, Settings(formulation="dense", threads=1)).formulation
+    y0 = ref.initial_state()
+    ev = ref.evaluate(0.0, y0)
+    acc_ref = ev.acc
+    v = peer_velocities(model, ev)
+    row = {"chain": kind, "n": n, "nv": model.nv, "time_s": {}, "agreement": {}}
+
+    # Pinocchio: agreement on a model whose Data fits, then timing while it fits
+    pm, jid, anchor = pinocchio_model(model)
+    pin_bytes = 10 * 8 * float(pm.nv) ** 3
+    mm = mujoco_model(model)
+    md = mujoco.MjData(mm)
+    md.qvel[:] = v
+    mujoco.mj_forward(mm, md)
+    qacc_mj = md.qacc.copy()
+    q0 = pin.neutral(pm)
+    if pin_bytes <= max_pin_bytes:
+        pdata = pm.createData()
+        tau = np.zeros(pm.nv)
+        a_pin = pin.aba(pm, pdata, q0, v, tau).copy()
+        row["agreement"]["pinocchio aba"] = _rel(body_accelerations(pm, pdata, jid, model, anchor, q0, v, a_pin),
+                                                 acc_ref)
+        row["agreement"]["mujoco mj_forward"] = _rel(
+            body_accelerations(pm, pdata, jid, model, anchor, q0, v, qacc_mj), acc_ref)
+        row["time_s"]["pinocchio aba"] = _time_call(lambda: pin.aba(pm, pdata, q0, v, tau))
+        del pdata
+    row["time_s"]["mujoco mj_forward"] = _time_call(lambda: mujoco.mj_forward(mm, md))
+
+    numba.set_num_threads(1)
+    for f in forms:
+        if f == "dense" and n > DENSE_MAX_N:
+            continue
+        form = Simulation(model, Settings(formulation=f, threads=1)).formulation
+        y = form.initial_state()
+        row["agreement"][f] = _rel(form.evaluate(0.0, y).acc, acc_ref)
+        row["time_s"][f] = _time_call(lambda form=form, y=y: form.rhs(0.0, y))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return row
+
+
+def run(forms: list[str], sizes=SIZES) -> dict:
+    """The table of issue 20, printed as it is measured."""
+    ok, why = peers_available()
+    if not ok:
+        raise RuntimeError(why)
+    rows = []
+    cols = ["pinocchio aba", "mujoco mj_forward"] + forms
+    print("peers: microseconds per forward-dynamics call, one thread (Pinocchio in brackets: its per-body "
+          "cost at the largest size its Data fits, times n)")
+    print(f"{'chain':10s} {'n':>5s}" + "".join(f" {c:>18s}" for c in cols) + f" {'worst rel. diff':>16s}")
+    aba_per_body = {}
+    for kind in ("spherical", "revolute"):
+        for n in sizes:
+            t0 = time.perf_counter()
+            r = measure(n, kind, forms)
+            r["wall_s"] = time.perf_counter() - t0
+            if "pinocchio aba" in r["time_s"]:
+                aba_per_body[kind] = r["time_s"]["pinocchio aba"] / n
+                r["aba_s"], r["aba_measured"] = r["time_s"]["pinocchio aba"], True
+            elif kind in aba_per_body:
+                r["aba_s"], r["aba_measured"] = aba_per_body[kind] * n, False
+            rows.append(r)
+            cells = []
+            for c in cols:
+                if c == "pinocchio aba" and not r.get("aba_measured", True) and "aba_s" in r:
+                    cells.append(f"({r['aba_s'] * 1e6:.1f})")
+                elif c in r["time_s"]:
+                    cells.append(f"{r['time_s'][c] * 1e6:.1f}")
+                else:
+                    cells.append("-")
+            worst = max(r["agreement"].values()) if r["agreement"] else float("nan")
+            print(f"{kind:10s} {n:5d}" + "".join(f" {c:>18s}" for c in cells) + f" {worst:16.1e}", flush=True)
+    return {"rows": rows, "columns": cols, "agree_rtol": AGREE_RTOL}
+
+
+def markdown(result: dict, cpu: str, date: str) -> str:
+    """``benchmarks/results/peers.md``: µs per call, µs per body, ratio to ``aba``, agreement."""
+    forms = [c for c in result["columns"] if c not in ("pinocchio aba", "mujoco mj_forward")]
+    out = [f"# Linkwork against Pinocchio and MuJoCo ({date})", "",
+           f"`linkwork bench --peers`, one run, one thread, on {cpu}.", "",
+           "Microseconds per forward-dynamics call (Linkwork: one ODE right-hand side); per body in "
+           "brackets after it; ratio to Pinocchio's `aba` after `x`.  Pinocchio's figure in brackets is "
+           "its measured per-body cost at the largest size whose Data fits in memory, times n.", "",
+           "| chain | n | pinocchio aba | mujoco mj_forward | " + " | ".join(forms) + " | worst relative "
+           "difference of the body accelerations |",
+           "|---|---|---|---|" + "---|" * len(forms) + "---|"]
+    for r in result["rows"]:
+        aba = r.get("aba_s")
+        cells = []
+        if aba is None:
+            cells.append("-")
+        else:
+            cells.append(f"{aba * 1e6:.1f}" if r.get("aba_measured") else f"({aba * 1e6:.1f})")
+        for c in ["mujoco mj_forward"] + forms:
+            t = r["time_s"].get(c)
+            if t is None:
+                cells.append("-")
+            else:
+                s = f"{t * 1e6:.1f} ({t / r['n'] * 1e6:.2f}/body)"
+                if aba:
+                    s += f" x{t / aba:.2f}"
+                cells.append(s)
+        worst = max(r["agreement"].values()) if r["agreement"] else float("nan")
+        out.append(f"| {r['chain']} | {r['n']} | " + " | ".join(cells) + f" | {worst:.1e} |")
+    out += ["", f"Every formulation and both peers agree with Linkwork's `dense` to "
+                f"{max(max(r['agreement'].values()) for r in result['rows']):.1e} relative "
+                f"(required {AGREE_RTOL:g}), compared where Pinocchio's Data fits.", ""]
+    return "\n".join(out)

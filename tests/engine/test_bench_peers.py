@@ -1,0 +1,43 @@
+"""linkwork bench --peers (issue 20): the peers' models are Linkwork's mechanism.
+
+Runs where the ``bench`` extra (Pinocchio, MuJoCo) is installed; the README's test
+command does not install it (a few hundred MB), so CI skips these and ``linkwork bench
+--peers`` checks the same agreement before it prints a timing."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pinocchio")
+pytest.importorskip("mujoco")
+
+from engine import bench_peers  # noqa: E402
+
+
+@pytest.mark.parametrize("kind", ["spherical", "revolute"])
+def test_peers_accelerations_agree_with_dense(kind):
+    """Pinocchio's aba and MuJoCo's mj_forward on models built from Linkwork's arrays give
+    the body accelerations of Linkwork's dense reference, and so does dca."""
+    row = bench_peers.measure(5, kind, ["dca"])
+    assert set(row["agreement"]) == {"pinocchio aba", "mujoco mj_forward", "dca"}
+    for who, rel in row["agreement"].items():
+        assert rel <= bench_peers.AGREE_RTOL, (who, rel)
+
+
+def test_a_wrong_peer_model_is_caught():
+    """The comparison can fail: the same chain with one body heavier in the peer's model
+    disagrees far beyond the tolerance (the check is not vacuous)."""
+    import pinocchio as pin
+
+    from engine.model import build_model
+    from engine.simulation import Settings, Simulation
+
+    model = build_model(bench_peers.chain_spec(4, "revolute"))
+    ev = Simulation(model, Settings(formulation="dense")).formulation
+    e = ev.evaluate(0.0, ev.initial_state())
+    pm, jid, anchor = bench_peers.pinocchio_model(model)
+    pm.inertias[2] = pin.Inertia(2.0 * pm.inertias[2].mass, pm.inertias[2].lever, pm.inertias[2].inertia)
+    data = pm.createData()
+    q, v = pin.neutral(pm), bench_peers.peer_velocities(model, e)
+    a = pin.aba(pm, data, q, v, np.zeros(pm.nv))
+    acc = bench_peers.body_accelerations(pm, data, jid, model, anchor, q, v, a)
+    assert bench_peers._rel(acc, e.acc) > 1e-3
