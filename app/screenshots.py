@@ -173,6 +173,20 @@ def take(out: Path) -> list[Path]:
     export_plot(win.session, "all", p, width=1000, height=420)
     shots.append(p)
 
+    # 7. the sketch of the double loop: joints at one point share one label (J2, J6 and J4, J10)
+    win.session.document.set_dirty_from_undo(True)
+    win.open_file(examples_dir() / "double-loop-8.mech.json")
+    win.tabs.setCurrentIndex(1)
+    win.sketch_panel.canvas.fit()
+    _wait(app, 0.4)
+    grab(win, "sketch-double-loop.png")
+
+    # 8. the solver panel refusing a run: the reason under Run, in the panel's own words
+    win.tabs.setCurrentIndex(0)
+    win.session.solver.update(dt=5.0, t_end=1.0)
+    _wait(app, 0.4)
+    grab(win, "solver-refusal.png")
+
     win.session.document.set_dirty_from_undo(True)
     win.close()
     app.processEvents()
