@@ -474,20 +474,22 @@ def geared_pendulum(ratio: float = 10.0, theta0_deg: float = 40.0, length: float
 
 def geared_arm(ratio: float = 10.0) -> MechanismSpec:
     """Two-link arm whose elbow is driven through a reduction: a rotor carried by the
-    upper arm at the elbow turns ``ratio`` times the forearm's angle relative to the
-    upper arm (gear ``motor -> elbow``); released at rest under gravity."""
+    upper arm (on a parallel axis, part-way along it) turns, relative to the upper arm,
+    ``ratio`` times the forearm's angle relative to the upper arm (gear
+    ``motor -> elbow``); released at rest under gravity."""
     L1, L2 = 0.6, 0.5
     a = math.radians(40.0)
     E = np.array([L1 * math.sin(a), -L1 * math.cos(a), 0.0])
     W = E + np.array([L2, 0.0, 0.0])
     upper = _rod_body("upper_arm", (0, 0, 0), E, 2.0, radius=0.035)
     fore = _rod_body("forearm", E, W, 1.0, radius=0.03)
-    rotor = _disc("rotor", E + np.array([0.0, 0.0, 0.08]), 0.06, 0.03, 0.3)
+    M = 0.6 * E + np.array([0.0, 0.0, 0.12])  # the rotor's centre, on its axis
+    rotor = _disc("rotor", M, 0.06, 0.03, 0.3)
     z = (0, 0, 1)
     joints = (
         _joint("shoulder", "revolute", GROUND, "upper_arm", (0, 0, 0), axis=z),
         _joint("elbow", "revolute", "upper_arm", "forearm", E, axis=z),
-        _joint("motor", "revolute", "upper_arm", "rotor", E + np.array([0.0, 0.0, 0.08]), axis=z),
+        _joint("motor", "revolute", "upper_arm", "rotor", M, axis=z),
     )
     return _finish(MechanismSpec(
         bodies=(upper, fore, rotor), joints=joints, gravity=G, name="geared two-link arm",
