@@ -229,3 +229,23 @@ def test_cli_refuses_a_geared_run_with_exit_2():
                         "--formulation", "rcr", "--t-end", "0.1"], capture_output=True, text=True)
     assert r.returncode == 2
     assert "reduction" in r.stderr and "dense" in r.stderr
+
+
+def test_dense_projection_restores_the_gear():
+    """post_step's mass-orthogonal projections bring a state that breaks the gear (at the
+    position and velocity levels) back onto it, on a loop mechanism (cut rows + gear row)."""
+    from engine.constraints import coupling_rows
+
+    model = build_model(gen.geared_fourbar())
+    f = DenseFormulation(model, Settings(formulation="dense"))
+    y = f.initial_state()
+    assert f.projects
+    i_m = model.joint_index("motor")
+    y[model.q_adr[i_m]] += 0.05  # the motor turned without the crank
+    y[model.nq + model.v_adr[i_m]] += 2.0
+    phi, K, _ = coupling_rows(model, y[:model.nq])
+    assert abs(phi[0]) == pytest.approx(0.05) and abs(K @ y[model.nq:])[0] == pytest.approx(2.0)
+    y2 = f.post_step(0.0, y)
+    phi, K, _ = coupling_rows(model, y2[:model.nq])
+    assert abs(phi[0]) < 1e-12 and abs(K @ y2[model.nq:])[0] < 1e-12
+    assert np.abs(f.phi[:f.ncut_rows]).max() < 1e-10  # the loop still closed
