@@ -310,6 +310,9 @@ class DenseFormulation(Formulation):
         self.gamma = np.zeros(self.ncr)
         self.phi = np.zeros(self.ncr)
         self.lam = np.zeros(self.ncr)
+        # each gear row is solved as gear_scale * (K_g, Phi_g), so that in the mass-whitened
+        # metric it weighs as much as the loop rows (set in initial_state; lam is unscaled)
+        self.gear_scale = np.ones(m.ng)
         self._Ga6 = np.zeros((6, 6))  # per-joint scratch of _loop_rows
         self._Gb6 = np.zeros((6, 6))
         self._g6 = np.zeros(6)
@@ -331,7 +334,25 @@ class DenseFormulation(Formulation):
         fk_positions(self.mk, q, self.x, self.R, self.P)
         motion_subspace(self.mk, q, self.R, self.S)
         v = tree_velocities(m, ini.V, self.x, self.R, self.P)
+        if m.ng:
+            self._scale_gear_rows(q, v)
         return np.concatenate([q, v])
+
+    def _scale_gear_rows(self, q, v):
+        """Row scales of the gear rows: a gear row (+1, -mu) of the mass-whitened system is
+        often far longer than the loop rows (|.| 24.9 against a largest loop singular value
+        of 2.26 in fourbar-geared), which would make s_min/s_max -- the monitor's singularity
+        measure and the width of _lstsq's filter -- a matter of units.  Scaling a row does
+        not change the constrained solution; each gear row is scaled at t = 0 to the
+        largest singular value of the whitened loop rows (1 without loops)."""
+        self.gear_scale[:] = 1.0
+        self._cut_phi_K(q, v)
+        Kt = self._whitened_K(self._cholesky())
+        nc = self.ncut_rows
+        ref = float(np.linalg.svd(Kt[:nc], compute_uv=False)[0]) if nc else 1.0
+        if not ref > 0.0:
+            ref = 1.0
+        self.gear_scale[:] = ref / np.linalg.norm(Kt[nc:], axis=1)
 
     def _split(self, y):
         m = self.model
@@ -363,7 +384,10 @@ class DenseFormulation(Formulation):
     def _gear_rows(self, q):
         if self.model.ng:
             nc = self.ncut_rows
-            self.phi[nc:], self.K[nc:], self.gamma[nc:] = coupling_rows(self.model, q)
+            phi, K, gamma = coupling_rows(self.model, q)
+            self.phi[nc:] = self.gear_scale * phi
+            self.K[nc:] = self.gear_scale[:, None] * K
+            self.gamma[nc:] = self.gear_scale * gamma
 
     def _dynamics(self, t, y):
         m = self.model
@@ -392,6 +416,7 @@ class DenseFormulation(Formulation):
             u = u0 - z
             vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
             self.lam[:] = _lstsq(Kt.T, z, self.mu_rel)
+            self.lam[self.ncut_rows:] *= self.gear_scale  # the gear rows' own multipliers
             # In a singular configuration the closure equations lose a direction: the
             # least-squares solution then gives the instantaneous dynamics of the freed
             # direction, and any residual shows in violation.acceleration.
