@@ -89,15 +89,28 @@ def _point_and_velocity(x, R, V, b, s, p, vp):
 
 
 @njit(cache=True, nogil=True)
+def _joint_ends(fa, j, R):
+    """Predecessor, successor and the world axis carried by the predecessor of joint ``j``."""
+    pred, succ, axis_pred = fa[8], fa[9], fa[13]
+    aw = np.empty(3)
+    _world(R, pred[j], axis_pred[j], aw)
+    return pred[j], succ[j], aw
+
+
+@njit(cache=True, nogil=True)
+def _joint_points(fa, j, x, R, V, pa, va, pb, vb):
+    """World positions and velocities of joint ``j``'s anchor points on its predecessor
+    (``pa``, ``va``) and successor (``pb``, ``vb``)."""
+    anchor_pred, anchor_succ = fa[11], fa[12]
+    _point_and_velocity(x, R, V, fa[8][j], anchor_pred[j], pa, va)
+    _point_and_velocity(x, R, V, fa[9][j], anchor_succ[j], pb, vb)
+
+
+@njit(cache=True, nogil=True)
 def joint_rate(fa, j, x, R, V):
     """Rate of a one-freedom joint from the body states (internal = file sense)."""
-    mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
-        anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
-    a = pred[j]
-    b = succ[j]
-    aw = np.empty(3)
-    _world(R, a, axis_pred[j], aw)
-    if jtype[j] == REVOLUTE:
+    a, b, aw = _joint_ends(fa, j, R)
+    if fa[7][j] == REVOLUTE:
         s = 0.0
         for k in range(3):
             wb = V[b, 3 + k]
@@ -105,12 +118,8 @@ def joint_rate(fa, j, x, R, V):
             s += (wb - wa) * aw[k]
         return s
     # prismatic: d/dt (d . a) with d = succ anchor - pred anchor
-    pa = np.empty(3)
-    va = np.empty(3)
-    pb = np.empty(3)
-    vb = np.empty(3)
-    _point_and_velocity(x, R, V, a, anchor_pred[j], pa, va)
-    _point_and_velocity(x, R, V, b, anchor_succ[j], pb, vb)
+    pa, va, pb, vb = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    _joint_points(fa, j, x, R, V, pa, va, pb, vb)
     s = 0.0
     for k in range(3):
         s += (vb[k] - va[k]) * aw[k]
@@ -132,12 +141,7 @@ def joint_acceleration(fa, j, x, R, V, acc):
     revolute:  a.(alpha_b - alpha_a) + (w_a x a).(w_b - w_a)
     prismatic: (acc_Pb - acc_Pa).a + 2 (v_Pb - v_Pa).(w_a x a) + d.(alpha_a x a + w_a x (w_a x a))
     with ``a`` the axis carried by the predecessor and ``d`` = succ anchor - pred anchor."""
-    mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
-        anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
-    a = pred[j]
-    b = succ[j]
-    aw = np.empty(3)
-    _world(R, a, axis_pred[j], aw)
+    a, b, aw = _joint_ends(fa, j, R)
     wa = np.zeros(3)
     ala = np.zeros(3)
     if a >= 0:
@@ -148,17 +152,13 @@ def joint_acceleration(fa, j, x, R, V, acc):
     wxa[0] = wa[1] * aw[2] - wa[2] * aw[1]
     wxa[1] = wa[2] * aw[0] - wa[0] * aw[2]
     wxa[2] = wa[0] * aw[1] - wa[1] * aw[0]
-    if jtype[j] == REVOLUTE:
+    if fa[7][j] == REVOLUTE:
         s = 0.0
         for k in range(3):
             s += (acc[b, 3 + k] - ala[k]) * aw[k] + wxa[k] * (V[b, 3 + k] - wa[k])
         return s
-    pa = np.empty(3)
-    va = np.empty(3)
-    pb = np.empty(3)
-    vb = np.empty(3)
-    _point_and_velocity(x, R, V, a, anchor_pred[j], pa, va)
-    _point_and_velocity(x, R, V, b, anchor_succ[j], pb, vb)
+    pa, va, pb, vb = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    _joint_points(fa, j, x, R, V, pa, va, pb, vb)
     # point accelerations a_C + alpha x r + w x (w x r)
     acp = np.zeros((2, 3))
     for side in range(2):

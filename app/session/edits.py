@@ -116,12 +116,16 @@ def next_body_name(spec: MechanismSpec) -> str:
     return _letters(k)
 
 
-def next_joint_name(spec: MechanismSpec) -> str:
-    used = {j.name for j in spec.joints}
-    k = len(spec.joints) + 1
-    while f"J{k}" in used:
+def _next_numbered(prefix: str, used: set[str]) -> str:
+    """``<prefix><k>`` with the first k >= len(used) + 1 not in ``used``."""
+    k = len(used) + 1
+    while f"{prefix}{k}" in used:
         k += 1
-    return f"J{k}"
+    return f"{prefix}{k}"
+
+
+def next_joint_name(spec: MechanismSpec) -> str:
+    return _next_numbered("J", {j.name for j in spec.joints})
 
 
 # ------------------------------------------------------------- field-level edits
@@ -244,11 +248,7 @@ def geared_joint_candidates(spec: MechanismSpec, exclude: str | None = None) -> 
 
 
 def next_gear_name(spec: MechanismSpec) -> str:
-    used = {c.name for c in spec.couplings}
-    k = len(spec.couplings) + 1
-    while f"G{k}" in used:
-        k += 1
-    return f"G{k}"
+    return _next_numbered("G", {c.name for c in spec.couplings})
 
 
 def add_gear(spec: MechanismSpec, driver: str, driven: str | None = None, ratio: float = 1.0,
