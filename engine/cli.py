@@ -253,10 +253,16 @@ def _info_text(model, topo) -> str:
     ]
     for k, lb in enumerate(d["loop_bodies"]):
         lines.append(f"  loop {k + 1}       {' - '.join(lb)}")
+    if d["couplings"]:
+        lines.append(f"couplings      {len(d['couplings'])} (one constraint equation each)")
+        for c in d["couplings"]:
+            lines.append(f"  {c['type']} {c['name']:<8} {c['driver']} -> {c['driven']}, ratio {c['ratio']:g} "
+                         f"(q_{c['driver']} = {c['ratio']:g} q_{c['driven']})")
     lines += [
         f"coordinates    {d['absolute_coordinates']} absolute (7 per body: position + Euler parameters)",
         f"equations      {d['constraint_equations']} ({d['joint_equations']} joint + "
-        f"{d['normalisation_equations']} normalisation)",
+        + (f"{d['coupling_equations']} gear + " if d["coupling_equations"] else "")
+        + f"{d['normalisation_equations']} normalisation)",
         f"DOF            {d['dof']}",
         f"redundant      {d['redundant_constraints']} constraint equations",
         f"tree coords    nq = {d['tree_coordinates']['nq']}, nv = {d['tree_coordinates']['nv']}; "

@@ -26,11 +26,16 @@ classical accelerations ``a = [a_C; alpha]``:
 body with x = 0, R = I and zero velocity.  These residuals are the contract's
 ``violation.*`` columns, the rank behind ``linkwork info``'s counts, the loop
 closures of the ``dense`` formulation and the constraints of ``index3``.
+
+Gear couplings are joint-space constraints: :func:`coupling_rows` (tree
+coordinates) and :func:`coupling_twist_rows` (body twists) at the end of this
+module, :func:`coupling_violations` for the ``violation.*`` columns.
 """
 
 import numpy as np
 from numba import njit
 
+from .forces import joint_acceleration, joint_rate
 from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 
 
@@ -330,3 +335,78 @@ def constraint_jacobian(model: Model, x, R, V=None):
         if a >= 0:
             Jac[r:r + n, 6 * a:6 * a + 6] += Ga[r:r + n]
     return Jac, phi, g
+
+
+# ---------------------------------------------------------------------- couplings
+#
+# A gear pair (contract section 1, "Couplings") between one-freedom tree joints d
+# (driver) and n (driven):  Phi_g = (q_d - q_d0) - mu (q_n - q_n0) = 0.  In tree
+# coordinates (revolute and prismatic joints have qdot = v) its velocity row is
+# constant, +1 at v_adr[d] and -mu at v_adr[n], so Phi_g_ddot = K_g vdot and
+# gamma_g = 0.  Every formulation that honours gears takes its rows from here.
+
+
+def coupling_rows(model: Model, q: np.ndarray):
+    """Gear rows in tree coordinates: ``(phi, K, gamma)``.
+
+    ``q`` (nq,) tree coordinates.  ``phi`` (ng,) the residuals
+    ``(q_d - q_d0) - mu (q_n - q_n0)``; ``K`` (ng, nv) the velocity Jacobian (``+1`` at
+    the driver's velocity index, ``-mu`` at the driven's; constant); ``gamma`` (ng,)
+    the right-hand side of ``K vdot = gamma`` (zero: K does not depend on q).
+    The rows are in ``model.spec.couplings`` order.
+    """
+    q = np.asarray(q, dtype=float)
+    if q.shape != (model.nq,):
+        raise ValueError(f"coupling_rows: q must have shape ({model.nq},), got {q.shape}")
+    ng = model.ng
+    phi = np.zeros(ng)
+    K = np.zeros((ng, model.nv))
+    for i in range(ng):
+        d, n, mu = model.g_driver[i], model.g_driven[i], model.g_ratio[i]
+        phi[i] = (q[model.q_adr[d]] - model.g_q0[i, 0]) - mu * (q[model.q_adr[n]] - model.g_q0[i, 1])
+        K[i, model.v_adr[d]] += 1.0
+        K[i, model.v_adr[n]] -= mu
+    return phi, K, np.zeros(ng)
+
+
+def coupling_twist_rows(model: Model, x: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """(ng, 6 nb) gear rows in the body twists ``[v_C; w]``: ``qdot_d - mu qdot_n`` with
+    each joint rate written ``S_j^T (V_succ(P_j) - V_pred(P_j))`` (equal to
+    :func:`~engine.forces.joint_rate` on the joint constraints).  For the initial
+    velocity projection and the absolute-coordinate counts."""
+    nb = model.nb
+    A = np.zeros((model.ng, 6 * nb))
+    for i in range(model.ng):
+        for j, scale in ((model.g_driver[i], 1.0), (model.g_driven[i], -model.g_ratio[i])):
+            a, b = model.pred[j], model.succ[j]
+            ax = (np.eye(3) if a < 0 else R[a]) @ model.axis_pred[j]
+            S = np.r_[np.zeros(3), ax] if model.jtype[j] == REVOLUTE else np.r_[ax, np.zeros(3)]
+            for body, sgn in ((b, 1.0), (a, -1.0)):
+                if body < 0:
+                    continue
+                # S^T [v + w x l; w] with l = P - x:  v.S_lin + w.(S_ang + l x S_lin)
+                l = P[j] - x[body]
+                A[i, 6 * body:6 * body + 3] += sgn * scale * S[:3]
+                A[i, 6 * body + 3:6 * body + 6] += sgn * scale * (S[3:] + np.cross(l, S[:3]))
+    return A
+
+
+@njit(cache=True, nogil=True)
+def coupling_violations(fa, g_driver, g_driven, g_ratio, g_q0, jq, x, R, V, acc):
+    """Sums of squares of the gear residuals at the position, velocity and acceleration
+    levels, from the body states (``jq``: every one-freedom joint's coordinate from
+    the poses, unwrapped; ``acc`` classical accelerations, NaN to skip)."""
+    sp = 0.0
+    sv = 0.0
+    sa = 0.0
+    for i in range(g_driver.shape[0]):
+        d = g_driver[i]
+        n = g_driven[i]
+        mu = g_ratio[i]
+        p = (jq[d] - g_q0[i, 0]) - mu * (jq[n] - g_q0[i, 1])
+        v = joint_rate(fa, d, x, R, V) - mu * joint_rate(fa, n, x, R, V)
+        a = joint_acceleration(fa, d, x, R, V, acc) - mu * joint_acceleration(fa, n, x, R, V, acc)
+        sp += p * p
+        sv += v * v
+        sa += a * a
+    return sp, sv, sa

@@ -89,15 +89,28 @@ def _point_and_velocity(x, R, V, b, s, p, vp):
 
 
 @njit(cache=True, nogil=True)
+def _joint_ends(fa, j, R):
+    """Predecessor, successor and the world axis carried by the predecessor of joint ``j``."""
+    pred, succ, axis_pred = fa[8], fa[9], fa[13]
+    aw = np.empty(3)
+    _world(R, pred[j], axis_pred[j], aw)
+    return pred[j], succ[j], aw
+
+
+@njit(cache=True, nogil=True)
+def _joint_points(fa, j, x, R, V, pa, va, pb, vb):
+    """World positions and velocities of joint ``j``'s anchor points on its predecessor
+    (``pa``, ``va``) and successor (``pb``, ``vb``)."""
+    anchor_pred, anchor_succ = fa[11], fa[12]
+    _point_and_velocity(x, R, V, fa[8][j], anchor_pred[j], pa, va)
+    _point_and_velocity(x, R, V, fa[9][j], anchor_succ[j], pb, vb)
+
+
+@njit(cache=True, nogil=True)
 def joint_rate(fa, j, x, R, V):
     """Rate of a one-freedom joint from the body states (internal = file sense)."""
-    mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
-        anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
-    a = pred[j]
-    b = succ[j]
-    aw = np.empty(3)
-    _world(R, a, axis_pred[j], aw)
-    if jtype[j] == REVOLUTE:
+    a, b, aw = _joint_ends(fa, j, R)
+    if fa[7][j] == REVOLUTE:
         s = 0.0
         for k in range(3):
             wb = V[b, 3 + k]
@@ -105,12 +118,8 @@ def joint_rate(fa, j, x, R, V):
             s += (wb - wa) * aw[k]
         return s
     # prismatic: d/dt (d . a) with d = succ anchor - pred anchor
-    pa = np.empty(3)
-    va = np.empty(3)
-    pb = np.empty(3)
-    vb = np.empty(3)
-    _point_and_velocity(x, R, V, a, anchor_pred[j], pa, va)
-    _point_and_velocity(x, R, V, b, anchor_succ[j], pb, vb)
+    pa, va, pb, vb = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    _joint_points(fa, j, x, R, V, pa, va, pb, vb)
     s = 0.0
     for k in range(3):
         s += (vb[k] - va[k]) * aw[k]
@@ -120,6 +129,61 @@ def joint_rate(fa, j, x, R, V):
         wxa1 = w[2] * aw[0] - w[0] * aw[2]
         wxa2 = w[0] * aw[1] - w[1] * aw[0]
         s += (pb[0] - pa[0]) * wxa0 + (pb[1] - pa[1]) * wxa1 + (pb[2] - pa[2]) * wxa2
+    return s
+
+
+@njit(cache=True, nogil=True)
+def joint_acceleration(fa, j, x, R, V, acc):
+    """Second derivative of a one-freedom joint's coordinate from the body states and
+    classical accelerations ``acc`` (nb, 6) ``[a_C; alpha]`` (the time derivative of
+    :func:`joint_rate`; used for the gear residual's acceleration level).
+
+    revolute:  a.(alpha_b - alpha_a) + (w_a x a).(w_b - w_a)
+    prismatic: (acc_Pb - acc_Pa).a + 2 (v_Pb - v_Pa).(w_a x a) + d.(alpha_a x a + w_a x (w_a x a))
+    with ``a`` the axis carried by the predecessor and ``d`` = succ anchor - pred anchor."""
+    a, b, aw = _joint_ends(fa, j, R)
+    wa = np.zeros(3)
+    ala = np.zeros(3)
+    if a >= 0:
+        for k in range(3):
+            wa[k] = V[a, 3 + k]
+            ala[k] = acc[a, 3 + k]
+    wxa = np.empty(3)
+    wxa[0] = wa[1] * aw[2] - wa[2] * aw[1]
+    wxa[1] = wa[2] * aw[0] - wa[0] * aw[2]
+    wxa[2] = wa[0] * aw[1] - wa[1] * aw[0]
+    if fa[7][j] == REVOLUTE:
+        s = 0.0
+        for k in range(3):
+            s += (acc[b, 3 + k] - ala[k]) * aw[k] + wxa[k] * (V[b, 3 + k] - wa[k])
+        return s
+    pa, va, pb, vb = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    _joint_points(fa, j, x, R, V, pa, va, pb, vb)
+    # point accelerations a_C + alpha x r + w x (w x r)
+    acp = np.zeros((2, 3))
+    for side in range(2):
+        body = a if side == 0 else b
+        if body < 0:
+            continue
+        p = pa if side == 0 else pb
+        r0 = p[0] - x[body, 0]
+        r1 = p[1] - x[body, 1]
+        r2 = p[2] - x[body, 2]
+        w0, w1, w2 = V[body, 3], V[body, 4], V[body, 5]
+        l0, l1, l2 = acc[body, 3], acc[body, 4], acc[body, 5]
+        u0 = w1 * r2 - w2 * r1
+        u1 = w2 * r0 - w0 * r2
+        u2 = w0 * r1 - w1 * r0
+        acp[side, 0] = acc[body, 0] + l1 * r2 - l2 * r1 + w1 * u2 - w2 * u1
+        acp[side, 1] = acc[body, 1] + l2 * r0 - l0 * r2 + w2 * u0 - w0 * u2
+        acp[side, 2] = acc[body, 2] + l0 * r1 - l1 * r0 + w0 * u1 - w1 * u0
+    # alpha_a x a + w_a x (w_a x a)
+    c0 = ala[1] * aw[2] - ala[2] * aw[1] + wa[1] * wxa[2] - wa[2] * wxa[1]
+    c1 = ala[2] * aw[0] - ala[0] * aw[2] + wa[2] * wxa[0] - wa[0] * wxa[2]
+    c2 = ala[0] * aw[1] - ala[1] * aw[0] + wa[0] * wxa[1] - wa[1] * wxa[0]
+    s = (pb[0] - pa[0]) * c0 + (pb[1] - pa[1]) * c1 + (pb[2] - pa[2]) * c2
+    for k in range(3):
+        s += (acp[1, k] - acp[0, k]) * aw[k] + 2.0 * (vb[k] - va[k]) * wxa[k]
     return s
 
 

@@ -8,8 +8,9 @@ the size of that correction is reported."  Linkwork's reading
 1. *combine*: every body starts with its file velocity; the rate of each tree
    joint adds its relative motion to all bodies outboard of it;
 2. *project*: the twists ``V`` closest to the combination in the kinetic-energy
-   metric that satisfy every joint's velocity constraint and keep every given
-   joint rate exactly (``min |V - V_c|_M  s.t.  G V = 0,  S_j^T dV_j = rate_j``).
+   metric that satisfy every joint's velocity constraint and every gear's
+   (``qdot_driver = mu qdot_driven``) and keep every given joint rate exactly
+   (``min |V - V_c|_M  s.t.  G V = 0,  S_j^T dV_j = rate_j``).
 
 The report gives the kinetic energy of the correction, its share of the
 combined kinetic energy, and the largest change of any velocity component.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from .constraints import constraint_jacobian
+from .constraints import constraint_jacobian, coupling_twist_rows
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .model import CYLINDRICAL, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 
@@ -138,7 +139,9 @@ def initial_state(model: Model) -> InitialState:
 
     # 2. project
     Jac, _, _ = constraint_jacobian(model, x, R)
-    rows, rhs = [Jac], [np.zeros(model.nc)]
+    # the velocity constraints: every joint's, then every gear's (qdot_d = mu qdot_n)
+    ncon = model.nc + model.ng
+    rows, rhs = [Jac, coupling_twist_rows(model, x, R, P)], [np.zeros(ncon)]
     for j, r in rated:
         Sj = joint_subspace(model, j, R)
         a, b = model.pred[j], model.succ[j]
@@ -180,13 +183,13 @@ def initial_state(model: Model) -> InitialState:
         # Rates that contradict the joints (a rate on a joint its loop locks) leave the
         # least-squares solution off the constraints: the joints win, by a final exact
         # mass-orthogonal projection onto G V = 0 (no change when the rates are compatible).
-        G, GMi = A[: model.nc], AMi[: model.nc]
+        G, GMi = A[:ncon], AMi[:ncon]
         gres = G @ Vp
         if np.abs(gres).max(initial=0.0) > 1e-13 * scale:
             mu2, *_ = scipy.linalg.lstsq(GMi @ G.T, gres, cond=1e-12, lapack_driver="gelsy")
             Vp = Vp - GMi.T @ mu2
         Vp = Vp.reshape(nb, 6)
-        rate_res = float(np.linalg.norm(A[model.nc:] @ Vp.reshape(-1) - bvec[model.nc:]))
+        rate_res = float(np.linalg.norm(A[ncon:] @ Vp.reshape(-1) - bvec[ncon:]))
 
     dV = Vp - Vc
 

@@ -38,6 +38,7 @@ JOINT_TYPES = {
     "fixed": (0, None),
 }
 FORCE_TYPES = ("spring", "joint-spring", "joint-torque")
+COUPLING_TYPES = ("gear",)
 SHAPE_KINDS = ("rod", "box", "sphere", "cylinder", "mesh")
 #: numbers beyond this (SI units) are refused: no mechanism needs them, and they
 #: would overflow products in the kinematics
@@ -122,6 +123,20 @@ class ForceSpec:
 
 
 @dataclass(frozen=True)
+class CouplingSpec:
+    """A gear pair (contract section 1, "Couplings"): the driver's joint coordinate
+    and the driven one's, both measured from their value at t = 0, obey
+    ``q_driver = ratio * q_driven``.  Both joints have one freedom (revolute or
+    prismatic); ``ratio`` is finite and non-zero."""
+
+    name: str
+    driver: str
+    driven: str
+    ratio: float
+    type: str = "gear"
+
+
+@dataclass(frozen=True)
 class MechanismSpec:
     bodies: tuple[BodySpec, ...]
     joints: tuple[JointSpec, ...]
@@ -133,6 +148,8 @@ class MechanismSpec:
     #: (key, value) pairs in that order; options given on the command line or in the
     #: application override them (:func:`engine.simulation.file_defaults`)
     settings: tuple[tuple[str, Any], ...] = ()
+    #: gear pairs (contract section 1, "Couplings"), in file order
+    couplings: tuple[CouplingSpec, ...] = ()
     #: Warnings found while reading (unknown keys, unusual inertia, ...).
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -146,6 +163,12 @@ class MechanismSpec:
         for j in self.joints:
             if j.name == name:
                 return j
+        raise KeyError(name)
+
+    def coupling(self, name: str) -> CouplingSpec:
+        for c in self.couplings:
+            if c.name == name:
+                return c
         raise KeyError(name)
 
     def with_(self, **changes) -> "MechanismSpec":
@@ -507,6 +530,63 @@ def _read_force(
     return ForceSpec(ftype, joint=j.name, value=value)
 
 
+def _read_couplings(r: _Reader, v: Any, joints: list[JointSpec]) -> tuple[CouplingSpec, ...]:
+    """``couplings`` (contract section 1): gear pairs between one-freedom joints.
+
+    Refused: an unknown type or joint, a joint with other than one freedom, a gear
+    from a joint to itself, a zero ratio, a joint geared twice, a geared joint marked
+    ``"cut"`` (its coordinate must be a tree coordinate), a duplicate name."""
+    jmap = {j.name: j for j in joints}
+    out: list[CouplingSpec] = []
+    names: dict[str, int] = {}
+    geared: dict[str, str] = {}  # joint name -> path of the gear that uses it
+    for i, c in enumerate(r.lst("couplings", v)):
+        path = f"couplings[{i}]"
+        d = r.obj(path, c)
+        if "type" not in d:
+            raise MechanismError(f"{path}.type", f"is required (one of: {', '.join(COUPLING_TYPES)})")
+        ctype = r.string(f"{path}.type", d["type"])
+        if ctype not in COUPLING_TYPES:
+            raise MechanismError(f"{path}.type", f"must be one of {', '.join(COUPLING_TYPES)} (got {ctype!r})")
+        r.keys(path, d, {"type", "name", "driver", "driven", "ratio"})
+        name = r.string(f"{path}.name", d["name"]) if "name" in d else f"G{i + 1}"
+        if name in names:
+            raise MechanismError(f"{path}.name", f"duplicate coupling name {name!r} (also couplings[{names[name]}])")
+        names[name] = i
+        ends = []
+        for key in ("driver", "driven"):
+            if key not in d:
+                raise MechanismError(f"{path}.{key}", "is required for a gear")
+            jn = r.string(f"{path}.{key}", d[key])
+            if jn not in jmap:
+                raise MechanismError(f"{path}.{key}", f"unknown joint {jn!r}")
+            j = jmap[jn]
+            if j.dof != 1:
+                raise MechanismError(
+                    f"{path}.{key}",
+                    f"a gear needs a one-freedom joint (revolute or prismatic); {jn!r} is {j.type} "
+                    f"with {j.dof} freedom{'s' if j.dof != 1 else ''}")
+            if j.cut:
+                raise MechanismError(
+                    f"{path}.{key}",
+                    f"joint {jn!r} is marked \"cut\"; a geared joint must stay in the spanning tree "
+                    "(mark another joint of its loop as cut)")
+            if jn in geared:
+                raise MechanismError(f"{path}.{key}", f"joint {jn!r} is already geared by {geared[jn]}")
+            if ends and ends[0] == jn:
+                raise MechanismError(f"{path}.driven", f"a gear cannot couple joint {jn!r} to itself")
+            ends.append(jn)
+        for jn in ends:
+            geared[jn] = path
+        if "ratio" not in d:
+            raise MechanismError(f"{path}.ratio", "is required for a gear")
+        ratio = r.number(f"{path}.ratio", d["ratio"])
+        if ratio == 0.0:
+            raise MechanismError(f"{path}.ratio", "must be non-zero (got 0)")
+        out.append(CouplingSpec(name, ends[0], ends[1], ratio, ctype))
+    return tuple(out)
+
+
 def spec_from_dict(data: Any) -> MechanismSpec:
     """Validate a parsed JSON document and return its :class:`MechanismSpec`.
 
@@ -526,7 +606,7 @@ def spec_from_dict(data: Any) -> MechanismSpec:
             "version", f"this Linkwork reads version {FORMAT_VERSION} (got {json.dumps(version)[:40]})"
         )
     r.keys("", d, {"format", "version", "name", "description", "gravity", "bodies", "joints", "forces",
-                   "settings"})
+                   "couplings", "settings"})
     name = r.string("name", d["name"], nonempty=False) if "name" in d else ""
     description = r.string("description", d["description"], nonempty=False) if "description" in d else ""
     gravity = r.vec3("gravity", d["gravity"]) if "gravity" in d else (0.0, -9.81, 0.0)
@@ -568,11 +648,13 @@ def spec_from_dict(data: Any) -> MechanismSpec:
         for i, f in enumerate(r.lst("forces", d["forces"])):
             forces.append(_read_force(r, f"forces[{i}]", f, bmap, jmap))
 
+    couplings = _read_couplings(r, d["couplings"], joints) if d.get("couplings") is not None else ()
     settings = _read_settings(r, d["settings"]) if d.get("settings") is not None else ()
 
     _check_connected(bodies, joints)
     return MechanismSpec(
-        bodies=tuple(bodies), joints=tuple(joints), forces=tuple(forces), gravity=gravity,
+        bodies=tuple(bodies), joints=tuple(joints), forces=tuple(forces), couplings=couplings,
+        gravity=gravity,
         name=name, description=description, settings=settings, warnings=tuple(r.warnings),
     )
 
@@ -722,6 +804,9 @@ def spec_to_dict(spec: MechanismSpec) -> dict:
     if spec.description:
         out["description"] = spec.description
     out.update({"gravity": _vec(spec.gravity), "bodies": bodies, "joints": joints, "forces": forces})
+    if spec.couplings:
+        out["couplings"] = [{"type": c.type, "name": c.name, "driver": c.driver, "driven": c.driven,
+                             "ratio": c.ratio} for c in spec.couplings]
     if spec.settings:
         out["settings"] = dict(spec.settings)
     return out

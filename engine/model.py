@@ -128,6 +128,17 @@ class Model:
     f_joint: np.ndarray  # (nf,) internal joint index for joint forces (-1 for springs)
     f_params: np.ndarray  # (nf, 4) stiffness, damping, rest, -- | torque values
     f_sign: np.ndarray  # (nf,) +1, or -1 when the joint is reversed (file semantics)
+    # ---- couplings (gear pairs, contract section 1): q_d - q_d0 = ratio (q_n - q_n0)
+    g_names: tuple[str, ...] = ()
+    g_driver: np.ndarray = None  # (ng,) internal joint index of the driver (a tree joint)
+    g_driven: np.ndarray = None  # (ng,) internal joint index of the driven joint (a tree joint)
+    g_ratio: np.ndarray = None  # (ng,) mu
+    g_q0: np.ndarray = None  # (ng, 2) driver and driven coordinates at t = 0 (from q_zero)
+
+    @property
+    def ng(self) -> int:
+        """Number of couplings (gear pairs): one constraint equation each."""
+        return len(self.g_names)
 
     @property
     def ncut(self) -> int:
@@ -152,13 +163,48 @@ class Model:
         return q
 
 
-def _spanning_tree(spec: MechanismSpec):
-    """BFS from ground over non-cut joints.  Returns (order, tree_joint, cut_joints)."""
+def _geared_tree_edges(spec: MechanismSpec, bfs_tree: set[int]) -> set[int]:
+    """Spanning-tree joints that keep every geared joint in the tree: the geared
+    joints first, then the BFS tree's joints, then any other non-cut joint, each
+    taken when it joins two parts not yet connected (Kruskal's rule)."""
+    geared = {n for c in spec.couplings for n in (c.driver, c.driven)}
+    names = {j.name: k for k, j in enumerate(spec.joints)}
+    comp = {b.name: b.name for b in spec.bodies}
+    comp[GROUND] = GROUND
+
+    def find(a):
+        while comp[a] != a:
+            comp[a] = comp[comp[a]]
+            a = comp[a]
+        return a
+
+    order = [names[n] for n in sorted(geared, key=names.get)]
+    order += [k for k in sorted(bfs_tree) if k not in order]
+    order += [k for k, j in enumerate(spec.joints) if not j.cut and k not in order]
+    edges: set[int] = set()
+    for k in order:
+        j = spec.joints[k]
+        a, b = find(j.parent), find(j.child)
+        if a != b:
+            comp[a] = b
+            edges.add(k)
+    return edges
+
+
+def _spanning_tree(spec: MechanismSpec, allowed: set[int] | None = None):
+    """BFS from ground over non-cut joints (only over ``allowed`` joints when given).
+    Returns (order, tree_joint, cut_joints).
+
+    With couplings, the tree is chosen so that every geared joint is a tree joint
+    (its coordinate is then a tree coordinate, :func:`_geared_tree_edges`)."""
+    if allowed is None and spec.couplings:
+        order, tree_joint, _ = _spanning_tree(spec, set(range(len(spec.joints))))
+        return _spanning_tree(spec, _geared_tree_edges(spec, set(tree_joint.values())))
     names = [b.name for b in spec.bodies]
     adj: dict[str, list[int]] = {n: [] for n in names}
     adj[GROUND] = []
     for k, j in enumerate(spec.joints):
-        if j.cut:
+        if j.cut or (allowed is not None and k not in allowed):
             continue
         adj[j.parent].append(k)
         adj[j.child].append(k)
@@ -328,6 +374,28 @@ def build_model(spec: MechanismSpec) -> Model:
         if f_joint[i] >= 0 and rev[f_joint[i]]:
             f_sign[i] = -1.0
 
+    # couplings: both joints are tree joints (_spanning_tree keeps them there)
+    ng = len(spec.couplings)
+    g_driver = np.zeros(ng, dtype=np.int64)
+    g_driven = np.zeros(ng, dtype=np.int64)
+    g_ratio = np.zeros(ng)
+    for i, c in enumerate(spec.couplings):
+        for arr, key, jn in ((g_driver, "driver", c.driver), (g_driven, "driven", c.driven)):
+            ji = jidx[jn]
+            if ji >= nb:  # only when the geared joints themselves close a loop
+                raise MechanismError(
+                    f"couplings[{i}].{key}",
+                    f"joint {jn!r} closes a loop of geared joints; a geared joint must be a tree joint "
+                    "(gear fewer joints of that loop)")
+            arr[i] = ji
+        g_ratio[i] = c.ratio
+    q_init = np.zeros(int(nq_j[:nb].sum()))
+    for j in range(nb):
+        if jtype[j] == SPHERICAL:
+            q_init[q_adr[j]] = 1.0
+    g_q0 = np.array([[q_init[q_adr[d]], q_init[q_adr[n]]] for d, n in zip(g_driver, g_driven)],
+                    dtype=float).reshape(ng, 2)
+
     body_file_index = np.array([file_pos[n] for n in order], dtype=np.int64)
     body_internal = np.argsort(body_file_index).astype(np.int64)
     joint_file_index = np.array(joint_order, dtype=np.int64)
@@ -343,11 +411,13 @@ def build_model(spec: MechanismSpec) -> Model:
         nq_j=nq_j.astype(np.int64), nv_j=nv_j.astype(np.int64), nc_j=nc_j, c_adr=c_adr,
         gravity=np.array(spec.gravity, dtype=float), f_type=f_type, f_body=f_body,
         f_point=f_point, f_joint=f_joint, f_params=f_params, f_sign=f_sign,
+        g_driver=g_driver, g_driven=g_driven, g_ratio=g_ratio, g_q0=g_q0,
     )
     return Model(
         spec=spec, nb=nb, nj=nj, nq=nq, nv=nv, nc=int(nc_j.sum()),
         body_names=tuple(order),
         joint_names=tuple(spec.joints[k].name for k in joint_order),
+        g_names=tuple(c.name for c in spec.couplings),
         **arrays,
     )
 

@@ -7,6 +7,7 @@ one row.  Columns, in order (never renamed):
     <body>.x .y .z .q0 .q1 .q2 .q3 .vx .vy .vz .wx .wy .wz     (file order)
     energy.kinetic  energy.potential  energy.total
     violation.position  violation.velocity  violation.acceleration
+        (every joint's residuals and every gear's, stacked)
 
 then Linkwork's extra columns (docs/file-format.md, "Results CSV"):
 
@@ -26,7 +27,7 @@ import io
 import numpy as np
 from numba import njit
 
-from .constraints import con_arrays, violations
+from .constraints import con_arrays, coupling_violations, violations
 from .forces import energies, force_arrays, joint_coordinate, joint_rate
 from .model import PRISMATIC, REVOLUTE, Model
 from .spatial import rot_to_quat
@@ -93,6 +94,10 @@ class Recorder:
         k += 3
         acc = ev.acc if ev.acc is not None else np.full((m.nb, 6), np.nan)
         vp, vv, va = violations(self.ca, ev.x, ev.R, ev.V, acc, self._phi, self._Ga, self._Gb, self._g)
+        if m.ng:  # gear residuals join the stacked residuals (contract section 1, "Couplings")
+            sp, sv, sa = coupling_violations(self.fa, m.g_driver, m.g_driven, m.g_ratio, m.g_q0, jq, ev.x,
+                                             ev.R, ev.V, acc)
+            vp, vv, va = np.sqrt(vp * vp + sp), np.sqrt(vv * vv + sv), np.sqrt(va * va + sa)
         out[k:k + 3] = (vp, vv, va)
         k += 3
         k = _angle_columns(self.fa, self._angle_joints, known_jq, self._jq_ref, ev.x, ev.R, ev.V, out, k)

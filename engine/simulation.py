@@ -39,7 +39,7 @@ class Settings:
     newton_iters: int = config.DEFAULT_NEWTON_ITERS
     newton_tol: float = config.DEFAULT_NEWTON_TOL
     threads: int | None = None
-    #: dense: project positions/velocities at output instants (None: when there are loops)
+    #: dense: project positions/velocities at output instants (None: when there are loops or gears)
     projection: bool | None = None
     #: dca: Baumgarte stabilisation (alpha, beta) of the loop closures; None = off
     baumgarte: tuple[float, float] | None = None

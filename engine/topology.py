@@ -13,7 +13,9 @@ rank of the loop-closure Jacobian in tree coordinates ``K = Phi_cut,v``:
     DOF = nv - rank(K),   redundant = m_cut - rank(K).
 
 :func:`absolute_counts` computes the same numbers from the full (m, 6n)
-Jacobian; the tests check that both agree.
+Jacobian; the tests check that both agree.  Each gear coupling adds one
+equation (a joint-space velocity row, contract section 1) to ``m`` and to the
+rows whose rank is taken: ``DOF = nv - rank([K; K_g])``.
 
 The assembly tree is a binary tree over the bodies stored as flat arrays
 (conventions 3): level 0 merges every body that touches ground with ground
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import config
-from .constraints import constraint_jacobian
+from .constraints import constraint_jacobian, coupling_rows, coupling_twist_rows
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .model import TYPE_NAME, Model
 
@@ -98,7 +100,8 @@ def absolute_counts(model: Model) -> tuple[int, int, int, int]:
     """
     x, R, P, S = _frame_at_zero(model)
     Jac, _, _ = constraint_jacobian(model, x, R)
-    n, m = model.nb, model.nc
+    Jac = np.vstack([Jac, coupling_twist_rows(model, x, R, P)])
+    n, m = model.nb, model.nc + model.ng
     rank = _rank(Jac) + n  # Euler-parameter normalisations: one independent row per body
     return 7 * n, m + n, 7 * n - rank, m + n - rank
 
@@ -327,6 +330,7 @@ class Topology:
     loop_equations: int
     loop_rank: int
     assembly: AssemblyTree
+    couplings: int = 0  # gear equations (one per gear)
 
     def as_dict(self, model: Model) -> dict:
         tree = self.assembly
@@ -357,12 +361,15 @@ class Topology:
             "loop_bodies": [list(l) for l in self.loops],
             "absolute_coordinates": self.coordinates,
             "constraint_equations": self.equations,
-            "joint_equations": self.equations - self.n_bodies,
+            "joint_equations": self.equations - self.n_bodies - self.couplings,
+            "coupling_equations": self.couplings,
             "normalisation_equations": self.n_bodies,
             "dof": self.dof,
             "redundant_constraints": self.redundant,
             "tree_coordinates": {"nq": self.tree_parameters, "nv": self.tree_coordinates},
             "loop_closure": {"equations": self.loop_equations, "rank": self.loop_rank},
+            "couplings": [{"name": c.name, "type": c.type, "driver": c.driver, "driven": c.driven,
+                           "ratio": c.ratio} for c in model.spec.couplings],
             "body_order": list(model.body_names),
             "parent": [("ground" if p < 0 else model.body_names[p]) for p in model.parent],
             "assembly_tree": {
@@ -380,10 +387,12 @@ class Topology:
 
 def analyze(model: Model) -> Topology:
     K = loop_jacobian(model)
-    rank = _rank(K)
+    loop_rank = _rank(K)
     m_cut = K.shape[0]
+    # gear rows join the closure rows in the rank (DOF, redundancy)
+    rank = _rank(np.vstack([K, coupling_rows(model, model.q_zero())[1]])) if model.ng else loop_rank
     n = model.nb
-    m = model.nc
+    m = model.nc + model.ng
     loops = []
     for j in range(model.nb, model.nj):
         loops.append(tuple("ground" if b < 0 else model.body_names[b] for b in loop_bodies(model, j)))
@@ -391,7 +400,7 @@ def analyze(model: Model) -> Topology:
         n_bodies=n, n_joints=model.nj, n_loops=model.ncut,
         cut_joints=tuple(model.joint_names[j] for j in range(model.nb, model.nj)),
         loops=tuple(loops),
-        coordinates=7 * n, equations=m + n, dof=model.nv - rank, redundant=m_cut - rank,
-        tree_coordinates=model.nv, tree_parameters=model.nq, loop_equations=m_cut, loop_rank=rank,
-        assembly=build_assembly_tree(model),
+        coordinates=7 * n, equations=m + n, dof=model.nv - rank, redundant=m_cut + model.ng - rank,
+        tree_coordinates=model.nv, tree_parameters=model.nq, loop_equations=m_cut, loop_rank=loop_rank,
+        assembly=build_assembly_tree(model), couplings=model.ng,
     )

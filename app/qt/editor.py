@@ -127,6 +127,14 @@ class MechanismTree(QTreeWidget):
                     it.setData(0, ROLE, ("force", str(k)))
                     gf.addChild(it)
                     self._items[("force", str(k))] = it
+            if spec.couplings:
+                gg = group("Gears", len(spec.couplings))
+                for c in spec.couplings:
+                    it = QTreeWidgetItem([c.name, f"{c.driver} → {c.driven}, ratio {c.ratio:g}"])
+                    it.setData(0, ROLE, ("gear", c.name))
+                    it.setToolTip(1, f"q_{c.driver} = {c.ratio:g} · q_{c.driven} (both from t = 0)")
+                    gg.addChild(it)
+                    self._items[("gear", c.name)] = it
             if self.doc.pivots:
                 gp = group("Ground pivots", len(self.doc.pivots))
                 for k, p in enumerate(self.doc.pivots):
@@ -142,7 +150,7 @@ class MechanismTree(QTreeWidget):
     NAME_SHARE = 0.6
 
     def name_width(self) -> int:
-        """Width the longest body, joint, force or pivot name needs in the first column."""
+        """Width the longest body, joint, force, gear or pivot name needs in the first column."""
         need = 0
         # a child starts one indentation in, two with the root's expand arrows
         indent = self.indentation() * (2 if self.rootIsDecorated() else 1)

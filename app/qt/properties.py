@@ -1,4 +1,4 @@
-"""Property panel: edit the selected body, joint, force, pivot or the mechanism.
+"""Property panel: edit the selected body, joint, force, gear, pivot or the mechanism.
 
 Every change is one undoable document edit.  Numbers are not clamped here:
 the engine judges the mechanism, and its refusal is shown above the fields
@@ -342,8 +342,14 @@ class JointPage(_Page):
         self.spring_btn.clicked.connect(self._add_spring)
         self.torque_btn = QPushButton("Add joint torque")
         self.torque_btn.clicked.connect(self._add_torque)
+        self.gear_btn = QPushButton("Add gear")
+        self.gear_btn.setObjectName("addGear")
+        self.gear_btn.setToolTip("Gear this joint (driver) to another one-freedom joint (driven): "
+                                 "q_driver = ratio · q_driven")
+        self.gear_btn.clicked.connect(self._add_gear)
         fb.addWidget(self.spring_btn)
         fb.addWidget(self.torque_btn)
+        fb.addWidget(self.gear_btn)
         fw = QWidget()
         fw.setLayout(fb)
         fb.setContentsMargins(0, 0, 0, 0)
@@ -395,6 +401,10 @@ class JointPage(_Page):
             self.cut.setChecked(j.cut)
         self.spring_btn.setEnabled(dof == 1)
         self.torque_btn.setEnabled(dof > 0)
+        spec = self.doc.spec
+        geared = any(j.name in (c.driver, c.driven) for c in spec.couplings)
+        self.gear_btn.setEnabled(dof == 1 and not geared
+                                 and bool(edits.geared_joint_candidates(spec, exclude=j.name)))
 
     def _rename(self) -> None:
         new = self.name_edit.text().strip()
@@ -428,6 +438,68 @@ class JointPage(_Page):
         f = ForceSpec("joint-torque", joint=self.name, value=(1.0,) + (0.0,) * (dof - 1))
         self.edit(f"Add joint torque on {self.name}", edits.add_force, f,
                   select=Selection("force", str(len(self.doc.spec.forces))))
+
+
+    def _add_gear(self) -> None:
+        name = edits.next_gear_name(self.doc.spec)
+        self.edit(f"Add gear {name} on {self.name}", edits.add_gear, self.name, name=name,
+                  select=Selection("gear", name))
+
+
+class GearPage(_Page):
+    """A gear pair (contract section 1, "Couplings"): driver, driven, ratio.  Any
+    combination may be entered; the loader's rules judge it (one-freedom joints,
+    each geared once, finite non-zero ratio) and its refusal is shown above."""
+
+    kind = "gear"
+
+    def __init__(self, panel):
+        super().__init__(panel)
+        self.name_edit = self.row("Name", "name", QLineEdit())
+        self.name_edit.setObjectName("gearName")
+        self.name_edit.editingFinished.connect(self._rename)
+        self.driver = self.row("Driver joint", "driver", QComboBox())
+        self.driver.setObjectName("gearDriver")
+        self.driven = self.row("Driven joint", "driven", QComboBox())
+        self.driven.setObjectName("gearDriven")
+        self.ratio = self.row("Ratio", "ratio", NumberEdit())
+        self.ratio.setObjectName("gearRatio")
+        self.ratio.setToolTip("q_driver = ratio · q_driven, both measured from t = 0 (negative: external gears "
+                              "turn the other way)")
+        self.driver.activated.connect(lambda i: self._set(driver=self.driver.itemData(i)))
+        self.driven.activated.connect(lambda i: self._set(driven=self.driven.itemData(i)))
+        self.ratio.valueEdited.connect(lambda v: self._set(ratio=v))
+        note = QLabel("A gear pair between two one-freedom joints (revolute or prismatic). Formulations "
+                      "that cannot honour a gear refuse the run; dense honours it.")
+        note.setWordWrap(True)
+        note.setStyleSheet("color: #666;")
+        self.form.addRow(note)
+
+    def load(self, name: str) -> None:
+        self.name = name
+        c = self.doc.spec.coupling(name)
+        if self.name_edit.text() != c.name:
+            self.name_edit.setText(c.name)
+        for combo, cur in ((self.driver, c.driver), (self.driven, c.driven)):
+            with QSignalBlocker(combo):
+                combo.clear()
+                for j in self.doc.spec.joints:
+                    combo.addItem(f"{j.name} ({j.type})", j.name)
+                i = combo.findData(cur)
+                if i < 0:
+                    combo.addItem(f"{cur} (unknown)", cur)
+                    i = combo.count() - 1
+                combo.setCurrentIndex(i)
+        self.ratio.setValue(c.ratio)
+
+    def _set(self, **kw) -> None:
+        self.edit(f"Change gear {self.name}", edits.set_gear, self.name, **kw)
+
+    def _rename(self) -> None:
+        new = self.name_edit.text().strip()
+        if new and new != self.name:
+            self.edit(f"Rename gear {self.name} to {new}", edits.set_gear, self.name, name=new,
+                      select=Selection("gear", new))
 
 
 class ForcePage(_Page):
@@ -564,13 +636,13 @@ class PropertyPanel(QWidget):
         self.local.setObjectName("localMessage")
         lay.addWidget(self.local)
         self.stack = _CurrentPageStack()
-        self.empty = QLabel("Select a body, joint or force in the list or the sketch to edit it.")
+        self.empty = QLabel("Select a body, joint, force or gear in the list or the sketch to edit it.")
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.empty.setStyleSheet("color: #666; padding: 6px;")
         self.stack.addWidget(self.empty)
         self.pages: dict[str, _Page] = {}
-        for cls in (MechanismPage, BodyPage, JointPage, ForcePage, PivotPage):
+        for cls in (MechanismPage, BodyPage, JointPage, ForcePage, GearPage, PivotPage):
             p = cls(self)
             self.pages[cls.kind] = p
             self.stack.addWidget(p)
@@ -608,6 +680,7 @@ class PropertyPanel(QWidget):
             self.stack.setCurrentWidget(page)
             self.title.setText({"mechanism": "Mechanism", "body": f"Body {sel.name}", "joint": f"Joint {sel.name}",
                                 "force": f"Force {int(sel.name) + 1}" if sel.kind == "force" else "",
+                                "gear": f"Gear {sel.name}",
                                 "pivot": "Ground pivot"}.get(sel.kind, ""))
         self.stack.updateGeometry()
         self._show_validation()
@@ -649,7 +722,7 @@ def _field_of(path: str) -> str | None:
     """``bodies[2].shape.radius`` -> ``shape.radius``; ``joints[0].axes[1]`` -> ``axes``."""
     import re
 
-    m = re.match(r"^(?:bodies|joints|forces)\[\d+\]\.?([A-Za-z_.]*)", path or "")
+    m = re.match(r"^(?:bodies|joints|forces|couplings)\[\d+\]\.?([A-Za-z_.]*)", path or "")
     if not m:
         return None
     f = m.group(1)

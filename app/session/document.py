@@ -41,7 +41,7 @@ class DocState:
 
 @dataclass(frozen=True)
 class Selection:
-    kind: str  # "body", "joint", "force", "pivot", "mechanism"
+    kind: str  # "body", "joint", "force", "gear", "pivot", "mechanism"
     name: str  # body/joint name, force index, pivot index ("" for mechanism)
 
 
@@ -250,6 +250,7 @@ class MechanismDocument:
               or (s.kind == "body" and any(b.name == s.name for b in spec.bodies))
               or (s.kind == "joint" and any(j.name == s.name for j in spec.joints))
               or (s.kind == "force" and s.name.isdigit() and int(s.name) < len(spec.forces))
+              or (s.kind == "gear" and any(c.name == s.name for c in spec.couplings))
               or (s.kind == "pivot" and s.name.isdigit() and int(s.name) < len(self.pivots)))
         if not ok:
             self.select(None)

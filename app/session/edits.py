@@ -20,7 +20,9 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.mechfile import GROUND, JOINT_TYPES, BodySpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec
+from engine.mechfile import (
+    GROUND, JOINT_TYPES, BodySpec, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec,
+)
 from engine.spatial import quat_to_rot as _quat_to_rot
 
 Vec3 = tuple[float, float, float]
@@ -114,12 +116,16 @@ def next_body_name(spec: MechanismSpec) -> str:
     return _letters(k)
 
 
-def next_joint_name(spec: MechanismSpec) -> str:
-    used = {j.name for j in spec.joints}
-    k = len(spec.joints) + 1
-    while f"J{k}" in used:
+def _next_numbered(prefix: str, used: set[str]) -> str:
+    """``<prefix><k>`` with the first k >= len(used) + 1 not in ``used``."""
+    k = len(used) + 1
+    while f"{prefix}{k}" in used:
         k += 1
-    return f"J{k}"
+    return f"{prefix}{k}"
+
+
+def next_joint_name(spec: MechanismSpec) -> str:
+    return _next_numbered("J", {j.name for j in spec.joints})
 
 
 # ------------------------------------------------------------- field-level edits
@@ -218,11 +224,59 @@ def set_joint(spec: MechanismSpec, name: str, /, **changes) -> MechanismSpec:
 
 
 def rename_joint(spec: MechanismSpec, old: str, new: str) -> MechanismSpec:
+    """Rename a joint and every reference to it (force elements, gears)."""
     if old == new:
         return spec
     joints = tuple(replace(j, name=new) if j.name == old else j for j in spec.joints)
     forces = tuple(replace(f, joint=new) if f.joint == old else f for f in spec.forces)
-    return replace(spec, joints=joints, forces=forces)
+
+    def r(n):
+        return new if n == old else n
+
+    couplings = tuple(replace(c, driver=r(c.driver), driven=r(c.driven)) for c in spec.couplings)
+    return replace(spec, joints=joints, forces=forces, couplings=couplings)
+
+
+# ------------------------------------------------------------------------ gears
+
+
+def geared_joint_candidates(spec: MechanismSpec, exclude: str | None = None) -> list[str]:
+    """One-freedom joints (revolute, prismatic) not yet in a gear, in file order."""
+    used = {n for c in spec.couplings for n in (c.driver, c.driven)}
+    return [j.name for j in spec.joints
+            if JOINT_TYPES[j.type][0] == 1 and j.name not in used and j.name != exclude]
+
+
+def next_gear_name(spec: MechanismSpec) -> str:
+    return _next_numbered("G", {c.name for c in spec.couplings})
+
+
+def add_gear(spec: MechanismSpec, driver: str, driven: str | None = None, ratio: float = 1.0,
+             name: str | None = None) -> MechanismSpec:
+    """Append a gear ``driver -> driven`` (contract section 1, "Couplings").  Without
+    ``driven``, the first one-freedom joint not yet geared is taken; the loader's
+    rules judge the result like any file (one-freedom joints, each geared once,
+    finite non-zero ratio)."""
+    if driven is None:
+        free = geared_joint_candidates(spec, exclude=driver)
+        if not free:
+            raise ValueError(f"no other one-freedom joint is free to gear to {driver!r}")
+        driven = free[0]
+    gear = CouplingSpec(name or next_gear_name(spec), driver, driven, float(ratio))
+    return replace(spec, couplings=spec.couplings + (gear,))
+
+
+def set_gear(spec: MechanismSpec, name: str, /, **changes) -> MechanismSpec:
+    """Change fields of gear ``name`` (``name``, ``driver``, ``driven``, ``ratio``)."""
+    if "ratio" in changes:
+        changes["ratio"] = float(changes["ratio"])
+    spec.coupling(name)  # KeyError for an unknown gear
+    return replace(spec, couplings=tuple(replace(c, **changes) if c.name == name else c
+                                         for c in spec.couplings))
+
+
+def delete_gear(spec: MechanismSpec, name: str) -> MechanismSpec:
+    return replace(spec, couplings=tuple(c for c in spec.couplings if c.name != name))
 
 
 def set_force(spec: MechanismSpec, index: int, **changes) -> MechanismSpec:
@@ -249,16 +303,17 @@ def delete_force(spec: MechanismSpec, index: int) -> MechanismSpec:
 
 
 def delete_joint(spec: MechanismSpec, name: str) -> MechanismSpec:
-    """Remove a joint and the force elements acting on it."""
+    """Remove a joint, the force elements acting on it and the gears using it."""
     return replace(
         spec,
         joints=tuple(j for j in spec.joints if j.name != name),
         forces=tuple(f for f in spec.forces if f.joint != name),
+        couplings=tuple(c for c in spec.couplings if name not in (c.driver, c.driven)),
     )
 
 
 def delete_body(spec: MechanismSpec, name: str) -> MechanismSpec:
-    """Remove a body, its joints and every force element that refers to them."""
+    """Remove a body, its joints and every force element and gear that refers to them."""
     gone_joints = {j.name for j in spec.joints if name in (j.parent, j.child)}
     return replace(
         spec,
@@ -266,6 +321,7 @@ def delete_body(spec: MechanismSpec, name: str) -> MechanismSpec:
         joints=tuple(j for j in spec.joints if j.name not in gone_joints),
         forces=tuple(f for f in spec.forces
                      if f.joint not in gone_joints and name not in (f.body1, f.body2)),
+        couplings=tuple(c for c in spec.couplings if not gone_joints & {c.driver, c.driven}),
     )
 
 

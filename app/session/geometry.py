@@ -190,6 +190,23 @@ def joint_markers(spec: MechanismSpec) -> JointMarkers:
                         body, local, grounded)
 
 
+def gear_links(spec: MechanismSpec, markers: JointMarkers) -> np.ndarray:
+    """(ng, 2) marker indices (driver, driven) of every gear whose joints both exist: the
+    3-D view draws each gear as a link between its two joints' markers."""
+    index = {n: k for k, n in enumerate(markers.names)}
+    pairs = [(index[c.driver], index[c.driven]) for c in spec.couplings
+             if c.driver in index and c.driven in index]
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def gear_segments(markers: JointMarkers, links: np.ndarray, x: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """(2 ng, 3) segment end points (driver, driven, driver, ...) at the poses ``x``, ``R``."""
+    if not len(links):
+        return np.zeros((0, 3))
+    P = markers.world(x, R)
+    return P[links.reshape(-1)]
+
+
 def spec_bounds(spec: MechanismSpec) -> tuple[np.ndarray, np.ndarray]:
     """Axis-aligned bounds (lo, hi) of every anchor, centre of mass and rod end at t = 0."""
     pts = [np.asarray(j.anchor, float) for j in spec.joints]

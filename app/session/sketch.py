@@ -364,7 +364,7 @@ class SketchModel:
         return self.doc.edit(text, new, pivots, select=select)
 
     def delete_selection(self) -> bool:
-        """Delete the selected body, joint, force or pivot."""
+        """Delete the selected body, joint, force, gear or pivot."""
         s = self.doc.selection
         if s is None:
             return False
@@ -375,6 +375,8 @@ class SketchModel:
             return self.doc.edit(f"Delete joint {s.name}", edits.delete_joint(spec, s.name))
         if s.kind == "force":
             return self.doc.edit(f"Delete force {int(s.name) + 1}", edits.delete_force(spec, int(s.name)))
+        if s.kind == "gear":
+            return self.doc.edit(f"Delete gear {s.name}", edits.delete_gear(spec, s.name))
         if s.kind == "pivot":
             k = int(s.name)
             return self.doc.edit("Delete ground pivot",

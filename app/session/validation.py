@@ -17,12 +17,12 @@ from engine.mechfile import MechanismSpec, spec_from_dict, spec_to_dict
 from engine.model import Model, build_model
 from engine.topology import analyze
 
-_PATH = re.compile(r"^(bodies|joints|forces)\[(\d+)\]")
+_PATH = re.compile(r"^(bodies|joints|forces|couplings)\[(\d+)\]")
 
 
 @dataclass(frozen=True)
 class Target:
-    """What a refusal points at: ``kind`` is "body", "joint", "force" or "mechanism"."""
+    """What a refusal points at: ``kind`` is "body", "joint", "force", "gear" or "mechanism"."""
 
     kind: str
     name: str  # body/joint name, force index as text, "" for the mechanism
@@ -69,7 +69,7 @@ class Validation:
 
 
 def target_of(spec: MechanismSpec, path: str) -> Target:
-    """The body, joint or force that a JSON path like ``joints[3].axis`` points at."""
+    """The body, joint, force or gear that a JSON path like ``joints[3].axis`` points at."""
     m = _PATH.match(path or "")
     if not m:
         return Target("mechanism", "")
@@ -80,6 +80,8 @@ def target_of(spec: MechanismSpec, path: str) -> Target:
         return Target("joint", spec.joints[idx].name)
     if kind == "forces" and idx < len(spec.forces):
         return Target("force", str(idx))
+    if kind == "couplings" and idx < len(spec.couplings):
+        return Target("gear", spec.couplings[idx].name)
     return Target("mechanism", "")
 
 

@@ -1,9 +1,9 @@
 """The 3-D view of the mechanism (vispy ``SceneCanvas``).
 
 Shaded bodies (rods, boxes, spheres, cylinders, meshes), joint markers that
-show the joint type and axis, ground bases under the ground pivots, a floor
-grid, the world axes, and an optional trail of a body's centre of mass or a
-joint.  The view subscribes to the session when created and unsubscribes in
+show the joint type and axis, gears as links between their two joints (drawn
+over the bodies), ground bases under the ground pivots, a floor grid, the world
+axes, and an optional trail of a body's centre of mass or a joint.  The view subscribes to the session when created and unsubscribes in
 :meth:`MechanismScene.close`:
 
 - ``document.state_changed`` -> rebuild the geometry (editing shows t = 0);
@@ -22,11 +22,11 @@ from vispy import scene
 
 from app.session import Session, Subscriptions
 from app.session.geometry import (
-    BODY_FIELDS, body_primitives, characteristic_length, initial_poses, joint_markers, poses_from_row,
-    quats_to_rots, spec_bounds,
+    BODY_FIELDS, body_primitives, characteristic_length, gear_links, gear_segments, initial_poses, joint_markers,
+    poses_from_row, quats_to_rots, spec_bounds,
 )
 
-from .meshes import BodyMeshes, box, concat, joint_marker_meshes
+from .meshes import BodyMeshes, box, concat, cylinder, joint_marker_meshes, sphere
 from .visuals import ShadedMesh
 
 BG = (0.965, 0.968, 0.975, 1.0)
@@ -40,6 +40,10 @@ JOINT_COLOR = np.array((0.20, 0.20, 0.22))
 JOINT_SELECT_COLOR = np.array((0.95, 0.35, 0.05))
 GROUND_COLOR = (0.38, 0.38, 0.40, 1.0)
 TRAIL_COLOR = (0.85, 0.20, 0.15, 0.9)
+GEAR_COLOR = (0.85, 0.60, 0.05, 1.0)
+GEAR_SELECT_COLOR = (0.95, 0.35, 0.05, 1.0)
+#: radius of a gear's link, times the mechanism's characteristic length
+GEAR_RADIUS = 0.022
 
 #: camera presets (elevation, azimuth) with up = +y
 VIEWS = {"iso": (20.0, 62.0), "front": (0.0, 90.0), "top": (90.0, 90.0), "side": (0.0, 180.0)}
@@ -102,8 +106,14 @@ class MechanismScene:
         self.bodies = ShadedMesh(parent=self.view.scene)
         self.trail = scene.visuals.Line(color=TRAIL_COLOR, width=2, parent=self.view.scene)
         self.trail.visible = False
+        # gears: a thin shaded bar per gear between its joints' markers, re-made at each pose
+        # (a few dozen vertices; wide GL lines are not available on every OpenGL)
+        self.gears = scene.visuals.Mesh(tri, face, shading="smooth", parent=self.view.scene)
+        self.gears.visible = False
+        self._gear_links = np.zeros((0, 2), dtype=np.int64)
+        self._gear_radius = 0.01
         self.axes = scene.visuals.XYZAxis(parent=self.view.scene, width=2)
-        for m in (self.ground,):
+        for m in (self.ground, self.gears):
             sf = m.shading_filter
             sf.ambient_light = (1, 1, 1, 0.45)
             sf.diffuse_light = (1, 1, 1, 0.75)
@@ -239,6 +249,7 @@ class MechanismScene:
         if not spec.bodies:
             self._meshes = None
             self.bodies.visible = False
+            self.gears.visible = False
             self.ground.visible = False
             self.grid.visible = False
             self.trail.visible = False
@@ -251,6 +262,8 @@ class MechanismScene:
         prims = body_primitives(spec)
         markers = joint_markers(spec)
         self._markers = markers
+        self._gear_links = gear_links(spec, markers)
+        self._gear_radius = GEAR_RADIUS * L
         min_r = 0.0025 * extent
         jsize = max(0.06 * L, 2.0 * min_r)
         n_items = len(spec.bodies) + len(spec.joints)
@@ -349,6 +362,7 @@ class MechanismScene:
                 c = JOINT_SELECT_COLOR
             cols[s:e, :3] = c
         self._colors = cols
+        self._pose_gears(*self.current_poses())
         if self._geometry_id != id(m):
             x, R = self.current_poses()
             self.bodies.set_geometry(m.local, m.local_normals, m.body, m.faces, cols, len(spec.bodies))
@@ -377,7 +391,35 @@ class MechanismScene:
             return
         x, R = self.current_poses()
         self.bodies.set_pose(x, R)  # the GPU moves the vertices
+        self._pose_gears(x, R)
         self.frames += 1
+
+    def gear_segment_points(self) -> np.ndarray:
+        """(2 ng, 3) end points of the gear links as drawn now (driver, driven, ...)."""
+        if self._markers is None or not len(self._gear_links):
+            return np.zeros((0, 3))
+        return gear_segments(self._markers, self._gear_links, *self.current_poses())
+
+    def _pose_gears(self, x, R) -> None:
+        if self._markers is None or not len(self._gear_links):
+            self.gears.visible = False
+            return
+        pts = gear_segments(self._markers, self._gear_links, x, R)
+        sel = self.session.document.selection
+        names = [c.name for c in self._spec.couplings
+                 if c.driver in self._markers.names and c.driven in self._markers.names]
+        r = self._gear_radius
+        pieces, colors = [], []
+        for k in range(len(self._gear_links)):
+            p0, p1 = pts[2 * k], pts[2 * k + 1]
+            chosen = sel is not None and sel.kind == "gear" and sel.name == names[k]
+            for v, f in (cylinder(p0, p1, r, segments=10), sphere(p0, 1.6 * r, 1), sphere(p1, 1.6 * r, 1)):
+                pieces.append((v, f))
+                colors.append(np.tile(GEAR_SELECT_COLOR if chosen else GEAR_COLOR, (len(v), 1)))
+        v, f = concat(pieces)
+        self.gears.set_data(vertices=v.astype(np.float32), faces=f,
+                            vertex_colors=np.vstack(colors).astype(np.float32))
+        self.gears.visible = True
 
     def _on_time(self, t: float) -> None:
         if self._run is None:

@@ -70,6 +70,8 @@ def default_formulation(model: "Model") -> str:
     Open chains and trees: ``dca`` (O(n), exact, nothing to drift).  Closed loops:
     ``dense`` while it is affordable -- it projects onto the constraints and crosses
     singular configurations -- and ``hdca`` beyond (velocity-level closure, O(n)).
+    A formulation that refuses the model (e.g. one that cannot honour its gear
+    couplings) gives way to ``dense``, which honours them at any size.
     """
     if model.ncut == 0:
         choice = "dca"

@@ -33,6 +33,22 @@ def check_consistent(t: float, residual: float, scale: float) -> None:
                "the mechanism is locked or at a singular configuration")
 
 
+def coupling_support(cls, model: Model) -> tuple[bool, str]:
+    """``(True, "")``, or the refusal naming the model's couplings and the registered
+    formulations that can honour them (contract section 1: exit 2)."""
+    if not model.ng or cls.honours_couplings:
+        return True, ""
+    from . import REGISTRY
+
+    able = [n for n in REGISTRY if REGISTRY[n].honours_couplings]
+    gears = ", ".join(
+        f"{c.type} {c.name!r} (couplings[{i}]: {c.driver} -> {c.driven}, ratio {c.ratio:g})"
+        for i, c in enumerate(model.spec.couplings))
+    word = "coupling" if model.ng == 1 else "couplings"
+    return False, (f"{cls.name} cannot honour the {word} {gears}; "
+                   f"formulations that can: {', '.join(able) or 'none'}")
+
+
 @dataclass
 class Evaluation:
     """Everything the recorder needs at one instant (world frame, SI).
@@ -68,6 +84,8 @@ class Formulation(ABC):
     summary: str = ""
     #: what to try when the pipeline's monitor stops a run of this formulation (exit 3)
     remedy: str = "Try a smaller --dt, or an adaptive integrator (e.g. --integrator dop853)."
+    #: True if the formulation honours the file's couplings (gear pairs, contract section 1)
+    honours_couplings: bool = False
 
     def __init__(self, model: Model, settings):
         start_parallel_backend()  # before any cached parallel kernel runs
@@ -77,8 +95,11 @@ class Formulation(ABC):
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
-        """Whether this formulation can run ``model``, and if not, why."""
-        return True, ""
+        """Whether this formulation can run ``model``, and if not, why.
+
+        Subclasses that add conditions call this one: it refuses a model with couplings
+        unless the class ``honours_couplings`` (contract section 1, "Couplings")."""
+        return coupling_support(cls, model)
 
     @abstractmethod
     def initial_state(self) -> np.ndarray:

@@ -552,7 +552,7 @@ class DCAFormulation(TreeFormulation):
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
-        return True, ""
+        return super().supports(model)  # refuses couplings (gears): they are not rows here
 
     def initial_state(self) -> np.ndarray:
         m = self.model

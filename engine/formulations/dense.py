@@ -15,6 +15,11 @@ positions are brought back onto ``Phi_cut(q) = 0`` by mass-weighted
 Gauss-Newton steps and the velocities are projected mass-orthogonally onto
 ``K v = 0`` (docs/derivations.md, "Dense reference").
 
+Gear couplings (contract section 1) are further rows of the same system, after
+the cut joints' rows: ``K_g`` (+1 at the driver's velocity, -mu at the driven's),
+``gamma_g = 0`` and ``Phi_g`` from :func:`engine.constraints.coupling_rows`; their
+multipliers act as joint torques (forces) on the two geared joints.
+
 Nothing here is shared with the divide-and-conquer machinery: only the model,
 the joint kinematics and the constraint functions, each tested on its own.
 """
@@ -26,7 +31,7 @@ import scipy.linalg
 from numba import njit
 
 from .. import config
-from ..constraints import con_arrays, joint_constraint
+from ..constraints import con_arrays, coupling_rows, joint_constraint
 from ..errors import SingularSystemError
 from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
 from ..initial import initial_state, tree_velocities
@@ -34,7 +39,7 @@ from ..kinematics import (
     classical_accelerations, fk_accelerations, fk_positions, fk_velocities, kin_arrays,
     motion_subspace, normalize_quaternions, qdot_from_v, subtree_sums,
 )
-from ..model import SPHERICAL, Model
+from ..model import PRISMATIC, SPHERICAL, Model
 from ..spatial import shift_force
 from .base import Evaluation, Formulation, check_consistent
 
@@ -269,6 +274,7 @@ class DenseFormulation(Formulation):
     title = "dense reference (joint coordinates, Lagrange multipliers)"
     kind = "ode"
     parameters = ("projection",)
+    honours_couplings = True
     summary = ("The O(n^3) textbook method: slow, independent of the divide-and-conquer "
                "machinery; the reference the other formulations are checked against.")
 
@@ -282,7 +288,7 @@ class DenseFormulation(Formulation):
         self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
         self.jq_ref = np.zeros(m.nj)
         proj = getattr(settings, "projection", None)
-        self._project = (m.ncut > 0) if proj is None else bool(proj)
+        self._project = (m.ncut > 0 or m.ng > 0) if proj is None else bool(proj)
         # workspace (position -> velocity -> acceleration -> constraint)
         self.x = np.zeros((m.nb, 3))  # filled by fk_positions
         self.R = np.zeros((m.nb, 3, 3))  # filled by fk_positions
@@ -298,11 +304,15 @@ class DenseFormulation(Formulation):
         self.M = np.zeros((m.nv, m.nv))  # mass matrix, _crba
         self.jq = np.full(m.nj, np.nan)
         ncut_rows = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
-        self.ncr = ncut_rows
-        self.K = np.zeros((ncut_rows, m.nv))  # loop Jacobian
-        self.gamma = np.zeros(ncut_rows)
-        self.phi = np.zeros(ncut_rows)
-        self.lam = np.zeros(ncut_rows)
+        self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow
+        self.ncr = ncut_rows + m.ng  # all constraint rows
+        self.K = np.zeros((self.ncr, m.nv))  # loop Jacobian (cut rows), then gear rows
+        self.gamma = np.zeros(self.ncr)
+        self.phi = np.zeros(self.ncr)
+        self.lam = np.zeros(self.ncr)
+        # each gear row is solved as gear_scale * (K_g, Phi_g), so that in the mass-whitened
+        # metric it weighs as much as the loop rows (set in initial_state; lam is unscaled)
+        self.gear_scale = np.ones(m.ng)
         self._Ga6 = np.zeros((6, 6))  # per-joint scratch of _loop_rows
         self._Gb6 = np.zeros((6, 6))
         self._g6 = np.zeros(6)
@@ -324,7 +334,25 @@ class DenseFormulation(Formulation):
         fk_positions(self.mk, q, self.x, self.R, self.P)
         motion_subspace(self.mk, q, self.R, self.S)
         v = tree_velocities(m, ini.V, self.x, self.R, self.P)
+        if m.ng:
+            self._scale_gear_rows(q, v)
         return np.concatenate([q, v])
+
+    def _scale_gear_rows(self, q, v):
+        """Row scales of the gear rows: a gear row (+1, -mu) of the mass-whitened system is
+        often far longer than the loop rows (|.| 24.9 against a largest loop singular value
+        of 2.26 in fourbar-geared), which would make s_min/s_max -- the monitor's singularity
+        measure and the width of _lstsq's filter -- a matter of units.  Scaling a row does
+        not change the constrained solution; each gear row is scaled at t = 0 to the
+        largest singular value of the whitened loop rows (1 without loops)."""
+        self.gear_scale[:] = 1.0
+        self._cut_phi_K(q, v)
+        Kt = self._whitened_K(self._cholesky())
+        nc = self.ncut_rows
+        ref = float(np.linalg.svd(Kt[:nc], compute_uv=False)[0]) if nc else 1.0
+        if not ref > 0.0:
+            ref = 1.0
+        self.gear_scale[:] = ref / np.linalg.norm(Kt[nc:], axis=1)
 
     def _split(self, y):
         m = self.model
@@ -344,12 +372,22 @@ class DenseFormulation(Formulation):
         if len(self.cut_spring):
             joint_coordinates_from_poses(self.fa, self.cut_spring, self.x, self.R, self.jq_ref, self.jq)
 
-    def _loop_terms(self, A_bias):
-        """K (loop Jacobian), Phi and gamma = -(Phi_ddot at vdot = 0)."""
+    def _loop_terms(self, A_bias, q):
+        """K (loop Jacobian), Phi and gamma = -(Phi_ddot at vdot = 0), cut rows then gear rows."""
         m = self.model
         acc = classical_accelerations(self.V, A_bias)
+        nc = self.ncut_rows
         _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S, acc,
-                   self.K, self.gamma, self.phi, self._Ga6, self._Gb6, self._g6)
+                   self.K[:nc], self.gamma[:nc], self.phi[:nc], self._Ga6, self._Gb6, self._g6)
+        self._gear_rows(q)
+
+    def _gear_rows(self, q):
+        if self.model.ng:
+            nc = self.ncut_rows
+            phi, K, gamma = coupling_rows(self.model, q)
+            self.phi[nc:] = self.gear_scale * phi
+            self.K[nc:] = self.gear_scale[:, None] * K
+            self.gamma[nc:] = self.gear_scale * gamma
 
     def _dynamics(self, t, y):
         m = self.model
@@ -369,7 +407,7 @@ class DenseFormulation(Formulation):
         L = self._cholesky(t)
         u0 = scipy.linalg.solve_triangular(L, -self.h, lower=True)
         if self.ncr:
-            self._loop_terms(A_bias)
+            self._loop_terms(A_bias, q)
             Kt = self._whitened_K(L)
             # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
             # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
@@ -378,6 +416,7 @@ class DenseFormulation(Formulation):
             u = u0 - z
             vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
             self.lam[:] = _lstsq(Kt.T, z, self.mu_rel)
+            self.lam[self.ncut_rows:] *= self.gear_scale  # the gear rows' own multipliers
             # In a singular configuration the closure equations lose a direction: the
             # least-squares solution then gives the instantaneous dynamics of the freed
             # direction, and any residual shows in violation.acceleration.
@@ -408,8 +447,11 @@ class DenseFormulation(Formulation):
         """Kinematics, Phi, K and M at (q, v) (for the projections)."""
         m = self.model
         self._kinematics(q, v)
+        nc = self.ncut_rows
         _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S,
-                   np.zeros((m.nb, 6)), self.K, self.gamma, self.phi, self._Ga6, self._Gb6, self._g6)
+                   np.zeros((m.nb, 6)), self.K[:nc], self.gamma[:nc], self.phi[:nc], self._Ga6, self._Gb6,
+                   self._g6)
+        self._gear_rows(q)
         self.M[:] = 0.0
         _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
 
@@ -579,7 +621,12 @@ def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np
     """Every joint's wrench on its successor (about its point) from the cut joints'
     multipliers ``lam`` (dense's row order and sign) and the spatial accelerations ``A``
     about each COM: cut joints directly, tree joints from the force balance of each
-    subtree with the cut-joint wrenches counted as applied (also used by ``rcr``)."""
+    subtree with the cut-joint wrenches counted as applied (also used by ``rcr``).
+
+    When ``lam`` also holds the gear rows' multipliers (after the cut rows), each gear's
+    generalized force ``-K_g^T lam_g`` acts like a joint torque (force) on its two
+    joints: counted as applied, so a geared joint's reaction is its constraint wrench
+    alone (no component about a revolute axis), as for any driven joint."""
     m = model
     react = np.zeros((m.nj, 6))
     Fcut = np.zeros((m.nb, 6))
@@ -603,6 +650,21 @@ def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np
         shift_force(Fb, x[b] - P[j], out)
         react[j] = out
         row += n
+    if m.ng and lam.shape[0] >= row + m.ng:
+        for i in range(m.ng):
+            lg = lam[row + i]
+            for j, tau in ((m.g_driver[i], -lg), (m.g_driven[i], m.g_ratio[i] * lg)):
+                a, b = m.pred[j], m.succ[j]
+                ax = (np.eye(3) if a < 0 else R[a]) @ m.axis_pred[j]
+                for body, sgn in ((b, 1.0), (a, -1.0)):
+                    if body < 0:
+                        continue
+                    if m.jtype[j] == PRISMATIC:
+                        f = sgn * tau * ax
+                        Fcut[body, :3] += f
+                        Fcut[body, 3:] += np.cross(P[j] - x[body], f)
+                    else:
+                        Fcut[body, 3:] += sgn * tau * ax
     Fbody = np.zeros((m.nb, 6))
     fj = np.zeros((m.nb, 6))
     _body_terms(m.mass, m.inertia, R, V, A, Fext + Fcut, Fbody)

@@ -174,7 +174,7 @@ class Index3Formulation(Formulation):
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
-        return True, ""
+        return super().supports(model)  # refuses couplings (gears): they are not rows here
 
     # ------------------------------------------------------------------ state layout
     def _split(self, y):

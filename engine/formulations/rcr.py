@@ -418,7 +418,7 @@ class RCRFormulation(Formulation):
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
-        return True, ""
+        return super().supports(model)  # refuses couplings (gears): they are not rows here
 
     # ------------------------------------------------------------- partition
     def _use(self, part: Partition) -> None:

@@ -15,12 +15,15 @@ from engine.topology import analyze
 from .conftest import EXAMPLES
 
 BASES = [json.loads(p.read_text()) for p in EXAMPLES if p.stat().st_size < 20000]
+#: the gear examples carry ``couplings`` (contract section 1): the fuzz mutates them too
+assert sum("couplings" in b for b in BASES) >= 2
 
 json_leaf = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-10**20, max_value=10**20),
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
     st.sampled_from(["ground", "A", "B", "C", "J1", "revolute", "spherical", "universal", "fixed",
-                     "prismatic", "cylindrical", "rod", "box", "spring", "joint-spring", "joint-torque"]),
+                     "prismatic", "cylindrical", "rod", "box", "spring", "joint-spring", "joint-torque",
+                     "gear", "motor", "elbow", "J4"]),
 )
 json_value = st.recursive(
     json_leaf, lambda children: st.one_of(st.lists(children, max_size=4),
@@ -43,7 +46,8 @@ def _containers(node, out):
     return out
 
 
-NAMES = st.sampled_from(["ground", "A", "B", "C", "L1", "L2", "L3", "J1", "J2", "leg1", "rung1", "x"])
+NAMES = st.sampled_from(["ground", "A", "B", "C", "L1", "L2", "L3", "J1", "J2", "leg1", "rung1", "x", "J3", "J4",
+                         "motor", "elbow", "shoulder", "gear"])
 NUMBERS = st.one_of(
     st.floats(min_value=-10.0, max_value=10.0), st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e-12, 1e9, 1e13]),
     st.integers(min_value=-3, max_value=3),
@@ -68,10 +72,12 @@ def _perturb(draw, value):
 
 
 @st.composite
-def mutated(draw):
-    doc = copy.deepcopy(draw(st.sampled_from(BASES)))
+def mutated(draw, bases=BASES, part=None):
+    """A base document with 1-4 random edits (only inside ``doc[part]`` when given)."""
+    doc = copy.deepcopy(draw(st.sampled_from(bases)))
     for _ in range(draw(st.integers(1, 4))):
-        conts = _containers(doc, [])
+        inside = part is not None and isinstance(doc.get(part), (dict, list))
+        conts = _containers(doc[part], [doc]) if inside else _containers(doc, [])
         c = draw(st.sampled_from(conts))
         op = draw(st.sampled_from(["perturb"] * 6 + ["set", "delete", "delete", "insert", "dup", "dup"]))
         if isinstance(c, dict) and c:
@@ -108,6 +114,19 @@ def _load_everything(text):
 @settings(max_examples=2500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(mutated())
 def test_mutated_files_load_or_are_refused_by_path(text):
+    try:
+        _load_everything(text)
+    except MechanismError as exc:
+        assert PATH_RE.match(str(exc)), str(exc)
+
+
+GEARED = [b for b in BASES if "couplings" in b]
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated(GEARED, "couplings"))
+def test_mutated_couplings_load_or_are_refused_by_path(text):
+    """Edits aimed at the ``couplings`` list (and the document holding it) of the gear examples."""
     try:
         _load_everything(text)
     except MechanismError as exc:

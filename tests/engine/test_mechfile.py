@@ -28,6 +28,13 @@ def _mut(d, fn):
     return d
 
 
+def _gear(d, **changes):
+    """Append a gear J1 -> J4 (with ``changes``) to the document's couplings; returns it."""
+    g = {"type": "gear", "name": "G", "driver": "J1", "driven": "J4", "ratio": 2.0, **changes}
+    d.setdefault("couplings", []).append(g)
+    return g
+
+
 def test_contract_example_message(fourbar_dict):
     d = _mut(fourbar_dict, lambda d: d["bodies"][2].__setitem__("mass", -1))
     with pytest.raises(MechanismError) as ei:
@@ -151,6 +158,37 @@ RULES = [
     (lambda d: d.__setitem__("settings", {"integrator": "euler"}), "settings.integrator", "unknown integrator"),
     (lambda d: d.__setitem__("settings", {"dt": 2, "t_end": 1}), "settings.dt", "must not exceed"),
     (lambda d: d.__setitem__("settings", {"rtol": -1e-8}), "settings.rtol", "must be > 0"),
+    # couplings (contract section 1, "Couplings"; issue 19 item 4)
+    (lambda d: d.__setitem__("couplings", {}), "couplings", "must be a list"),
+    (lambda d: d.__setitem__("couplings", [3]), "couplings[0]", "JSON object"),
+    (lambda d: _gear(d).pop("type"), "couplings[0].type", "is required"),
+    (lambda d: _gear(d, type="belt"), "couplings[0].type", "must be one of gear"),
+    (lambda d: _gear(d).pop("driver"), "couplings[0].driver", "is required"),
+    (lambda d: _gear(d).pop("driven"), "couplings[0].driven", "is required"),
+    (lambda d: _gear(d).pop("ratio"), "couplings[0].ratio", "is required"),
+    (lambda d: _gear(d, driver="J9"), "couplings[0].driver", "unknown joint 'J9'"),
+    (lambda d: _gear(d, driven=2), "couplings[0].driven", "must be a string"),
+    (lambda d: (d["joints"][1].update(type="spherical"), d["joints"][1].pop("axis"), _gear(d, driven="J2")),
+     "couplings[0].driven", "one-freedom joint"),
+    (lambda d: (d["joints"][1].update(type="cylindrical"), _gear(d, driver="J2")),
+     "couplings[0].driver", "one-freedom joint"),
+    (lambda d: (d["joints"][1].update(type="fixed"), d["joints"][1].pop("axis"), _gear(d, driven="J2")),
+     "couplings[0].driven", "one-freedom joint"),
+    (lambda d: _gear(d, driven="J1"), "couplings[0].driven", "to itself"),
+    (lambda d: _gear(d, ratio=0), "couplings[0].ratio", "must be non-zero"),
+    (lambda d: _gear(d, ratio=-0.0), "couplings[0].ratio", "must be non-zero"),
+    (lambda d: _gear(d, ratio=float("inf")), "couplings[0].ratio", "finite"),
+    (lambda d: _gear(d, ratio=float("nan")), "couplings[0].ratio", "finite"),
+    (lambda d: _gear(d, ratio="10"), "couplings[0].ratio", "must be a number"),
+    (lambda d: _gear(d, ratio=1e13), "couplings[0].ratio", "must not exceed 1e12"),
+    (lambda d: (_gear(d), _gear(d, name="G2", driver="J2", driven="J1")),
+     "couplings[1].driven", "already geared by couplings[0]"),
+    (lambda d: (_gear(d), _gear(d, name="G2", driver="J4", driven="J3")),
+     "couplings[1].driver", "already geared by couplings[0]"),
+    (lambda d: (_gear(d), _gear(d, driver="J2", driven="J3")), "couplings[1].name", "duplicate coupling name"),
+    (lambda d: (d["joints"][3].__setitem__("cut", True), _gear(d)), "couplings[0].driven", 'marked "cut"'),
+    (lambda d: (_gear(d, driver="J1", driven="J2"), _gear(d, name="G2", driver="J3", driven="J4")),
+     "couplings[1].driven", "closes a loop of geared joints"),
     # topology
     (lambda d: d["bodies"].append({"name": "D", "mass": 1, "inertia": [1, 1, 1], "position": [5, 5, 0]}),
      "bodies[3]", "not connected to ground"),
@@ -213,3 +251,23 @@ def test_committed_examples_equal_the_generators(tmp_path):
     fresh = {p.name: p.read_text() for p in write_examples(tmp_path)}
     committed = {p.name: p.read_text() for p in EXAMPLES}
     assert fresh == committed
+
+
+def test_gear_is_read_into_the_model(fourbar_dict):
+    """A gear's joints are kept in the spanning tree even where BFS would cut one, and the
+    model holds its flat arrays: driver, driven, ratio, reference coordinates."""
+    plain = build_model(spec_from_dict(fourbar_dict))
+    cut = plain.joint_names[plain.nb]  # the joint BFS cuts without a gear
+    other = "J1" if cut != "J1" else "J2"
+    _gear(fourbar_dict, driver=cut, driven=other, ratio=-3.0)
+    spec = spec_from_dict(fourbar_dict)
+    assert spec.couplings[0].driver == cut and spec.couplings[0].ratio == -3.0
+    m = build_model(spec)
+    assert m.ng == 1 and m.g_names == ("G",)
+    assert m.joint_names[m.g_driver[0]] == cut and m.joint_names[m.g_driven[0]] == other
+    assert not m.is_cut[m.g_driver[0]] and not m.is_cut[m.g_driven[0]]
+    assert m.ncut == 1 and m.joint_names[m.nb] != cut
+    assert m.g_ratio[0] == -3.0 and m.g_q0.tolist() == [[0.0, 0.0]]
+    assert spec_from_dict(spec_to_dict(spec)) == spec
+    # without couplings the spanning tree is the one it always was
+    assert build_model(spec.with_(couplings=())).joint_names == plain.joint_names

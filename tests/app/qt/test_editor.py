@@ -147,3 +147,36 @@ def test_solver_panel_shows_each_formulations_own_settings(make_window):
         ints = [panel.integrator.itemData(i) for i in range(panel.integrator.count())]
         assert ints == list(cls.integrators)
         assert panel.summary.text() == cls.summary
+
+
+def test_add_a_gear_from_a_joint_and_edit_it(make_window):
+    """Joint page -> "Add gear": the gear is listed and selected; its page edits driver,
+    driven and ratio; the loader's refusal (ratio 0) is shown inline; undo removes it."""
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.fourbar())
+    doc.select(Selection("joint", "J1"))
+    page = win.editor.properties.current_page()
+    assert page.kind == "joint" and page.gear_btn.isEnabled()
+    page.gear_btn.click()
+    assert [(c.name, c.driver, c.driven, c.ratio) for c in doc.spec.couplings] == [("G1", "J1", "J2", 1.0)]
+    assert doc.selection == Selection("gear", "G1")
+    gp = win.editor.properties.current_page()
+    assert gp.kind == "gear" and win.editor.properties.title.text() == "Gear G1"
+    assert ("gear", "G1") in win.editor.tree._items
+    gp.driven.activated.emit(gp.driven.findData("J4"))
+    _edit(gp.ratio, "-1")
+    assert doc.spec.couplings[0].driven == "J4" and doc.spec.couplings[0].ratio == -1.0
+    assert doc.validation.ok and "DOF 1" in win.editor.summary.text()
+    _edit(gp.ratio, "2")  # crank and rocker of the parallelogram turn alike: 2:1 locks it
+    assert doc.validation.ok and "DOF 0" in win.editor.summary.text()
+    _edit(gp.ratio, "0")
+    msg = win.editor.properties.message
+    assert msg.isVisible() and msg.text() == "couplings[0].ratio: must be non-zero (got 0)"
+    assert "border" in gp.ratio.styleSheet()
+    # a geared joint offers no second gear
+    doc.select(Selection("joint", "J1"))
+    assert not win.editor.properties.current_page().gear_btn.isEnabled()
+    for _ in range(5):  # ratio 0, ratio 2, ratio -1, driven J4, the gear itself
+        win.actions["undo"].trigger()
+    assert doc.spec.couplings == ()

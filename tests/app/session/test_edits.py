@@ -97,3 +97,39 @@ def test_add_link_and_names():
 def test_joint_axes_for_a_drawn_prismatic_follow_the_link():
     d = edits.joint_axes_for("prismatic", (0, 0, 1), (3.0, 4.0, 0.0))
     assert np.allclose(d["axis"], (0.6, 0.8, 0.0))
+
+
+# ------------------------------------------------------------------------ gears
+
+
+def test_add_gear_takes_the_first_free_one_freedom_joint_and_validates_like_a_file():
+    from engine.mechfile import CouplingSpec
+
+    from app.session.validation import validate
+
+    spec = g.fourbar()
+    s1 = edits.add_gear(spec, "J1", ratio=-1.0)
+    assert s1.couplings == (CouplingSpec("G1", "J1", "J2", -1.0),)
+    assert validate(s1).ok
+    s2 = edits.add_gear(s1, "J3", name=edits.next_gear_name(s1))
+    assert s2.couplings[1] == CouplingSpec("G2", "J3", "J4", 1.0)
+    # the loader's rules, with the refusal pointing at the gear
+    bad = edits.set_gear(s1, "G1", ratio=0.0)
+    v = validate(bad)
+    assert not v.ok and v.path == "couplings[0].ratio" and v.target.kind == "gear" and v.target.name == "G1"
+    twice = edits.add_gear(s1, "J1", driven="J3")
+    v = validate(twice)
+    assert not v.ok and "already geared" in v.message and v.target.name == "G2"
+    with pytest.raises(ValueError):
+        edits.add_gear(s2, "J1")  # every one-freedom joint is geared already
+
+
+def test_renaming_and_deleting_joints_and_bodies_keep_gears_consistent():
+    spec = edits.add_gear(g.fourbar(), "J1", driven="J4", ratio=-1.0)
+    r = edits.rename_joint(spec, "J4", "rocker_pin")
+    assert (r.couplings[0].driver, r.couplings[0].driven) == ("J1", "rocker_pin")
+    assert edits.set_joint(spec, "J1", name="crank_pin").couplings[0].driver == "crank_pin"
+    assert edits.delete_joint(spec, "J4").couplings == ()
+    assert edits.delete_body(spec, "A").couplings == ()  # A carries J1
+    assert edits.delete_gear(spec, "G1").couplings == ()
+    assert edits.set_gear(spec, "G1", name="mesh").couplings[0].name == "mesh"

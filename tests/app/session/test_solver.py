@@ -88,3 +88,15 @@ def test_defaults_are_sensible_for_the_mechanism():
     assert m.settings.t_end == 1.0
     m.set_model(build_model(g.fourbar()), reset=True)
     assert m.settings.t_end == 10.0 and m.settings.integrator == "rk4"
+
+
+def test_a_geared_mechanism_offers_only_the_formulations_that_honour_gears():
+    from engine import generators as gen
+    from engine.model import build_model
+
+    from app.session.solver import available_formulations
+
+    infos = {i.name: i for i in available_formulations(build_model(gen.geared_arm()))}
+    assert infos["dense"].ok
+    for name in ("dca", "hdca", "index3", "rcr"):
+        assert not infos[name].ok and "'reduction'" in infos[name].reason and "dense" in infos[name].reason

@@ -109,3 +109,39 @@ def test_empty_mechanism_draws_nothing(qapp):
         assert img.shape == (150, 200, 4)
     finally:
         sc.close()
+
+
+def test_a_gear_is_drawn_as_a_link_between_its_joints(qapp):
+    """The geared arm: one gear link from the motor joint to the elbow, at the anchors at
+    t = 0, following the bodies during a run, drawn over the bodies (visible in the picture)."""
+    from app.vispy.scene import MechanismScene
+
+    s = Session()
+    spec = g.geared_arm()
+    s.document.replace(spec)
+    sc = MechanismScene(s, size=(320, 240), offscreen=True)
+    try:
+        pts = sc.gear_segment_points()
+        assert np.allclose(pts, [spec.joint("motor").anchor, spec.joint("elbow").anchor])
+        assert sc.gears.visible
+        img = sc.render_frame((320, 240)).astype(float)
+        sc.gears.visible = False
+        plain = sc.render_frame((320, 240)).astype(float)
+        sc.gears.visible = True
+        assert (np.abs(img - plain).sum(axis=2) > 30).sum() > 20  # the link's pixels
+        run = _run(s, t_end=0.3)
+        s.playback.set_time(run.t_last)
+        sc._draw_now()
+        moved = sc.gear_segment_points()
+        assert np.abs(moved - pts).max() > 1e-3
+        # still between the joints: the elbow's marker point is the forearm's anchor end
+        x, R = sc.current_poses()
+        k = [b.name for b in spec.bodies].index("forearm")
+        fore = spec.body("forearm")
+        local = np.asarray(spec.joint("elbow").anchor) - np.asarray(fore.position)
+        assert np.allclose(moved[1], x[k] + R[k] @ local, atol=1e-9)
+        # no gears: nothing drawn
+        s.document.replace(g.fourbar())
+        assert not sc.gears.visible and len(sc.gear_segment_points()) == 0
+    finally:
+        sc.close()
