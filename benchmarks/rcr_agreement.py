@@ -42,7 +42,8 @@ def _run(model, formulation, t_end):
     return rows[:, idx], rows[:, cols.index("energy.total")], rows[:, cols.index("violation.position")], sim
 
 
-def compare(spec, t_end: float) -> dict:
+def compare(spec, t_end: float, formulation: str = "rcr") -> dict:
+    """One case: ``formulation`` and dense over ``t_end`` (also used by embedding_agreement.py)."""
     model = build_model(spec)
     out = {"name": spec.name, "nb": model.nb, "loops": model.ncut, "nv": model.nv}
     try:
@@ -51,14 +52,15 @@ def compare(spec, t_end: float) -> dict:
         out["error"] = f"dense failed: {exc}"
         return out
     try:
-        xr, er, viol, sim = _run(model, "rcr", t_end)
+        xr, er, viol, sim = _run(model, formulation, t_end)
     except Exception as exc:  # noqa: BLE001
-        out["error"] = f"rcr failed: {exc}"
+        out["error"] = f"{formulation} failed: {exc}"
         return out
     n = min(len(xr), len(xd))
     out.update(dx=float(np.abs(xr[:n] - xd[:n]).max()), de=float(np.abs(er[:n] - ed[:n]).max()),
                viol=float(viol.max()), ind=len(sim.formulation.independent_speeds),
-               switches=sim.stats.get("partition_switches", 0), rows=n)
+               switches=sim.stats.get("partition_switches", 0), rows=n,
+               aggregated=len(getattr(sim.formulation, "aggregates", ())))
     return out
 
 

@@ -165,7 +165,7 @@ class EmbeddingPartition:
 
 
 def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gears=(), ranks=None,
-                        agg_structure=None) -> EmbeddingPartition:
+                        agg_structure=None, independent=None) -> EmbeddingPartition:
     """Choose each aggregated body's independent coordinates at ``q`` (section 8, eqs. 58-60).
 
     Y (all of S's rows over all its hinge velocities) is whitened by ``diag(M)^-1/2``
@@ -174,7 +174,8 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
     then as well conditioned as a greedy choice gets), the rest independent.  ``r`` is
     Y's rank at t = 0 (``ranks``), kept afterwards: off the constraint manifold,
     redundant rows (a planar loop's three surplus rows in 3-D) would otherwise lift
-    singular values out of round-off and change the count.
+    singular values out of round-off and change the count.  ``independent`` (one list of
+    velocity indices per aggregated body) imposes a choice instead.
     """
     m = model
     Kmat, M = _numeric_loop_jacobian(m, q, structure)
@@ -190,7 +191,9 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
         Y = Ks[np.ix_(rows, cols)]
         s = np.linalg.svd(Y, compute_uv=False) if Y.size else np.zeros(0)
         r = int(ranks[a]) if ranks is not None else (_rank(s, scale) if s.size else 0)
-        if r:
+        if independent is not None:
+            dep = [c for c in cols if c not in set(independent[a])]
+        elif r:
             _, _, piv = scipy.linalg.qr(Y, pivoting=True, mode="economic")
             dep = [cols[k] for k in piv[:r]]
         else:
@@ -298,6 +301,19 @@ class EmbeddingFormulation(RCRFormulation):
             self.emb0 = emb
         self._pending = emb
         return emb.part
+
+    def use_independent(self, independent) -> None:
+        """Adopt an explicit choice of independent velocities at t = 0 (one list of tree
+        velocity indices per aggregated body, as many as its freedoms) instead of the
+        automatic one -- to start from a poor partition in tests and benchmarks; the
+        monitor re-chooses as usual."""
+        emb = embedding_partition(self.model, self.model.q_zero(), self.loops_structure, self.aggregates,
+                                  self.gears, self.ranks, self.agg_structure, independent=independent)
+        if any(len(a) != len(b) for a, b in zip(emb.independent, self.emb0.independent)):
+            raise ValueError(f"each aggregated body needs {[len(b) for b in self.emb0.independent]} "
+                             "independent velocities")
+        self._pending = emb
+        self._use(emb.part)
 
     def _use(self, part: Partition) -> None:
         self.ncl = len(self.aggregates)

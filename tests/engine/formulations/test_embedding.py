@@ -230,25 +230,10 @@ def test_parallelogram_never_continues_on_another_branch():
         assert angle.max() < 1e-6
 
 
-def _force_rocker(sim, model):
-    """Make the rocker's angle the crank-rocker's independent coordinate (the automatic
-    choice takes the crank, which never needs a switch)."""
-    from engine.formulations.embedding import embedding_partition
-    from engine.formulations.rcr import _numeric_loop_jacobian, partition_from_choice
-
-    form = sim.formulation
+def rocker_velocity(model, form) -> int:
+    """The crank-rocker's rocker: the aggregated body's other base body (the crank is body 0)."""
     (agg,) = form.aggregates
-    rocker = int(model.v_adr[[i for i in agg.bodies if model.parent[i] < 0 and i != 0][0]])
-    emb = embedding_partition(model, model.q_zero(), form.loops_structure, form.aggregates,
-                              ranks=form.ranks, agg_structure=form.agg_structure)
-    Kmat, M = _numeric_loop_jacobian(model, model.q_zero(), form.loops_structure)
-    scale = 1.0 / np.sqrt(np.diag(M))
-    cols = list(agg.cols)
-    choice = [([(list(agg.rows), cols, [c for c in cols if c != rocker])], [rocker])]
-    emb.independent = ((rocker,),)
-    form._pending = emb
-    form._use(partition_from_choice(model, form.agg_structure, choice, Kmat * scale, scale))
-    return rocker
+    return int(model.v_adr[[i for i in agg.bodies if model.parent[i] < 0 and i != 0][0]])
 
 
 @pytest.mark.slow
@@ -260,7 +245,8 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
     model = load_model(example_path("fourbar-crank-rocker"))
     settings = dict(integrator="dop853", rtol=1e-12, atol=1e-12, dt=0.01, t_end=10.0)
     sim = Simulation(model, Settings(formulation="embedding", **settings))
-    rocker = _force_rocker(sim, model)
+    rocker = rocker_velocity(model, sim.formulation)
+    sim.formulation.use_independent([[rocker]])
     assert sim.formulation.part.independent.tolist() == [rocker]
     cols_out, out = sim.run_all()
     ref_cols, ref = Simulation(model, Settings(formulation="dense", **settings)).run_all()
