@@ -186,7 +186,8 @@ def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> d
         *table(tree, "N"),
         "",
         f"Growth exponents over the last three sizes: {slopes('tree_slope')}.",
-        f"Embedding stays slower than ... {cross('tree_slower_than')}.",
+        f"Size from which embedding is slower than each other formulation to the end of the series: "
+        f"{cross('tree_slower_than')}.",
         "",
         "## One loop of growing size",
         "",
@@ -196,7 +197,8 @@ def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> d
         *table(loop, "n"),
         "",
         f"Growth exponents over the last three sizes: {slopes('loop_slope')}.",
-        f"Embedding stays slower than ... {cross('loop_slower_than')}.",
+        f"Size from which embedding is slower than each other formulation to the end of the series: "
+        f"{cross('loop_slower_than')}.",
         "",
     ]
     for series, fails in result["failed"].items():

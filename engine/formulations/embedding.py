@@ -50,7 +50,7 @@ from ..model import Model
 from . import rcr_kernels as K
 from .rcr import (
     SWITCH_RTOL, Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
-    loop_structure, partition_from_choice,
+    loop_structure, overlapping_groups, partition_from_choice,
 )
 
 
@@ -114,26 +114,8 @@ def aggregated_bodies(model: Model, gears=(), structure=None) -> list[Aggregate]
     for g, gear in enumerate(gears):
         top = _common_ancestor(m.parent, int(m.parent[gear.driver]), int(m.parent[gear.driven]))
         sets.append(("gear", g, set(_path_to(m.parent, gear.driver, top)) | set(_path_to(m.parent, gear.driven, top))))
-    root = list(range(len(sets)))
-
-    def find(x):
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
-    owner: dict[int, int] = {}
-    for k, (_, _, bodies) in enumerate(sets):
-        for i in bodies:
-            if i in owner:
-                root[find(k)] = find(owner[i])
-            else:
-                owner[i] = k
-    groups: dict[int, list[int]] = {}
-    for k in range(len(sets)):
-        groups.setdefault(find(k), []).append(k)
     out = []
-    for members in groups.values():
+    for members in overlapping_groups([b for _, _, b in sets]):
         bodies = sorted(set().union(*(sets[k][2] for k in members)))
         loops = tuple(sorted(sets[k][1] for k in members if sets[k][0] == "loop"))
         gidx = tuple(sorted(sets[k][1] for k in members if sets[k][0] == "gear"))

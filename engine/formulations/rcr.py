@@ -86,6 +86,31 @@ def _lca(parent, a, b):
     return i
 
 
+def overlapping_groups(sets) -> list[list[int]]:
+    """Indices of ``sets`` (collections of body indices) grouped so that sets sharing a
+    body, directly or through others, fall in one group (union-find); each group
+    ascending, groups in order of their first member."""
+    root = list(range(len(sets)))
+
+    def find(x):
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    owner: dict[int, int] = {}
+    for k, bodies in enumerate(sets):
+        for i in bodies:
+            if i in owner:
+                root[find(k)] = find(owner[i])
+            else:
+                owner[i] = k
+    groups: dict[int, list[int]] = {}
+    for k in range(len(sets)):
+        groups.setdefault(find(k), []).append(k)
+    return list(groups.values())
+
+
 def loop_structure(model: Model):
     """Per cut joint: loop base (lowest common ancestor, -1 ground) and the tree joints
     (= bodies) of its loop path; and the clusters of loops sharing a tree joint."""
@@ -103,26 +128,7 @@ def loop_structure(model: Model):
                 path.append(i)
                 i = int(m.parent[i])
         paths.append(sorted(set(path)))
-    # union-find over loops sharing a body's tree joint
-    nl = len(paths)
-    root = list(range(nl))
-
-    def find(x):
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
-    owner: dict[int, int] = {}
-    for l, p in enumerate(paths):
-        for i in p:
-            if i in owner:
-                root[find(l)] = find(owner[i])
-            else:
-                owner[i] = l
-    groups: dict[int, list[int]] = {}
-    for l in range(nl):
-        groups.setdefault(find(l), []).append(l)
+    groups = {min(g): g for g in overlapping_groups(paths)}  # loops sharing a body's tree joint
     clusters = sorted(groups.values(), key=lambda ls: min(min(paths[l], default=10**9) for l in ls))
     return lca, paths, clusters
 

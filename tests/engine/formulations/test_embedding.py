@@ -17,6 +17,7 @@ from engine.simulation import Settings, Simulation
 
 from ..conftest import EXAMPLES, example_path
 from .test_dca import CASES, _conditioning, _random_tree_state, random_case
+from .test_rcr import AGREEMENT_EXAMPLES, _positions_energy
 
 #: random consistent states per random mechanism (56 mechanisms: 224 states)
 STATES_PER_CASE = 4
@@ -173,18 +174,6 @@ def test_reactions_agree_with_dense(spec):
         np.testing.assert_allclose(ee.reactions, ed.reactions, atol=1e-9 * max(1.0, np.abs(ed.reactions).max()))
 
 
-def _positions_energy(path_or_model, formulation, t_end=2.0, **kw):
-    model = load_model(path_or_model) if not hasattr(path_or_model, "nb") else path_or_model
-    sim = Simulation(model, Settings(formulation=formulation, integrator="dop853", rtol=1e-12, atol=1e-12,
-                                     dt=0.01, t_end=t_end, **kw))
-    cols, rows = sim.run_all()
-    idx = [cols.index(f"{b.name}.{c}") for b in model.spec.bodies for c in "xyz"]
-    return rows[:, idx], rows[:, cols.index("energy.total")], rows[:, cols.index("violation.position")]
-
-
-AGREEMENT_EXAMPLES = [p for p in EXAMPLES if "parallelogram" not in p.name and "chain-128" not in p.name]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", AGREEMENT_EXAMPLES, ids=lambda p: p.name.split(".")[0])
 def test_example_trajectories_agree_with_dense(path):
@@ -319,3 +308,22 @@ def test_gear_pair_embeds_with_constant_map():
     expected = torque / (Jl + mu ** 2 * Jr)
     assert out[model.nq + vl] == pytest.approx(expected, rel=1e-12)
     assert out[model.nq + vr] == pytest.approx(mu * expected, rel=1e-12)
+
+
+def test_info_reports_the_aggregated_bodies(capsys):
+    """Item 3: ``linkwork info --json`` gives, per aggregated body, its bodies, independent
+    velocities and the smallest singular value of the dependent block at t = 0 (additive
+    key ``embedding``); the crank-rocker's automatic choice is the crank, well away from a
+    partition singularity."""
+    import json
+
+    from engine.cli import main
+
+    assert main(["info", str(example_path("fourbar-crank-rocker")), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    (agg,) = d["embedding"]["aggregated_bodies"]
+    assert sorted(agg["bodies"]) == ["A", "B", "C"] and agg["parent"] == "ground"
+    assert agg["independent"] == ["J1"] and agg["cut_joints"] == ["J3"]
+    assert 0.1 < agg["sigma_min_dependent"] <= 1.0
+    assert main(["info", str(example_path("chain-8-revolute")), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["embedding"] == {"aggregated_bodies": []}
