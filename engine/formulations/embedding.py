@@ -49,7 +49,7 @@ from numba import njit
 from ..model import Model
 from . import rcr_kernels as K
 from .rcr import (
-    SWITCH_RTOL, Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
+    Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
     loop_structure, overlapping_groups, partition_from_choice,
 )
 
@@ -332,12 +332,6 @@ class EmbeddingFormulation(RCRFormulation):
     @property
     def projects(self) -> bool:
         return self.ncr + self.njr > 0
-
-    def post_step(self, t, y):
-        y = self._close(t, y)
-        if self.ncr and self.block_conditioning < SWITCH_RTOL:
-            y = self._repartition(t, y)
-        return y
 
     # ------------------------------------------------------------ embedding map
     def embedding_map(self, a: int) -> tuple[np.ndarray, np.ndarray]:
