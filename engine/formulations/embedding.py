@@ -46,6 +46,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
+from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
 from .rcr import (
@@ -332,6 +333,29 @@ class EmbeddingFormulation(RCRFormulation):
     @property
     def projects(self) -> bool:
         return self.ncr + self.njr > 0
+
+    def _repartition(self, t, y, close=True):
+        """rcr's monitor (partition switch, or the stop at a change of mobility); the stop
+        names the configuration: every aggregated body's hinge coordinates."""
+        try:
+            return super()._repartition(t, y, close)
+        except SimulationError as exc:
+            raise SimulationError(exc.t, f"{exc.reason}; configuration: {self.configuration(y)}") from None
+
+    def configuration(self, y) -> str:
+        """The hinge coordinates of every aggregated body in state ``y`` (one-freedom joints:
+        their coordinate; others: their coordinate vector), for messages."""
+        m = self.model
+        parts = []
+        for agg in self.aggregates:
+            for i in agg.bodies:
+                qa, nq = int(m.q_adr[i]), int(m.nq_j[i])
+                if nq == 0:
+                    continue
+                vals = y[qa:qa + nq]
+                parts.append(f"{m.joint_names[i]} = " + (f"{vals[0]:.6g}" if nq == 1 else
+                                                         "[" + ", ".join(f"{v:.6g}" for v in vals) + "]"))
+        return ", ".join(parts[:16]) + (", ..." if len(parts) > 16 else "")
 
     # ------------------------------------------------------------ embedding map
     def embedding_map(self, a: int) -> tuple[np.ndarray, np.ndarray]:

@@ -210,7 +210,7 @@ def test_parallelogram_never_continues_on_another_branch():
                 cols = chunk.columns
                 rows.append(chunk.rows)
         except SimulationError as exc:
-            assert "singular configuration" in str(exc)
+            assert "singular configuration" in str(exc) and "configuration: J" in str(exc)
             assert exc.t > 0.0
         rows = np.vstack(rows)
         coupler = [b.name for b in model.spec.bodies][1]
