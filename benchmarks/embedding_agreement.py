@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from engine import generators as gen  # noqa: E402
-from rcr_agreement import _range, _shape, compare  # noqa: E402
+from rcr_agreement import _range, _shape, compare, table  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -41,33 +40,11 @@ def main(argv=None) -> int:
     ap.add_argument("--t-end", type=float, default=2.0)
     ap.add_argument("--examples", action="store_true", help="the shipped examples, crank-rocker and parallelogram")
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
     if args.examples:
         examples(args.t_end)
     specs = [gen.random_mechanism(s, *_shape(s)) for s in _range(args.seeds)]
     specs += [gen.ladder(L) for L in _range(args.ladders)]
-    print(f"embedding against dense, dop853 rtol = atol = 1e-12, {args.t_end:g} s (output every 0.01 s).\n")
-    print("| mechanism | bodies | loops | speeds | aggregated bodies | independent (in them) | switches "
-          "| max |Δx| [m] | max |ΔE| [J] | embedding violation.position |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    worst_x = worst_e = 0.0
-    ok = failed = 0
-    kinds = {"tree": 0, "one aggregated body": 0, "several aggregated bodies": 0}
-    for spec in specs:
-        r = compare(spec, args.t_end, "embedding")
-        if "error" in r:
-            failed += 1
-            print(f"| {r['name']} | {r['nb']} | {r['loops']} | {r['nv']} | | | | {r['error']} | | |", flush=True)
-            continue
-        kinds["tree" if r["aggregated"] == 0 else "one aggregated body" if r["aggregated"] == 1
-              else "several aggregated bodies"] += 1
-        ok += (r["dx"] < 1e-8 and r["de"] < 1e-8)
-        worst_x, worst_e = max(worst_x, r["dx"]), max(worst_e, r["de"])
-        print(f"| {r['name']} | {r['nb']} | {r['loops']} | {r['nv']} | {r['aggregated']} | {r['ind']} | "
-              f"{r['switches']} | {r['dx']:.1e} | {r['de']:.1e} | {r['viol']:.1e} |", flush=True)
-    print(f"\n{ok} of {len(specs)} within 1e-8 m and 1e-8 J; {failed} failed; largest differences "
-          f"{worst_x:.1e} m, {worst_e:.1e} J; " + ", ".join(f"{n} {k}" for k, n in kinds.items())
-          + f" ({time.perf_counter() - t0:.0f} s)")
+    table(specs, args.t_end, "embedding", aggregated=True)
     return 0
 
 

@@ -17,7 +17,7 @@ from engine.simulation import Settings, Simulation
 
 from ..conftest import EXAMPLES, example_path
 from .test_dca import CASES, _conditioning, _random_tree_state, random_case
-from .test_rcr import AGREEMENT_EXAMPLES, _positions_energy
+from .test_rcr import AGREEMENT_EXAMPLES, _positions_energy, parallelogram_outcome
 
 #: random consistent states per random mechanism (56 mechanisms: 224 states)
 STATES_PER_CASE = 4
@@ -200,23 +200,14 @@ def test_chain_128_agrees_with_dense_over_0_2_s():
 def test_parallelogram_never_continues_on_another_branch():
     """Item 3: the parallelogram four-bar folds flat (the loop changes mobility): either
     the coupler keeps translating (orientation within 1e-6 rad of its start) or the run
-    stops with a SimulationError naming the time -- never a silent branch switch."""
-    model = load_model(example_path("parallelogram-fourbar"))
+    stops with a SimulationError naming the time and the configuration -- never a silent
+    branch switch (defaults, and dop853 at 1e-10)."""
     for kw in ({}, {"integrator": "dop853", "rtol": 1e-10, "atol": 1e-10}):
-        sim = Simulation(model, Settings(formulation="embedding", t_end=10.0, **kw))
-        cols, rows = None, []
-        try:
-            for chunk in sim.run():
-                cols = chunk.columns
-                rows.append(chunk.rows)
-        except SimulationError as exc:
-            assert "singular configuration" in str(exc) and "configuration: J" in str(exc)
-            assert exc.t > 0.0
-        rows = np.vstack(rows)
-        coupler = [b.name for b in model.spec.bodies][1]
-        quat = rows[:, [cols.index(f"{coupler}.q{k}") for k in range(4)]]
-        angle = 2 * np.arccos(np.clip(np.abs(quat[:, 0]), 0, 1))
-        assert angle.max() < 1e-6
+        angle, stop = parallelogram_outcome("embedding", **kw)
+        if stop is not None:
+            assert "singular configuration" in str(stop) and "configuration: J" in str(stop)
+            assert stop.t > 0.0
+        assert angle < 1e-6
 
 
 def rocker_velocity(model, form) -> int:
@@ -327,3 +318,15 @@ def test_info_reports_the_aggregated_bodies(capsys):
     assert 0.1 < agg["sigma_min_dependent"] <= 1.0
     assert main(["info", str(example_path("chain-8-revolute")), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["embedding"] == {"aggregated_bodies": []}
+
+
+def test_health_reports_the_dependent_block_conditioning():
+    """The pipeline monitor reads ``loop_conditioning``: the conditioning of the whitened
+    dependent blocks Y1 at the last evaluation (1.0 without loops)."""
+    model = load_model(example_path("fourbar-crank-rocker"))
+    _, emb = _pair(model)
+    emb.evaluate(0.0, emb.initial_state())
+    assert 0.1 < emb.health()["loop_conditioning"] <= 1.0
+    tree = Simulation(build_model(gen.chain(4, "revolute", planar=True)), Settings(formulation="embedding")).formulation
+    tree.evaluate(0.0, tree.initial_state())
+    assert tree.health() == {"loop_conditioning": 1.0}
