@@ -52,7 +52,7 @@ def examples(t_end: float) -> None:
     import numpy as np
 
     from engine.errors import SimulationError
-    from engine.model import build_model, load_model
+    from engine.model import load_model
     from engine.paths import examples_dir
     from engine.simulation import Settings, Simulation
 

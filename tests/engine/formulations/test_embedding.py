@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 
 from engine import generators as gen
-from engine.errors import SimulationError
-from engine.kinematics import kin_arrays, normalize_quaternions
 from engine.model import build_model, load_model
 from engine.simulation import Settings, Simulation
 
 from ..conftest import EXAMPLES, example_path
 from .test_dca import CASES, _conditioning, _random_tree_state, random_case
-from .test_rcr import AGREEMENT_EXAMPLES, _positions_energy, parallelogram_outcome
+from .test_rcr import _random_closed_state as rcr_random_closed_state
+from .test_rcr import AGREEMENT_EXAMPLES, assert_agrees_with_dense, assert_reactions_agree, parallelogram_outcome
 
 #: random consistent states per random mechanism (56 mechanisms: 224 states)
 STATES_PER_CASE = 4
@@ -37,15 +36,7 @@ def _random_closed_state(model, emb, dense, rng):
     coordinates admit no closed configuration nearby the case keeps its closed start),
     with speeds random in the null space of dense's loop Jacobian (independent of
     embedding's partition)."""
-    y0 = emb.initial_state()
-    y = y0.copy()
-    q = y[: model.nq]
-    q += rng.normal(scale=0.05, size=model.nq)
-    normalize_quaternions(kin_arrays(model), q)
-    try:
-        y = emb._close(0.0, y)
-    except SimulationError:
-        y = y0.copy()
+    y = rcr_random_closed_state(model, emb, rng)
     dense._cut_phi_K(y[: model.nq], y[model.nq:])
     K = dense.K
     if K.shape[0]:
@@ -163,15 +154,8 @@ def test_position_closure_restores_the_loops():
 def test_reactions_agree_with_dense(spec):
     """Joint wrenches recovered at output instants only; where closure rows are redundant
     only their resultant on each body is unique, so there only accelerations compare."""
-    from engine.topology import analyze
-
     model = build_model(spec)
-    dense, emb = _pair(model)
-    y = dense.initial_state()
-    ed, ee = dense.evaluate(0.0, y), emb.evaluate(0.0, y)
-    np.testing.assert_allclose(ee.acc, ed.acc, atol=1e-9 * max(1.0, np.abs(ed.acc).max()))
-    if analyze(model).redundant == 0:
-        np.testing.assert_allclose(ee.reactions, ed.reactions, atol=1e-9 * max(1.0, np.abs(ed.reactions).max()))
+    assert_reactions_agree(model, *_pair(model))
 
 
 @pytest.mark.slow
@@ -181,20 +165,13 @@ def test_example_trajectories_agree_with_dense(path):
     1e-8 m and energy within 1e-8 J of dense (projecting, its default with loops), and
     violation.position at round-off.  The parallelogram changes mobility (its own test);
     the 128-link chain has no loop (0.2 s below: dense is O(n^3))."""
-    xe, ee, viol = _positions_energy(path, "embedding")
-    xd, ed, _ = _positions_energy(path, "dense")
-    assert np.abs(xe - xd).max() < 1e-8
-    assert np.abs(ee - ed).max() < 1e-8
-    assert viol.max() < 1e-10
+    assert_agrees_with_dense(path, "embedding")
 
 
 @pytest.mark.slow
 def test_chain_128_agrees_with_dense_over_0_2_s():
     path = example_path("chain-128-spherical")
-    xe, ee, _ = _positions_energy(path, "embedding", t_end=0.2)
-    xd, ed, _ = _positions_energy(path, "dense", t_end=0.2)
-    assert np.abs(xe - xd).max() < 1e-8
-    assert np.abs(ee - ed).max() < 1e-8
+    assert_agrees_with_dense(path, "embedding", t_end=0.2)
 
 
 def test_parallelogram_never_continues_on_another_branch():
