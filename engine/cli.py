@@ -295,13 +295,37 @@ def cmd_info(argv: list[str]) -> int:
     except MechanismError as exc:
         return _refuse(f"{args.file}: {exc}")
     topo = analyze(model)
+    emb = _embedding_info(model)
     if args.json:
         d = topo.as_dict(model)
         d["warnings"] = list(model.spec.warnings)
+        d["embedding"] = emb
         print(json.dumps(d, indent=2))
     else:
         print(_info_text(model, topo))
+        for k, a in enumerate(emb.get("aggregated_bodies", [])):
+            print(f"aggregated {k + 1:<3d}  {' + '.join(a['bodies'])} on {a['parent']}: independent "
+                  f"{', '.join(a['independent']) or '(none)'}; sigma_min of X's dependent block "
+                  f"{a['sigma_min_dependent']:.3g}")
+        if "error" in emb:
+            print(f"aggregated     {emb['error']}")
     return EXIT_OK
+
+
+def _embedding_info(model) -> dict:
+    """Formulation ``embedding``'s aggregated bodies at t = 0 (paper 003 section 4.2): bodies,
+    parent, embedded cut joints, independent velocities and the smallest singular value of
+    the dependent block Y1 of its rows (whitened, over the rows' largest) -- the block whose
+    inverse X carries (eq. 60)."""
+    if model.ncut == 0:
+        return {"aggregated_bodies": []}
+    from .errors import SimulationError
+    from .formulations.embedding import aggregate_report
+
+    try:
+        return {"aggregated_bodies": aggregate_report(model)}
+    except SimulationError as exc:
+        return {"aggregated_bodies": [], "error": f"no embedding at t = 0: {exc}"}
 
 
 def cmd_examples(argv: list[str]) -> int:

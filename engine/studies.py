@@ -547,11 +547,19 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     return run_rcr_study(out, stamp, quick=quick, repeat=repeat)
 
 
+def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
+    """Paper 003 section 7.3: cost of constraint embedding (engine/study_embedding.py)."""
+    from .study_embedding import embedding as run_embedding_study
+
+    return run_embedding_study(out, stamp, quick=quick, repeat=repeat)
+
+
 STUDIES = {
     "hdca-vs-dca": (hdca_vs_dca, "paper 001 section 3: HDCA vs DCA on cases 1-3"),
     "dca-drift": (dca_drift, "issue 3: DCA position drift without stabilisation, log axes"),
     "index3": (index3, "paper 000 sections 4.2-4.4, 5.2: the index-3 formulation's cases and timing"),
     "rcr": (rcr, "paper 002 sections 4.1-4.3, Fig. 11: recursive coordinate reduction"),
+    "embedding": (embedding, "paper 003 section 7.3: cost of constraint embedding, growing tree and growing loop"),
 }
 
 

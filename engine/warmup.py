@@ -35,7 +35,7 @@ TIMES = "compile-times.json"
 #: CPU seconds a cold compile of each formulation took on a 2-core machine (the four-bar,
 #: an empty cache; docs/performance.md, "Compile time"), used by :func:`compile_notice`
 #: until this machine has measured its own
-TYPICAL_SECONDS = {"dense": 20.0, "dca": 60.0, "hdca": 80.0, "index3": 100.0, "rcr": 30.0}
+TYPICAL_SECONDS = {"dense": 20.0, "dca": 60.0, "hdca": 80.0, "index3": 100.0, "rcr": 30.0, "embedding": 65.0}
 
 
 def cache_dir() -> Path | None:

@@ -54,10 +54,11 @@ REGISTRY: MutableMapping[str, "type[Formulation]"] = _Registry({
     "hdca": "hdca:HDCAFormulation",
     "index3": "index3:Index3Formulation",
     "rcr": "rcr:RCRFormulation",
+    "embedding": "embedding:EmbeddingFormulation",
 })
 
 #: names the contract reserves for formulations this version does not have yet
-PLANNED = ("embedding",)
+PLANNED: tuple[str, ...] = ()
 
 
 #: with closed loops, ``dense`` is the default up to this many joint velocities

@@ -86,6 +86,31 @@ def _lca(parent, a, b):
     return i
 
 
+def overlapping_groups(sets) -> list[list[int]]:
+    """Indices of ``sets`` (collections of body indices) grouped so that sets sharing a
+    body, directly or through others, fall in one group (union-find); each group
+    ascending, groups in order of their first member."""
+    root = list(range(len(sets)))
+
+    def find(x):
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    owner: dict[int, int] = {}
+    for k, bodies in enumerate(sets):
+        for i in bodies:
+            if i in owner:
+                root[find(k)] = find(owner[i])
+            else:
+                owner[i] = k
+    groups: dict[int, list[int]] = {}
+    for k in range(len(sets)):
+        groups.setdefault(find(k), []).append(k)
+    return list(groups.values())
+
+
 def loop_structure(model: Model):
     """Per cut joint: loop base (lowest common ancestor, -1 ground) and the tree joints
     (= bodies) of its loop path; and the clusters of loops sharing a tree joint."""
@@ -103,26 +128,7 @@ def loop_structure(model: Model):
                 path.append(i)
                 i = int(m.parent[i])
         paths.append(sorted(set(path)))
-    # union-find over loops sharing a body's tree joint
-    nl = len(paths)
-    root = list(range(nl))
-
-    def find(x):
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
-    owner: dict[int, int] = {}
-    for l, p in enumerate(paths):
-        for i in p:
-            if i in owner:
-                root[find(l)] = find(owner[i])
-            else:
-                owner[i] = l
-    groups: dict[int, list[int]] = {}
-    for l in range(nl):
-        groups.setdefault(find(l), []).append(l)
+    groups = {min(g): g for g in overlapping_groups(paths)}  # loops sharing a body's tree joint
     clusters = sorted(groups.values(), key=lambda ls: min(min(paths[l], default=10**9) for l in ls))
     return lca, paths, clusters
 
@@ -414,13 +420,17 @@ class RCRFormulation(Formulation):
         self.block_conditioning = 1.0
         self._sing_prev = None
         self.part: Partition | None = None
-        self._use(build_partition(m, m.q_zero(), self.structure))
+        self._use(self._partition_at(m.q_zero()))
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
         return super().supports(model)  # refuses couplings (gears): they are not rows here
 
     # ------------------------------------------------------------- partition
+    def _partition_at(self, q: np.ndarray) -> Partition:
+        """The independent/dependent split chosen at configuration ``q``."""
+        return build_partition(self.model, q, self.structure)
+
     def _use(self, part: Partition) -> None:
         m = self.model
         self.part = part
@@ -494,7 +504,7 @@ class RCRFormulation(Formulation):
         normalize_quaternions(self.mk, q)
         if not self.ncr:
             return y
-        rhs = np.zeros(self.ncr)
+        rhs = np.zeros(self.phi.shape[0])
         it = 0
         while True:  # Newton on Phi(q) = 0 for the dependent coordinates
             cond = self._positions(q)
@@ -507,7 +517,7 @@ class RCRFormulation(Formulation):
         normalize_quaternions(self.mk, q)
         self.block_conditioning = cond
         if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
-            raise SimulationError(t, f"rcr: the loop equations cannot be closed from the independent "
+            raise SimulationError(t, f"{self.name}: the loop equations cannot be closed from the independent "
                                      f"coordinates (residual {res:.3g} after {it} Newton steps)")
         K._close_velocities(p.lx, self.Kval, self.Qf, self.tau, p.colscale, v, self.zero_rows, self.w)
         return y
@@ -543,10 +553,10 @@ class RCRFormulation(Formulation):
         if s < config.SINGULAR_WINDOW and (rate > 0.0 and s < rate * config.CROSSING_TIME
                                            or s < config.DENSE_FILTER_RTOL):
             raise SimulationError(
-                t, f"rcr: the loops reach a singular configuration (mobility measure {s:.2e}, falling by "
-                   f"{rate:.2g}/s): the mechanism may change branch here, which coordinate reduction "
-                   "cannot decide; the dense formulation crosses singular configurations")
-        new = build_partition(m, q, self.structure)
+                t, f"{self.name}: the loops reach a singular configuration (mobility measure {s:.2e}, "
+                   f"falling by {rate:.2g}/s): the mechanism may change branch here, which a choice of "
+                   "independent coordinates cannot decide; the dense formulation crosses singular configurations")
+        new = self._partition_at(q)
         old_cond = self.block_conditioning
         if new.key() != self.part.key() and new.conditioning > SWITCH_GAIN * old_cond:
             self.switches += 1

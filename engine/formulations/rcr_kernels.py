@@ -97,23 +97,17 @@ def _origin_rows(nb, nj, row_adr, nc_j, P, GA, GB):
 
 
 @njit(cache=True, nogil=True)
-def _blocks(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, colscale, Kval, Qf, tau, pos):
+def block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos):
     """Per block (one loop, or the loops the greedy partition could not separate): the
     loop Jacobian over the loop's path columns (paper 002 eq. 33, written for all loop
-    speeds at once), and the Householder QR of its dependent columns, scaled by the
-    partition's mass-whitening factors -- eq. (34)'s ``[(P^T P)^-1 P^T]`` as a
-    least-squares solve, so redundant closure rows need no special case.
-
-    Returns the smallest ``min |R_ii| / max |R_ii|`` of any block (the conditioning
-    the partition monitor watches)."""
+    speeds at once); :func:`block_qr` factorises it.  A row whose ``row_joint`` is negative is not a cut-joint row (formulation
+    ``embedding``'s constant joint-space rows): it is left zero here for its owner to fill."""
     blk_rstart, blk_rows, blk_cstart, blk_cols = lx[8], lx[9], lx[10], lx[11]
-    blk_dstart, blk_dep, blk_kofs, blk_qofs, row_joint, lca = lx[12], lx[13], lx[14], lx[15], lx[16], lx[18]
+    blk_kofs, row_joint, lca = lx[14], lx[16], lx[18]
     nblk = blk_rstart.shape[0] - 1
-    worst = 1.0
     for b in range(nblk):
         r0, m = blk_rstart[b], blk_rstart[b + 1] - blk_rstart[b]
         c0, n = blk_cstart[b], blk_cstart[b + 1] - blk_cstart[b]
-        d0, nd = blk_dstart[b], blk_dstart[b + 1] - blk_dstart[b]
         K = Kval[blk_kofs[b]:blk_kofs[b + 1]]
         for cc in range(n):
             pos[blk_cols[c0 + cc]] = cc
@@ -122,6 +116,8 @@ def _blocks(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, colscale, Kval, Qf,
         for rr in range(m):
             r = blk_rows[r0 + rr]
             j = row_joint[r]
+            if j < 0:
+                continue
             for side in range(2):
                 i = succ[j] if side == 0 else pred[j]
                 G = GB if side == 0 else GA
@@ -132,6 +128,24 @@ def _blocks(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, colscale, Kval, Qf,
                             s += G[r, k] * S6[c, k]
                         K[rr * n + pos[c]] += s
                     i = parent[i]
+
+
+@njit(cache=True, nogil=True)
+def block_qr(lx, colscale, Kval, Qf, tau):
+    """Householder QR of every block's dependent columns, scaled by the partition's
+    mass-whitening factors -- eq. (34)'s ``[(P^T P)^-1 P^T]`` as a least-squares solve,
+    so redundant closure rows need no special case.  Returns the smallest
+    ``min |R_ii| / max |R_ii|`` of any block (the conditioning the partition monitor
+    watches)."""
+    blk_rstart, blk_cstart, blk_cols = lx[8], lx[10], lx[11]
+    blk_dstart, blk_dep, blk_kofs, blk_qofs = lx[12], lx[13], lx[14], lx[15]
+    nblk = blk_rstart.shape[0] - 1
+    worst = 1.0
+    for b in range(nblk):
+        m = blk_rstart[b + 1] - blk_rstart[b]
+        c0, n = blk_cstart[b], blk_cstart[b + 1] - blk_cstart[b]
+        d0, nd = blk_dstart[b], blk_dstart[b + 1] - blk_dstart[b]
+        K = Kval[blk_kofs[b]:blk_kofs[b + 1]]
         # Householder QR of the scaled dependent columns (m x nd, column-major in Qf)
         Q = Qf[blk_qofs[b]:blk_qofs[b + 1]]
         for cc in range(nd):
@@ -231,6 +245,14 @@ def _origin_columns(v_adr, nv_j, P, S, S6):
 def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
                           tau, pos):
     """Kinematics at q, closure rows, block matrices and their factors."""
+    position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
+    return block_qr(lx, colscale, Kval, Qf, tau)
+
+
+@njit(cache=True, nogil=True)
+def position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos):
+    """Kinematics at q, the cut joints' closure rows and residuals, and the block
+    matrices (not yet factorised: :func:`block_qr`)."""
     parent, v_adr, pred, succ = mk[0], mk[3], mk[4], mk[5]
     nj = pred.shape[0]
     fk_positions(mk, q, x, R, P)
@@ -239,7 +261,7 @@ def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g
     if nj > nb:
         _cut_rows(ca, nb, x, R, V0, P, GA, GB, g0, phi, lx[17], 0.0, 0.0)
         _origin_rows(nb, nj, lx[17], ca[11], P, GA, GB)
-    return _blocks(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, colscale, Kval, Qf, tau, pos)
+    block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos)
 
 
 @njit(cache=True, nogil=True)

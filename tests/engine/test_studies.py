@@ -68,3 +68,15 @@ def test_study_without_out_writes_to_the_current_folder_not_the_checkout(tmp_pat
     assert (tmp_path / "linkwork-studies" / "dca-drift" / "results.json").is_file()
     if before is not None:
         assert committed.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_embedding_quick(tmp_path):
+    """Issue 19 item 5: the cost study measures every formulation on both series in one run."""
+    assert main(["study", "embedding", "--quick", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "embedding" / "cost.png").stat().st_size > 10_000
+    assert "embedding/cost.png" in (tmp_path / "embedding.md").read_text()
+    data = json.loads((tmp_path / "embedding" / "results.json").read_text())
+    for series in ("tree", "loop"):
+        assert len(data[series]) == 3 and not data["failed"][series]
+        assert all(r[f] > 0 for r in data[series] for f in ("embedding", "rcr", "dca", "hdca", "dense"))
