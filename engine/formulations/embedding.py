@@ -237,12 +237,18 @@ class EmbeddingFormulation(RCRFormulation):
     remedy = ("embedding stops where a loop changes mobility (a singular configuration); the dense formulation "
               "crosses such configurations (--formulation dense).")
 
-    #: gear pairs (paper 003 section 5.1) this instance embeds; the mechanism file's
-    #: couplings are not wired to the model yet (issue 19 item 4), see :meth:`supports`
+    honours_couplings = True
+    #: gear pairs (paper 003 section 5.1) this instance embeds besides the file's couplings
+    #: (tests embed invented pairs this way)
     gears: tuple = ()
 
     def __init__(self, model: Model, settings):
         m = model
+        # the file's gear couplings (contract section 1): each a constant joint-space row,
+        # an aggregated body with constant X (eq. 37)
+        self.gears = tuple(self.gears) + tuple(
+            Gear(driver=int(d), driven=int(n), ratio=float(mu))
+            for d, n, mu in zip(m.g_driver[: m.ng], m.g_driven[: m.ng], m.g_ratio[: m.ng]))
         self.loops_structure = loop_structure(m)
         self.aggregates = aggregated_bodies(m, self.gears, self.loops_structure)
         self.ranks = None
@@ -263,17 +269,6 @@ class EmbeddingFormulation(RCRFormulation):
             self.gam = np.zeros(nrow)
             self.zero_rows = np.zeros(nrow)
             self.w = np.zeros(nrow)
-
-    @classmethod
-    def supports(cls, model: Model) -> tuple[bool, str]:
-        couplings = tuple(getattr(model, "couplings", ()) or ())
-        if couplings:
-            c = couplings[0]
-            name = getattr(c, "name", None) or "0"
-            return False, (f"couplings[0] ({name}): formulation embedding does not honour gear couplings yet "
-                           "(the aggregated step takes joint-space rows, the file's couplings are not wired to it); "
-                           "use --formulation dense")
-        return True, ""
 
     # ------------------------------------------------------------- partition
     def _partition_at(self, q: np.ndarray) -> Partition:

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.linalg
 
 from .. import config
-from ..constraints import con_arrays
+from ..constraints import con_arrays, coupling_rows
 from ..errors import SimulationError, SingularSystemError
 from ..forces import force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
@@ -364,6 +364,8 @@ class RCRFormulation(Formulation):
     summary = ("Paper 002's recursive coordinate reduction: joint coordinates, loops closed at the velocity "
                "level by independent/dependent speeds chosen (and re-chosen) automatically, dependent "
                "coordinates restored by Newton after every step; linear cost on ladders.")
+    #: joint-space rows (gear pairs) after the cut-joint rows: none in rcr (embedding has them)
+    njr: int = 0
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
@@ -612,8 +614,9 @@ class RCRFormulation(Formulation):
         redundant, as in ``dense``; K scattered from this evaluation's loop blocks).
         Output instants only, never in the step."""
         m, lx = self.model, self.part.lx
-        lam = np.zeros(self.ncr)
-        if self.ncr:
+        nr = self.ncr + self.njr
+        lam = np.zeros(nr)
+        if nr:
             I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
             K._body_terms(m.mass, m.inertia, self.x, self.R, self.V, self.Fext, I6, p6)
             F = np.einsum("kij,kj->ki", I6, self.a) + p6  # wrench each body needs beyond the applied
@@ -621,11 +624,13 @@ class RCRFormulation(Formulation):
                 if m.parent[i] >= 0:
                     F[m.parent[i]] += F[i]
             tau = np.einsum("ck,ck->c", self.S6, F[lx[19]]) if m.nv else np.zeros(0)
-            Kmat = np.zeros((self.ncr, m.nv))
+            Kmat = np.zeros((nr, m.nv))
             rstart, rows, cstart, cols, kofs = lx[8], lx[9], lx[10], lx[11], lx[14]
             for b in range(rstart.shape[0] - 1):
                 rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
                 Kmat[np.ix_(rr, cc)] = self.Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
+            if self.njr:  # the gears' constant rows, in dense's order and scale (multipliers as dense's)
+                Kmat[self.ncr:] = coupling_rows(m, m.q_zero())[1]
             lam = np.linalg.lstsq(Kmat.T, -tau, rcond=config.RANK_RTOL)[0]
         return reactions_from_multipliers(m, self.ca, self.x, self.R, self.V, self.P, A, self.Fext, lam)
 

@@ -214,18 +214,16 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
     assert sim.stats["partition_switches"] >= 1
 
 
-def test_supports_refuses_couplings_until_they_are_wired():
-    """Contract section 1: a formulation that cannot honour a coupling refuses with the
-    coupling named; embedding's own gear rows are not yet fed from the file."""
-    from types import SimpleNamespace
-
+def test_supports_honours_couplings_and_others_name_it():
+    """Contract section 1: embedding honours the file's gear couplings; a formulation that
+    cannot (rcr) refuses with the coupling named and embedding among those that can."""
     from engine.formulations.embedding import EmbeddingFormulation
+    from engine.formulations.rcr import RCRFormulation
 
-    model = build_model(gen.fourbar())
+    model = load_model(example_path("geared-arm"))
     assert EmbeddingFormulation.supports(model) == (True, "")
-    geared = SimpleNamespace(**vars(model), couplings=(SimpleNamespace(name="G1"),))  # the model is frozen
-    ok, why = EmbeddingFormulation.supports(geared)
-    assert not ok and "couplings[0] (G1)" in why and "dense" in why
+    ok, why = RCRFormulation.supports(model)
+    assert not ok and "couplings[0]" in why and "formulations that can: dense, embedding" in why
 
 
 def _geared_pair_spec():
@@ -347,3 +345,16 @@ def test_random_cases_cover_disjoint_and_coupled_loops():
     assert sum(n >= 2 for n, _ in shapes) >= 4  # disjoint loops: several aggregated bodies
     assert sum(n == 1 and k >= 2 for n, k in shapes) >= 4  # coupled loops merged into one
     assert sum(n == 0 for n, _ in shapes) == 24
+
+
+@pytest.mark.parametrize("name", ["geared-arm", "fourbar-geared"])
+def test_file_gears_embed_and_reactions_agree_with_dense(name):
+    """Issue 19 item 4: the file's gear couplings are aggregated bodies with constant X
+    (no refusal); accelerations, and where no closure row is redundant (the geared arm)
+    the joint wrenches with the gear's constraint torque counted as dense counts it, equal
+    dense's at the initial state."""
+    model = load_model(example_path(name))
+    assert model.ng == 1
+    dense, emb = _pair(model)
+    assert len(emb.gears) == 1 and any(a.gears for a in emb.aggregates)
+    assert_reactions_agree(model, dense, emb)
