@@ -42,7 +42,9 @@ def _help_text() -> str:
              "Linkwork: dynamics of mechanisms, as a desktop application and headless.", ""]
     lines += [f"  {cmd:<{width}}{what}" for cmd, what in rows]
     lines += ["", f"  {'linkwork COMMAND --help':<{width}}the options of a command",
-              f"  {'linkwork --version':<{width}}the version", "",
+              f"  {'linkwork --version':<{width}}the version",
+              f"  {'linkwork --selftest':<{width}}check the installation: window, every formulation, 3-D view, exports",
+              "",
               "Exit status: 0 success, 2 refused input (message on stderr), 3 the simulation",
               "failed (message with the simulated time; rows computed before it are kept),",
               "130 interrupted."]
@@ -327,6 +329,12 @@ def _dispatch(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(_help_text())
         return EXIT_OK
+    if argv and argv[0] == "--selftest":  # the whole product end to end (app/selftest.py)
+        try:
+            from app.selftest import main as selftest_main
+        except ImportError as exc:
+            return _refuse(f"the self-test needs the desktop application ({exc})")
+        return selftest_main(argv[1:])
     if argv and argv[0] == "--version":
         from . import __version__
 
