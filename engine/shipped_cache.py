@@ -133,14 +133,15 @@ def seed(shipped: Path, root: Path, cache: Path, stream=None) -> str:
             if f.is_file() and not target.exists():
                 shutil.copy2(f, target)
                 n += 1
-    for name in ("compiled.json",):  # engine.warmup.RECORD: the formulations compiled ahead
-        if (shipped / name).is_file() and not (cache / name).exists():
-            shutil.copy2(shipped / name, cache / name)
     built_cpu = tuple(manifest.get("cpu", ("?", "")))
     try:
         same_cpu = host_cpu() == built_cpu
     except Exception:  # noqa: BLE001 - numba's internals moved: assume it differs, say so
         same_cpu = False
+    record = "compiled.json"  # engine.warmup.RECORD: the formulations compiled ahead
+    if same_cpu and (shipped / record).is_file() and not (cache / record).exists():
+        # (on another CPU the application must say "compiling", not "loading")
+        shutil.copy2(shipped / record, cache / record)
     marker.write_text(json.dumps({"root": where, "files": n, "same_cpu": same_cpu}))
     if same_cpu:
         line = (f"linkwork: {n} compiled kernel files shipped with this bundle copied to {cache} "
