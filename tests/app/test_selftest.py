@@ -16,7 +16,7 @@ from engine.formulations import REGISTRY
 @pytest.mark.slow
 def test_selftest_passes_every_step_from_the_source_install(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "QT_QPA_PLATFORM"}
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "--selftest", "--keep", str(tmp_path)],
+    r = subprocess.run([sys.executable, "-m", "linkwork", "--selftest", "--keep", str(tmp_path)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900)
     lines = r.stdout.strip().splitlines()
     assert r.returncode == 0, r.stdout + r.stderr

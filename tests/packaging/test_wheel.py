@@ -56,14 +56,14 @@ def _resources() -> dict[str, str]:
 def test_wheel_has_every_module_and_resource_and_nothing_else(dists):
     wheel, _ = dists
     names = set(zipfile.ZipFile(wheel).namelist())
-    missing = (_sources("engine") | _sources("app")) - names
+    missing = (_sources("linkwork") | _sources("engine") | _sources("app")) - names
     assert not missing, f"modules missing from the wheel: {sorted(missing)}"
     res = _resources()
     assert any(k.startswith("resources/examples/") for k in res)
     missing = {k for k, v in res.items() if v not in names}
     assert not missing, f"resources missing from the wheel: {sorted(missing)}"
     dist_info = f"linkwork-{VERSION}.dist-info/"
-    expected = (_sources("engine") | _sources("app") | set(res.values()))
+    expected = (_sources("linkwork") | _sources("engine") | _sources("app") | set(res.values()))
     stray = {n for n in names - expected if not n.startswith(dist_info)}
     assert not stray, f"unexpected files in the wheel: {sorted(stray)}"
     assert not any(n.startswith("tests/") or "__pycache__" in n or n.endswith((".pyc", ".nbi", ".nbc"))
@@ -88,7 +88,7 @@ def test_sdist_rebuilds_the_wheel_it_came_with(dists):
     top = f"linkwork-{VERSION}/"
     names = {n[len(top):] for n in tarfile.open(sdist).getnames() if n.startswith(top)}
     needed = {"pyproject.toml", "setup.py", "MANIFEST.in", "README.md"} | set(_resources()) \
-        | _sources("engine") | _sources("app")
+        | _sources("linkwork") | _sources("engine") | _sources("app")
     missing = needed - names
     assert not missing, f"missing from the sdist: {sorted(missing)}"
     assert not any("__pycache__" in n or n.endswith((".pyc", ".nbi", ".nbc")) for n in names)
