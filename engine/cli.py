@@ -360,7 +360,7 @@ def _dispatch(argv: list[str], front_ends=None) -> int:
     if cmd == "examples":
         return cmd_examples(argv[1:])
     if cmd == "bench":
-        from .bench import main as bench_main
+        from .studies.bench import main as bench_main
 
         return bench_main(argv[1:])
     if cmd == "compile":
