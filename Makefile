@@ -6,7 +6,7 @@ FILE ?= resources/examples/parallelogram-fourbar.mech.json
 XVFB := $(shell [ -z "$$DISPLAY" ] && command -v xvfb-run >/dev/null 2>&1 && echo "xvfb-run -a -s '-screen 0 1280x800x24'")
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-nojit bench clean
+.PHONY: setup run test test-nojit bench dist bundle clean
 
 setup:
 	@scripts/setup.sh
@@ -24,6 +24,14 @@ test: setup
 # tracebacks and coverage of the kernels
 test-nojit: setup
 	NUMBA_DISABLE_JIT=1 .venv/bin/python -m pytest -q -m nojit tests/engine $(PYTEST_ARGS)
+
+# the wheel and the sdist into dist/ (tests/packaging/test_wheel.py inspects them)
+dist: setup
+	.venv/bin/python -m build --outdir dist .
+
+# the desktop bundle and its tarball (packaging/build.sh: its own build environment)
+bundle:
+	packaging/build.sh
 
 bench: setup
 	.venv/bin/pip install -q -e ".[bench]"

@@ -6,6 +6,8 @@ import sys
 
 ORGANIZATION = "Linkwork"
 APPLICATION = "Linkwork"
+#: the desktop entry's name (packaging/linkwork.desktop): Wayland and the task bar match windows to it
+DESKTOP_FILE = "linkwork"
 
 
 def configure_application(app) -> None:
@@ -16,7 +18,16 @@ def configure_application(app) -> None:
         app.setOrganizationName(ORGANIZATION)
         app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("Linkwork")
+    from engine import __version__
+
+    app.setApplicationVersion(__version__)
     if isinstance(app, QApplication):
+        from .qt.style import app_icon
+
+        app.setDesktopFileName(DESKTOP_FILE)
+        icon = app_icon()
+        if not icon.isNull():
+            app.setWindowIcon(icon)
         app.setStyle("Fusion")
         from .qt.style import apply_style
 

@@ -67,6 +67,11 @@ def _numba_cache_dir() -> None:
     import time
     from pathlib import Path
 
+    if getattr(sys, "frozen", False) and "numba" not in sys.modules:
+        # a desktop bundle: kernels for a portable CPU level, as shipped (engine/shipped_cache.py)
+        from .shipped_cache import choose_cpu
+
+        choose_cpu()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     try:
@@ -86,6 +91,16 @@ def _numba_cache_dir() -> None:
     os.environ["NUMBA_CACHE_DIR"] = str(cache)
     if "numba" in sys.modules:  # imported before the engine: its config has been read already
         sys.modules["numba"].config.CACHE_DIR = str(cache)
+    shipped = Path(getattr(sys, "_MEIPASS", "")) / "numba-cache"
+    if getattr(sys, "frozen", False) and shipped.is_dir():
+        # a desktop bundle: its compiled kernels, re-keyed for where it was unpacked
+        # (engine/shipped_cache.py, packaging/build.sh)
+        from .shipped_cache import seed
+
+        try:
+            seed(shipped, Path(sys._MEIPASS), cache, stream=sys.stderr)
+        except OSError as exc:  # pragma: no cover - unreadable bundle or full disk: compile at first use
+            print(f"linkwork: the shipped compiled kernels could not be copied ({exc})", file=sys.stderr)
 
 
 def start_parallel_backend() -> None:

@@ -7,6 +7,11 @@ Exit status: 0 success; 2 refused input (file or options), message on stderr;
 computed before the failure is in the output); 130 interrupted (Ctrl-C; rows
 computed so far are in the output).  A reader that closes the pipe early
 (``linkwork examples | head -1``) ends the command quietly with status 0.
+
+The engine never imports the desktop application (conventions 14): the commands
+that need it -- the window, ``report`` and ``--selftest`` -- are *front ends* that
+the ``linkwork`` launcher package hands to :func:`main` (``linkwork/cli.py``).
+``python -m engine.cli`` runs the headless commands and refuses those.
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ def _help_text() -> str:
              "Linkwork: dynamics of mechanisms, as a desktop application and headless.", ""]
     lines += [f"  {cmd:<{width}}{what}" for cmd, what in rows]
     lines += ["", f"  {'linkwork COMMAND --help':<{width}}the options of a command",
-              f"  {'linkwork --version':<{width}}the version", "",
+              f"  {'linkwork --version':<{width}}the version",
+              f"  {'linkwork --selftest':<{width}}check the installation: window, every formulation, 3-D view, exports",
+              "",
               "Exit status: 0 success, 2 refused input (message on stderr), 3 the simulation",
               "failed (message with the simulated time; rows computed before it are kept),",
               "130 interrupted."]
@@ -340,24 +347,37 @@ def cmd_examples(argv: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_gui(argv: list[str]) -> int:
+#: the front ends a launcher may provide: the window, ``report``, ``--selftest``
+FRONT_ENDS = ("gui", "report", "selftest")
+
+
+def _front_end(front_ends, name: str, argv: list[str]) -> int:
+    """Run front end ``name`` (one of :data:`FRONT_ENDS`) given by the launcher."""
+    fn = (front_ends or {}).get(name)
+    if fn is None:
+        what = {"gui": "the desktop application", "report": "linkwork report",
+                "selftest": "linkwork --selftest"}[name]
+        return _refuse(f"{what} is started by the 'linkwork' command (python -m linkwork), "
+                       "not by the engine's command line")
+    return fn(argv)
+
+
+def cmd_gui(argv: list[str], front_ends=None) -> int:
     if argv and not argv[0].startswith("-") and not Path(argv[0]).exists():
         return _refuse(f"cannot open {argv[0]}: no such file")
-    try:
-        from app.main import main as gui_main
-    except ImportError as exc:
-        return _refuse(f"the desktop application is not available ({exc})")
-    return gui_main(argv)
+    return _front_end(front_ends, "gui", argv)
 
 
 def _looks_like_file(arg: str) -> bool:
     return arg.endswith(".json") or os.sep in arg or Path(arg).exists()
 
 
-def _dispatch(argv: list[str]) -> int:
+def _dispatch(argv: list[str], front_ends=None) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(_help_text())
         return EXIT_OK
+    if argv and argv[0] == "--selftest":  # the whole product end to end (app/selftest.py)
+        return _front_end(front_ends, "selftest", argv[1:])
     if argv and argv[0] == "--version":
         from . import __version__
 
@@ -371,7 +391,7 @@ def _dispatch(argv: list[str]) -> int:
     if cmd == "examples":
         return cmd_examples(argv[1:])
     if cmd == "bench":
-        from .bench import main as bench_main
+        from .studies.bench import main as bench_main
 
         return bench_main(argv[1:])
     if cmd == "compile":
@@ -383,15 +403,11 @@ def _dispatch(argv: list[str]) -> int:
 
         return study_main(argv[1:])
     if cmd == "report":  # the application's exporters, on Qt's offscreen platform
-        try:
-            from app.report import main as report_main
-        except ImportError as exc:
-            return _refuse(f"linkwork report needs the desktop application's libraries ({exc})")
-        return report_main(argv[1:])
+        return _front_end(front_ends, "report", argv[1:])
     if cmd is not None and not cmd.startswith("-") and not _looks_like_file(cmd):
         return _refuse(f"unknown command {cmd!r} (commands: {', '.join(COMMANDS)}; "
                        "or a FILE.mech.json to open in the application; linkwork --help)")
-    return cmd_gui(argv)
+    return cmd_gui(argv, front_ends)
 
 
 def _quiet_broken_pipe() -> int:
@@ -406,10 +422,12 @@ def _quiet_broken_pipe() -> int:
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, front_ends: dict | None = None) -> int:
+    """The command line; ``front_ends``: {name in :data:`FRONT_ENDS`: function(argv) -> status},
+    given by the launcher (``linkwork/cli.py``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        status = _dispatch(argv)
+        status = _dispatch(argv, front_ends)
         sys.stdout.flush()
         return status
     except BrokenPipeError:

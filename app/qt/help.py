@@ -7,11 +7,11 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-from engine.paths import resources_dir
+from engine.paths import docs_dir as _docs_dir
 
 
 def docs_dir() -> Path:
-    return resources_dir().parent / "docs"
+    return _docs_dir()
 
 
 def formulations_text(path: Path | None = None) -> tuple[str, bool]:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QStyle, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from engine import __version__
 from engine.errors import MechanismError
 from engine.paths import examples_dir
 
@@ -30,6 +31,7 @@ from .runner import RunController
 from .runs_panel import RunsPanel
 from .sketch import SketchPanel
 from .solver_panel import SolverPanel
+from .style import app_icon
 from .undo import install_undo_stack
 from .view3d import ViewPanel
 from .widgets import MessageBar
@@ -691,7 +693,13 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> MarkdownDialog:
         dlg = MarkdownDialog("About Linkwork", about_text(), self)
-        dlg.resize(520, 320)
+        icon = app_icon()
+        if not icon.isNull():  # the application's icon above its name and version
+            logo = QLabel()
+            logo.setObjectName("aboutIcon")
+            logo.setPixmap(icon.pixmap(64, 64))
+            dlg.layout().insertWidget(0, logo, 0, Qt.AlignHCenter)
+        dlg.resize(520, 360)
         self._show_dialog(dlg)
         return dlg
 
@@ -706,7 +714,7 @@ class MainWindow(QMainWindow):
         doc = self.session.document
         name = doc.spec.name or "untitled"
         file = f" — {doc.path.name}" if doc.path else ""
-        self.setWindowTitle(f"{name}{file}[*] — Linkwork")
+        self.setWindowTitle(f"{name}{file}[*] — Linkwork {__version__}")
         self.setWindowModified(doc.dirty)
 
     def _update_actions(self) -> None:

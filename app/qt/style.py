@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QIcon, QPalette
 
 from engine.paths import resources_dir
 
@@ -13,6 +13,17 @@ def style_sheet() -> str:
         return p.read_text(encoding="utf-8")
     except OSError:
         return ""
+
+
+def icon_path():
+    """The application icon: ``resources/icons/linkwork.svg`` (checkout, wheel or bundle;
+    the desktop entry installs the same file)."""
+    return resources_dir() / "icons" / "linkwork.svg"
+
+
+def app_icon() -> QIcon:
+    """The application icon (null if the file or Qt's SVG image plug-in is missing)."""
+    return QIcon(str(icon_path()))
 
 
 def apply_style(app) -> None:

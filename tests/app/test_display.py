@@ -27,7 +27,7 @@ def test_display_problem(env, problem):
 
 def test_gui_without_display_prints_one_line_and_exits_2(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    r = subprocess.run([sys.executable, "-m", "engine.cli"], capture_output=True, text=True, env=env,
+    r = subprocess.run([sys.executable, "-m", "linkwork"], capture_output=True, text=True, env=env,
                        cwd=tmp_path, timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()

@@ -24,7 +24,7 @@ def _headless_env():
 @pytest.mark.parametrize("example", ["parallelogram-fourbar", "chain-5-spherical-spatial"])
 def test_report_writes_csv_plots_and_pictures_without_a_display(tmp_path, example):
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(example_path(example)),
+    r = subprocess.run([sys.executable, "-m", "linkwork", "report", str(example_path(example)),
                         "--t-end", "0.3", "--out", str(out)], capture_output=True, text=True,
                        env=_headless_env(), timeout=600)
     assert r.returncode == 0, r.stderr
@@ -51,6 +51,6 @@ def test_report_writes_csv_plots_and_pictures_without_a_display(tmp_path, exampl
 def test_report_refuses_a_bad_file(tmp_path):
     bad = tmp_path / "bad.mech.json"
     bad.write_text("{}")
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "report", str(bad), "--out", str(tmp_path / "o")],
+    r = subprocess.run([sys.executable, "-m", "linkwork", "report", str(bad), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, env=_headless_env(), timeout=300)
     assert r.returncode == 2 and "bad.mech.json" in r.stderr

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import generators as gen
-from .errors import SimulationError
-from .formulations.index3 import UNCONVERGED_VIOLATION
-from .model import build_model
-from .simulation import Settings, Simulation
-from .studies import STUDY_MONITOR
+from .. import generators as gen
+from ..errors import SimulationError
+from ..formulations.index3 import UNCONVERGED_VIOLATION
+from ..model import build_model
+from ..simulation import Settings, Simulation
+from . import STUDY_MONITOR
 
 
 def _run(spec_or_model, **kw):

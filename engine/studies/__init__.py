@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SimulationError
+from ..errors import SimulationError
 
 #: the studies run without the pipeline's monitor (module docstring)
 STUDY_MONITOR = False
@@ -67,8 +67,8 @@ def _log(msg: str) -> None:
 
 
 def _case_model(stem: str):
-    from .generators import paper_cases
-    from .model import build_model
+    from ..generators import paper_cases
+    from ..model import build_model
 
     return build_model(paper_cases()[stem])
 
@@ -101,7 +101,7 @@ def symmetry_error(x: np.ndarray, pairs, x_mid: float) -> float:
 def run_case(model, formulation: str, integrator: str, tol: float, t_end: float, dt: float,
              pairs=None, x_mid=0.0) -> dict:
     """Integrate (timed), then evaluate every output: energy error, violations, symmetry."""
-    from .simulation import Settings, Simulation
+    from ..simulation import Settings, Simulation
 
     sim = Simulation(model, Settings(formulation=formulation, integrator=integrator, rtol=tol, atol=tol,
                                      t_end=t_end, dt=dt, monitor=STUDY_MONITOR))
@@ -140,7 +140,7 @@ def run_case(model, formulation: str, integrator: str, tol: float, t_end: float,
 
 def time_rhs(model, formulation: str, states: list[np.ndarray], min_batch: float = 0.05) -> float:
     """Mean seconds per right-hand-side call over ``states`` (best of 3 batches)."""
-    from .simulation import Settings, Simulation
+    from ..simulation import Settings, Simulation
 
     form = Simulation(model, Settings(formulation=formulation)).formulation
     for y in states:
@@ -188,8 +188,8 @@ def _fmt(v: float, digits: int = 2) -> str:
 
 
 def hdca_vs_dca(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
-    from .formulations import REGISTRY
-    from .simulation import Settings, Simulation
+    from ..formulations import REGISTRY
+    from ..simulation import Settings, Simulation
 
     for f in ("dca", "hdca"):
         if f not in REGISTRY:
@@ -527,8 +527,8 @@ def dca_drift(out: Path, stamp: dict, quick: bool = False, repeat: int = 1) -> d
 
 
 def index3(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
-    """Paper 000's cases 4.2-4.4 and the timing of 5.2 (engine/study_index3.py)."""
-    from .study_index3 import run_index3_study
+    """Paper 000's cases 4.2-4.4 and the timing of 5.2 (engine/studies/index3.py)."""
+    from .index3 import run_index3_study
 
     folder = out / "index3"
     page = run_index3_study(folder, quick=quick)
@@ -541,8 +541,8 @@ def index3(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict
 
 
 def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
-    """Paper 002's sections 4.1-4.3 and Fig. 11 (engine/study_rcr.py)."""
-    from .study_rcr import rcr as run_rcr_study
+    """Paper 002's sections 4.1-4.3 and Fig. 11 (engine/studies/rcr.py)."""
+    from .rcr import rcr as run_rcr_study
 
     return run_rcr_study(out, stamp, quick=quick, repeat=repeat)
 

@@ -10,7 +10,7 @@
   docs/rcr.md, "Ladders equivalent to one pendulum"), compared with that pendulum
   (Fig. 10);
 * Fig. 11 -- time per right-hand side against L for rcr, dca, hdca, dense and the
-  ladder's tree with its constraints ignored, in one run (:func:`engine.bench.ladders`).
+  ladder's tree with its constraints ignored, in one run (:func:`engine.studies.bench.ladders`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .studies import STUDY_MONITOR, _fmt, _log, _pyplot, growth_exponent, run_case
+from . import STUDY_MONITOR, _fmt, _log, _pyplot, growth_exponent, run_case
 
 LADDER_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -29,7 +29,7 @@ LADDER_SIZES = (1, 2, 4, 8, 16, 32, 64)
 def ladder_spec(cells: int):
     """gen.ladder(cells) with legs of mass 1/(L+1) and rungs of mass 1/L (inertias scaled
     alike): every cell count has the Lagrangian of :func:`pendulum_spec` (docs/rcr.md)."""
-    from .generators import ladder
+    from ..generators import ladder
 
     spec = ladder(cells)
     nleg = cells + 1
@@ -45,9 +45,9 @@ def pendulum_spec():
     """The 2-DOF spatial pendulum every :func:`ladder_spec` follows: a cross piece on a
     revolute about x carrying the rungs' axial inertia, and one leg on a revolute about
     the leg's z axis carrying the legs' mass and inertia plus the rungs' mass at its tip."""
-    from .generators import _joint, _rot_to_quat, ladder
-    from .mechfile import BodySpec, MechanismSpec
-    from .spatial import quat_to_rot
+    from ..generators import _joint, _rot_to_quat, ladder
+    from ..mechfile import BodySpec, MechanismSpec
+    from ..spatial import quat_to_rot
 
     base = ladder(1)
     leg = next(b for b in base.bodies if b.name == "leg1")
@@ -78,7 +78,7 @@ def pendulum_spec():
 
 
 def _run(model, formulation, t_end, **kw):
-    from .simulation import Settings, Simulation
+    from ..simulation import Settings, Simulation
 
     sim = Simulation(model, Settings(formulation=formulation, t_end=t_end, monitor=STUDY_MONITOR, **kw))
     cols, rows = sim.run_all()
@@ -87,8 +87,8 @@ def _run(model, formulation, t_end, **kw):
 
 def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     from .bench import ladders
-    from .model import build_model, load_model
-    from .paths import examples_dir
+    from ..model import build_model, load_model
+    from ..paths import examples_dir
 
     t_end = 2.0 if quick else 10.0
     img = out / "rcr"

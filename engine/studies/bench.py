@@ -53,8 +53,8 @@ def _time_call(f, min_batch=0.05, repeats=5) -> float:
 
 
 def _chain_model(n: int, kind: str):
-    from .generators import chain
-    from .model import build_model
+    from ..generators import chain
+    from ..model import build_model
 
     return build_model(chain(n, "spherical" if kind == "spherical" else "revolute", planar=kind != "spherical"))
 
@@ -63,7 +63,7 @@ def time_formulation(name: str, n: int, kind: str, threads: int) -> float:
     import numba
     import numpy as np
 
-    from .simulation import Settings, Simulation
+    from ..simulation import Settings, Simulation
 
     model = _chain_model(n, kind)
     sim = Simulation(model, Settings(formulation=name, threads=threads))
@@ -84,10 +84,10 @@ def time_ladder(name: str, cells: int) -> float:
     constraints ignored), run by ``dca`` -- no loops, so the articulated-body tree."""
     import numba
 
-    from .generators import ladder
-    from .mechfile import MechanismSpec
-    from .model import build_model
-    from .simulation import Settings, Simulation
+    from ..generators import ladder
+    from ..mechfile import MechanismSpec
+    from ..model import build_model
+    from ..simulation import Settings, Simulation
 
     spec = ladder(cells)
     formulation = name
@@ -212,9 +212,9 @@ def monitor_cost(forms, example: str = "chain-128-spherical", t_end: float = 0.5
     time, and the monitor's own clock (judging, health, the recorder's saved state)."""
     import statistics
 
-    from .model import load_model
-    from .paths import examples_dir
-    from .simulation import Settings, Simulation
+    from ..model import load_model
+    from ..paths import examples_dir
+    from ..simulation import Settings, Simulation
 
     model = load_model(examples_dir() / f"{example}.mech.json")
     out = []
@@ -278,7 +278,7 @@ def _peers(forms: list[str], args) -> int:
 def main(argv: list[str] | None = None) -> int:
     import numba
 
-    from .formulations import REGISTRY
+    from ..formulations import REGISTRY
 
     p = argparse.ArgumentParser(prog="linkwork bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--formulations", default=None,
