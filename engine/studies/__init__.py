@@ -548,8 +548,8 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
 
 
 def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
-    """Paper 003 section 7.3: cost of constraint embedding (engine/study_embedding.py)."""
-    from .study_embedding import embedding as run_embedding_study
+    """Paper 003 section 7.3: cost of constraint embedding (engine/studies/embedding.py)."""
+    from .embedding import embedding as run_embedding_study
 
     return run_embedding_study(out, stamp, quick=quick, repeat=repeat)
 

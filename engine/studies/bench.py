@@ -249,7 +249,7 @@ def monitor_cost(forms, example: str = "chain-128-spherical", t_end: float = 0.5
 
 
 def _peers(forms: list[str], args) -> int:
-    from . import bench_peers
+    from . import peers as bench_peers
 
     ok, why = bench_peers.peers_available()
     if not ok:

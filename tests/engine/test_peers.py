@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pinocchio")
 pytest.importorskip("mujoco")
 
-from engine import bench_peers  # noqa: E402
+from engine.studies import peers as bench_peers  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", ["spherical", "revolute"])

@@ -65,7 +65,7 @@ def chain_spec(n: int, kind: str, seed: int = 0):
     momenta)."""
     import dataclasses
 
-    from .generators import chain
+    from ..generators import chain
 
     spec = chain(n, "spherical" if kind == "spherical" else "revolute", planar=kind != "spherical")
     rng = np.random.default_rng(seed)
@@ -93,7 +93,7 @@ def _world_frames(model):
 
 
 def _check_tree(model):
-    from .model import SPHERICAL, TYPE_NAME
+    from ..model import SPHERICAL, TYPE_NAME
 
     if model.ncut:
         raise ValueError("the peers' comparison takes open chains and trees only")
@@ -106,7 +106,7 @@ def pinocchio_model(model):
     """Pinocchio model of a Linkwork tree: joint frames parallel to the world at t = 0."""
     import pinocchio as pin
 
-    from .model import SPHERICAL, TYPE_NAME
+    from ..model import SPHERICAL, TYPE_NAME
 
     _check_tree(model)
     anchor, axis, inertia = _world_frames(model)
@@ -132,7 +132,7 @@ def mujoco_model(model):
     the same frames as :func:`pinocchio_model`, no contacts, no armature or damping."""
     import mujoco
 
-    from .model import SPHERICAL
+    from ..model import SPHERICAL
 
     _check_tree(model)
     anchor, axis, inertia = _world_frames(model)
@@ -161,7 +161,7 @@ def peer_velocities(model, ev) -> np.ndarray:
     """The peers' joint velocities of a Linkwork state (from its world twists ``ev.V``):
     a revolute joint's rate about its world axis, a spherical joint's relative angular
     velocity in world axes (its frame is parallel to the world at the neutral configuration)."""
-    from .model import SPHERICAL, TYPE_NAME
+    from ..model import SPHERICAL, TYPE_NAME
 
     _, axis, _ = _world_frames(model)
     v = []
@@ -200,8 +200,8 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
     import numba
     import pinocchio as pin
 
-    from .model import build_model
-    from .simulation import Settings, Simulation
+    from ..model import build_model
+    from ..simulation import Settings, Simulation
 
     model = build_model(chain_spec(n, kind))
     ref = Simulation(model, Settings(formulation="dense", threads=1)).formulation

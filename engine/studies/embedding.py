@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .studies import _log, _pyplot
+from . import _log, _pyplot
 
 FORMULATIONS = ("embedding", "rcr", "dca", "hdca", "dense")
 TREE_SIZES = (4, 8, 16, 32, 64, 128, 256)
@@ -37,8 +37,8 @@ def loop_with_chain(n_tree: int, loop: int = 4):
     """:func:`engine.generators.closed_loop` of ``loop`` links with a serial chain of
     ``n_tree`` revolute links (0.3 m, hanging 30 degrees off the vertical, alternating)
     attached to the loop's second joint point."""
-    from .generators import _finish, _joint, _rod_body, closed_loop
-    from .mechfile import MechanismSpec
+    from ..generators import _finish, _joint, _rod_body, closed_loop
+    from ..mechfile import MechanismSpec
 
     base = closed_loop(loop)
     j2 = next(j for j in base.joints if j.name == "J2")
@@ -62,8 +62,8 @@ def time_rhs(spec, formulation: str) -> float:
     import numba
 
     from .bench import _time_call
-    from .model import build_model
-    from .simulation import Settings, Simulation
+    from ..model import build_model
+    from ..simulation import Settings, Simulation
 
     model = build_model(spec)
     numba.set_num_threads(1)
@@ -114,7 +114,7 @@ def _crossover(rows, f, other):
 
 
 def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
-    from .generators import closed_loop
+    from ..generators import closed_loop
 
     tree_sizes = TREE_SIZES[:3] if quick else TREE_SIZES
     loop_sizes = LOOP_SIZES[:3] if quick else LOOP_SIZES
