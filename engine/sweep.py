@@ -504,12 +504,14 @@ def quantities(columns: list[str], rows, keep: tuple[str, ...]) -> dict:
     return out
 
 
-def run_case(doc: dict, settings: dict, keep: tuple[str, ...], want_rows: bool = True) -> dict:
+def run_case(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: str = "array") -> dict:
     """One case, run through the engine's :class:`Simulation` exactly as ``linkwork run``
     does.  Returns a dict: ``status`` (ok / failed / refused), ``exit_status``
     (0 / 3 / 2), ``message``, the kept quantities, ``t_final``, ``rows`` (count),
-    ``wall_time``, ``worker``, and ``columns`` / ``data`` (the result rows) when
-    ``want_rows``.  A simulation failure is a result, not an exception."""
+    ``wall_time``, ``worker``, ``columns``, and the result rows as ``trajectory`` asks:
+    ``"array"`` or ``"parquet"``: ``data`` (an array); ``"csv"``: ``csv``, the text of
+    ``linkwork run``'s CSV (formatted here, on the worker, so a sweep's client only
+    writes it); ``"none"``: neither.  A simulation failure is a result, not an exception."""
     import numpy as np
 
     from .errors import MechanismError, SettingsError, SimulationError
@@ -544,7 +546,15 @@ def run_case(doc: dict, settings: dict, keep: tuple[str, ...], want_rows: bool =
                t_final=float(data[-1, 0]) if data.shape[0] else math.nan)
     out.update(quantities(sim.columns, data, keep))
     out["columns"] = list(sim.columns)
-    out["data"] = data if want_rows else None
+    out["data"] = data if trajectory in ("array", "parquet") else None
+    if trajectory == "csv":
+        import io
+
+        from .results import CsvWriter
+
+        buf = io.StringIO()
+        CsvWriter(buf, sim.columns).write_rows(data)
+        out["csv"] = buf.getvalue()
     return out
 
 
@@ -767,7 +777,7 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
     def note_columns(res: dict):
         for k in res:
             if k not in keep_columns and k not in HEAD_COLUMNS and k not in TAIL_COLUMNS and k not in (
-                    "columns", "data", "params"):
+                    "columns", "data", "csv", "params"):
                 keep_columns.append(k)
 
     # resume: complete rows of an earlier session whose case is unchanged
@@ -803,10 +813,9 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
         flush()
         if not todo:
             return summary_frame(records, spec.parameters, keep_columns)
-        want_rows = fmt != "none"
         futures = {}
         for pc in todo:
-            f = client.submit(run_case, pc.doc, pc.settings, spec.keep, want_rows, pure=False, retries=retries,
+            f = client.submit(run_case, pc.doc, pc.settings, spec.keep, fmt, pure=False, retries=retries,
                               key=f"linkwork-case-{pc.index}-{pc.key}-{session}")
             futures[f] = pc
         pending = set(futures)
@@ -836,10 +845,14 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
                            "message": f"{type(exc).__name__}: {exc}" if exc is not None else f.status,
                            "rows": 0, "t_final": math.nan, "wall_time": math.nan, "worker": None}
                 f.release()
-                if res.get("data") is not None and out_dir is not None:
+                if out_dir is not None and res.get("csv") is not None:
+                    text = res["csv"]
+                    atomic_write(trajectory_path(out_dir, pc.index, fmt),
+                                 lambda tmp: tmp.write_text(text, encoding="utf-8", newline="\n"))
+                elif out_dir is not None and res.get("data") is not None:
                     write_trajectory(trajectory_path(out_dir, pc.index, fmt), res["columns"], res["data"], fmt)
                 note_columns({k: v for k, v in res.items() if k not in ("status", "exit_status", "message")})
-                rec.update({k: v for k, v in res.items() if k not in ("columns", "data")})
+                rec.update({k: v for k, v in res.items() if k not in ("columns", "data", "csv")})
                 rec["finished_at"] = time.time()
                 records[pc.index] = rec
                 state.done += 1
