@@ -247,9 +247,12 @@ def _check_keep(v: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None = None) -> SweepSpec:
+def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None = None,
+                    base: dict | None = None) -> SweepSpec:
     """Check a parsed sweep document and return its :class:`SweepSpec` (``base_dir``: where
-    the mechanism path is relative to).  Raises :class:`SweepError`."""
+    the mechanism path is relative to).  ``base``: the mechanism document itself (the
+    application's open mechanism), instead of the file ``mechanism`` names.  Raises
+    :class:`SweepError`."""
     import numpy as np
 
     from .errors import MechanismError
@@ -265,17 +268,21 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise SweepError(unknown[0], f"unknown key (allowed: {', '.join(sorted(allowed))})")
-    if not isinstance(data.get("mechanism"), str) or not data["mechanism"]:
-        raise SweepError("mechanism", "is required: the base mechanism file, relative to the sweep file")
-    mpath = Path(base_dir) / data["mechanism"]
-    try:
-        base = json.loads(mpath.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SweepError("mechanism", f"no such file: {mpath}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepError("mechanism", f"cannot read {mpath}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SweepError("mechanism", f"{mpath} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if base is not None:
+        mpath = Path(data.get("mechanism") or "(open mechanism)")
+        base = copy.deepcopy(base)
+    else:
+        if not isinstance(data.get("mechanism"), str) or not data["mechanism"]:
+            raise SweepError("mechanism", "is required: the base mechanism file, relative to the sweep file")
+        mpath = Path(base_dir) / data["mechanism"]
+        try:
+            base = json.loads(mpath.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SweepError("mechanism", f"no such file: {mpath}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SweepError("mechanism", f"cannot read {mpath}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise SweepError("mechanism", f"{mpath} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
     from .mechfile import spec_from_dict
 
     try:
