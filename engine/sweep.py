@@ -733,7 +733,8 @@ def worker_environment(threads_per_worker: int) -> dict:
 
 
 def local_cluster(workers: int | None = None, threads_per_worker: int = 1, dashboard: bool = True):
-    """A ``LocalCluster`` of worker processes on this machine's loopback interface: one
+    """A ``LocalCluster`` of worker processes on this machine's loopback interface (every
+    listening socket, the workers' HTTP endpoints included, on 127.0.0.1): one
     case at a time per worker, ``threads_per_worker`` numba threads for it.  A task whose
     worker dies twice is given up (``allowed-failures`` 1: Dask retries it once)."""
     import dask
@@ -744,7 +745,8 @@ def local_cluster(workers: int | None = None, threads_per_worker: int = 1, dashb
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
                           "distributed.nanny.pre-spawn-environ": env}):
         return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                            dashboard_address="127.0.0.1:0" if dashboard else None, env=env,
+                            dashboard_address="127.0.0.1:0" if dashboard else None,
+                            worker_dashboard_address="127.0.0.1:0", env=env,
                             silence_logs=40)
 
 
