@@ -242,3 +242,43 @@ def test_a_refused_sweep_file_is_exit_2_naming_file_and_path(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"linkwork: {f}: grid.bodies[99].mass: bad parameter path bodies[99].mass: bodies[99] does not exist" in err
     assert not (tmp_path / "out").exists()
+
+
+class _KillCase:
+    """A worker plugin that kills its worker process whenever case 1 starts executing
+    there (as a segfault or the OOM killer would)."""
+
+    name = "linkwork-test-kill-case-1"
+
+    def setup(self, worker):
+        pass
+
+    def teardown(self, worker):
+        pass
+
+    def transition(self, key, start, finish, **kwargs):
+        if finish == "executing" and str(key).startswith("linkwork-case-1-"):
+            import os
+
+            os._exit(1)
+
+
+@pytest.mark.xdist_group("dask")
+def test_a_case_whose_worker_dies_twice_is_recorded_as_error_and_the_others_complete(tmp_path):
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    plugin = type("KillCase", (_KillCase, WorkerPlugin), {})()
+    spec = sweep_from_dict(doc(grid={"forces[0].stiffness": [100.0, 200.0, 300.0]}))
+    cluster = sweep.local_cluster(workers=2, threads_per_worker=1, dashboard=False)
+    try:
+        with Client(cluster) as c:
+            c.register_plugin(plugin)
+            df = sweep.run_sweep(spec, client=c, out=tmp_path)
+    finally:
+        cluster.close()
+    assert list(df["status"]) == ["ok", "error", "ok"]
+    row = df.iloc[1]
+    assert row["exit_status"] == 1 and row["message"].startswith("KilledWorker: ")
+    assert "linkwork-case-1-" in row["message"] and not (tmp_path / "runs" / "case-00001.csv").exists()
+    assert sorted(sweep.complete_records(prepare_cases(spec), df, tmp_path, "csv", spec.parameters)) == [0, 2]
