@@ -662,7 +662,7 @@ def read_summary(path: Path):
 
     try:
         return pq.read_table(path).to_pandas()
-    except (OSError, ValueError, Exception):  # a missing or unreadable table: start afresh
+    except Exception:  # noqa: BLE001 -- missing, torn by an older writer, or not Parquet: start afresh
         return None
 
 
@@ -732,7 +732,7 @@ def worker_environment(threads_per_worker: int) -> dict:
             "OMP_WAIT_POLICY": "PASSIVE"}
 
 
-def local_cluster(workers: int | None = None, threads_per_worker: int = 1, dashboard: bool = True):
+def local_cluster(workers: int | None = None, threads_per_worker: int = 1):
     """A ``LocalCluster`` of worker processes on this machine's loopback interface (every
     listening socket, the workers' HTTP endpoints included, on 127.0.0.1): one
     case at a time per worker, ``threads_per_worker`` numba threads for it.  A task whose
@@ -745,8 +745,9 @@ def local_cluster(workers: int | None = None, threads_per_worker: int = 1, dashb
     with dask.config.set({"distributed.scheduler.allowed-failures": 1,
                           "distributed.nanny.pre-spawn-environ": env}):
         return LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                            dashboard_address="127.0.0.1:0" if dashboard else None,
-                            worker_dashboard_address="127.0.0.1:0", env=env,
+                            # the scheduler's HTTP server runs in any case (health, metrics; the
+                            # dashboard's pages when bokeh is installed): on loopback, a free port
+                            dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0", env=env,
                             silence_logs=40)
 
 

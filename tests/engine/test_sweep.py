@@ -173,7 +173,7 @@ def test_a_failed_simulation_is_a_result_not_an_error():
 def client():
     from distributed import Client
 
-    cluster = sweep.local_cluster(workers=2, threads_per_worker=1, dashboard=False)
+    cluster = sweep.local_cluster(workers=2, threads_per_worker=1)
     c = Client(cluster)
     yield c
     c.close()
@@ -270,7 +270,7 @@ def test_a_case_whose_worker_dies_twice_is_recorded_as_error_and_the_others_comp
 
     plugin = type("KillCase", (_KillCase, WorkerPlugin), {})()
     spec = sweep_from_dict(doc(grid={"forces[0].stiffness": [100.0, 200.0, 300.0]}))
-    cluster = sweep.local_cluster(workers=2, threads_per_worker=1, dashboard=False)
+    cluster = sweep.local_cluster(workers=2, threads_per_worker=1)
     try:
         with Client(cluster) as c:
             c.register_plugin(plugin)
@@ -282,3 +282,20 @@ def test_a_case_whose_worker_dies_twice_is_recorded_as_error_and_the_others_comp
     assert row["exit_status"] == 1 and row["message"].startswith("KilledWorker: ")
     assert "linkwork-case-1-" in row["message"] and not (tmp_path / "runs" / "case-00001.csv").exists()
     assert sorted(sweep.complete_records(prepare_cases(spec), df, tmp_path, "csv", spec.parameters)) == [0, 2]
+
+
+@pytest.mark.xdist_group("dask")
+def test_parquet_trajectories_hold_the_csv_rows(client, tmp_path):
+    import pyarrow.parquet as pq
+
+    spec = sweep_from_dict(doc(cases=[{"forces[0].stiffness": 150.0}], trajectories="parquet"))
+    df = sweep.run_sweep(spec, client=client, out=tmp_path / "pq")
+    assert list(df["status"]) == ["ok"]
+    table = pq.read_table(tmp_path / "pq" / "runs" / "case-00000.parquet")
+    pc = prepare_cases(spec)[0]
+    res = sweep.run_case(pc.doc, pc.settings, spec.keep, "csv")
+    csv = tmp_path / "case.csv"
+    csv.write_text(res["csv"])
+    cols, rows = read_csv(csv)
+    assert table.column_names == cols
+    assert np.array_equal(np.column_stack([table.column(c).to_numpy() for c in cols]), rows)
