@@ -34,6 +34,8 @@ COMMANDS = {
     "study": ("NAME [--out DIR]", "reproduce a paper's study (tables and plots)"),
     "bench": ("[options]", "speed of the formulations (docs/benchmarks.md)"),
     "compile": ("[--formulations A,B] [--force]", "compile the numerical kernels ahead, so first runs start at once"),
+    "sweep": ("FILE.sweep.json --out DIR [options]",
+              "parameter sweep on Dask: summary.parquet and every run (docs/sweeps.md)"),
 }
 SUBCOMMANDS = tuple(COMMANDS)
 
@@ -347,6 +349,120 @@ def cmd_examples(argv: list[str]) -> int:
     return EXIT_OK
 
 
+def _sweep_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="linkwork sweep",
+                description="Run a parameter sweep (*.sweep.json, docs/sweeps.md) on Dask: a LocalCluster on "
+                            "this machine's cores, or the scheduler given.  Writes DIR/summary.parquet (one row "
+                            "per case, as cases finish) and DIR/runs/ (each case's results); running the same "
+                            "command again resumes, computing only the cases not complete.")
+    p.add_argument("file", help="sweep file (*.sweep.json)")
+    p.add_argument("--out", required=True, metavar="DIR", help="results directory (created; resumed if present)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler (tcp://HOST:PORT) [start a LocalCluster]")
+    p.add_argument("--workers", type=_int, metavar="N",
+                   help="LocalCluster worker processes [cores / threads per worker]")
+    p.add_argument("--threads-per-worker", type=_int, default=1, metavar="N",
+                   help="numba threads for each worker's case (NUMBA_NUM_THREADS in the worker "
+                        "environment; each worker runs one case at a time) [%(default)s]")
+    p.add_argument("--restart", action="store_true", help="compute every case again, ignoring DIR's results")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
+    return p
+
+
+def _duration(s: float | None) -> str:
+    if s is None:
+        return "--:--"
+    s = int(round(s))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def cmd_sweep(argv: list[str]) -> int:
+    args = _sweep_parser().parse_args(argv)  # before Dask's import: --help answers at once
+    if args.workers is not None and args.workers < 1:
+        return _refuse(f"--workers must be >= 1 (got {args.workers})")
+    if args.threads_per_worker < 1:
+        return _refuse(f"--threads-per-worker must be >= 1 (got {args.threads_per_worker})")
+    try:
+        from . import sweep
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        return _refuse(f"linkwork sweep needs the sweep extra: pip install 'linkwork[sweep]' ({exc})")
+    try:
+        import distributed  # noqa: F401
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        return _refuse(f"linkwork sweep needs the sweep extra: pip install 'linkwork[sweep]' ({exc.name} is missing)")
+    try:
+        spec = sweep.load_sweep(args.file)
+    except sweep.SweepError as exc:
+        return _refuse(f"{args.file}: {exc}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return _refuse(f"--out {out}: not a directory")
+    verbose = not args.quiet
+    tty = sys.stderr.isatty()
+    t0 = time.perf_counter()
+
+    def on_start(client, cases, to_compute):
+        if not verbose:
+            return
+        refused = [pc for pc in cases if pc.refused]
+        for pc in refused:
+            print(f"linkwork: refused {pc.refused}", file=sys.stderr)
+        done_before = len(cases) - len(refused) - to_compute
+        print(f"linkwork: sweep {spec.name or args.file}: {len(cases)} cases, {len(refused)} refused, "
+              f"{done_before} complete from an earlier run, {to_compute} to compute", file=sys.stderr)
+        if client is not None and to_compute:
+            nthreads = client.nthreads()
+            print(f"linkwork: Dask scheduler {client.scheduler.address}, {len(nthreads)} workers; "
+                  f"dashboard {client.dashboard_link}", file=sys.stderr)
+
+    last_line = [0.0, -1]
+
+    def progress(p):
+        if not verbose:
+            return
+        now = time.perf_counter()
+        finished = p.done == p.to_compute
+        line = (f"{p.done}/{p.to_compute} done, {p.failed} failed, {p.running} running, "
+                f"ETA {_duration(p.eta)}")
+        if tty:
+            width = 24
+            fill = int(width * p.done / max(p.to_compute, 1))
+            print(f"\r  [{'#' * fill}{'.' * (width - fill)}] {line}   ", end="\n" if finished else "",
+                  file=sys.stderr, flush=True)
+        elif finished or (p.done != last_line[1] and now - last_line[0] >= 5.0):
+            last_line[:] = [now, p.done]
+            print(f"linkwork: {line}", file=sys.stderr, flush=True)
+
+    client = None
+    try:
+        if args.scheduler:
+            from distributed import Client
+
+            try:
+                client = Client(args.scheduler, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as exc:
+                return _refuse(f"cannot connect to the Dask scheduler at {args.scheduler}: {exc}")
+        df = sweep.run_sweep(spec, client=client, out=out, workers=args.workers,
+                             threads_per_worker=args.threads_per_worker, resume=not args.restart,
+                             progress=progress, on_start=on_start)
+    except KeyboardInterrupt:
+        print(f"\nlinkwork: interrupted; finished cases are in {out / 'summary.parquet'} "
+              "(the same command resumes)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if client is not None:
+            client.close()
+    counts = df["status"].value_counts().to_dict()
+    if verbose:
+        print(f"linkwork: {len(df)} cases: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in sweep.STATUSES)
+              + f"; {time.perf_counter() - t0:.1f} s wall; {out / 'summary.parquet'}", file=sys.stderr)
+        for _, row in df[df["status"].isin(("failed", "error"))].iterrows():
+            print(f"linkwork: case {row['case']} {row['status']}: {row['message']}", file=sys.stderr)
+    return EXIT_OK if counts.get("ok", 0) == len(df) else EXIT_FAILED
+
+
 #: the front ends a launcher may provide: the window, ``report``, ``--selftest``
 FRONT_ENDS = ("gui", "report", "selftest")
 
@@ -398,6 +514,8 @@ def _dispatch(argv: list[str], front_ends=None) -> int:
         from .warmup import main as compile_main
 
         return compile_main(argv[1:])
+    if cmd == "sweep":
+        return cmd_sweep(argv[1:])
     if cmd == "study":
         from .studies import main as study_main
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what Linkwork needs and is missing: the system libraries Qt and OpenGL
 # need on Debian/Ubuntu (and Xvfb for headless tests), a virtual environment in
-# .venv, and the linkwork package with its test tools.  Safe to run repeatedly.
+# .venv, and the linkwork package with its test tools and the sweep extra (Dask).  Safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +34,7 @@ fi
 if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
   echo "setup: installing linkwork and its dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  .venv/bin/python -m pip install -q -e ".[dev,sweep]"
   touch .venv/.installed
 fi
 

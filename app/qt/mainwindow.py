@@ -192,6 +192,8 @@ class MainWindow(QMainWindow):
         A("stop", "Stop", self.runner.stop, "Shift+F5", "Stop the simulation; every row computed is kept")
         A("compare_current", "Compare with the solver panel's settings", lambda: self.compare({}), "Ctrl+F5",
           "Run again with the solver panel's settings and overlay it on the current run")
+        A("sweep", "Parameter &sweep…", self.open_sweep, None,
+          "Sweep one or two parameters of the open mechanism on a local Dask cluster and plot a quantity")
         A("play", "Play / pause animation", self.view_panel_toggle_play, "Ctrl+Space",
           "Play back the current run in the 3-D view")
         A("view_3d", "3D view", lambda: self.tabs.setCurrentIndex(0), "Ctrl+1")
@@ -259,6 +261,8 @@ class MainWindow(QMainWindow):
         r.addSeparator()
         r.addMenu(self.compare_menu)
         r.addAction(self.actions["compare_current"])
+        r.addSeparator()
+        r.addAction(self.actions["sweep"])
         r.addSeparator()
         r.addAction(self.actions["play"])
         x = mb.addMenu("E&xport")
@@ -509,6 +513,17 @@ class MainWindow(QMainWindow):
                     changes["integrator"] = cls.default_integrator  # e.g. a stepping formulation
             overrides = changes
         return self.runner.start(overrides or None, compare=True)
+
+    def open_sweep(self):
+        """Run > Parameter sweep…: the Sweep dialog on the open mechanism (non-modal)."""
+        if self.session.document.is_empty:
+            self.session.notifications.warning("Open or build a mechanism to sweep first.", source="sweep")
+            return None
+        from .sweep_dialog import SweepDialog
+
+        dlg = SweepDialog(self.session, self)
+        self._show_dialog(dlg)
+        return dlg
 
     def toggle_pause(self) -> None:
         if self.runner.paused:
