@@ -6,6 +6,11 @@ import pytest
 from engine.paths import examples_dir
 
 EXAMPLES = sorted(examples_dir().glob("*.mech.json"))
+#: the examples with gear couplings: dense and embedding honour them, the other
+#: formulations refuse them (tests/engine/test_couplings.py)
+GEARED = [p for p in EXAMPLES if json.loads(p.read_text()).get("couplings")]
+#: the examples every formulation runs
+UNGEARED = [p for p in EXAMPLES if p not in GEARED]
 
 
 @pytest.fixture

@@ -86,7 +86,8 @@ def test_each_refused_case_is_reported_with_its_index_and_the_loaders_message_ot
         "case 3 (bodies[2].mass = -1.0): bodies[2].mass: must be > 0 (got -1)",
         "case 4 (bodies[2].mas = 3.0): bad parameter path bodies[2].mas: not a field of the mechanism format "
         "(bodies[2].mas: unknown key, ignored)",
-        "case 5 (formulation = \"nope\"): unknown formulation 'nope' (available: dense, dca, hdca, index3, rcr)",
+        "case 5 (formulation = \"nope\"): unknown formulation 'nope' "
+        "(available: dense, dca, hdca, index3, rcr, embedding)",
         None,
     ]
 

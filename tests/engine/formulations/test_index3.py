@@ -26,7 +26,7 @@ from engine.model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, build_model, 
 from engine.results import columns, read_csv
 from engine.simulation import Settings, Simulation
 
-from ..conftest import EXAMPLES, example_path
+from ..conftest import UNGEARED, example_path
 from .test_trajectories import reference as dense_reference
 
 
@@ -377,7 +377,7 @@ def test_exact_projections_hold_weakly_penalised_loops(seed, nb, loops):
 # ------------------------------------------------------------------ against the dense formulation
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name[:-10] for p in EXAMPLES])
+@pytest.mark.parametrize("path", UNGEARED, ids=[p.name[:-10] for p in UNGEARED])
 def test_initial_accelerations_match_dense(path):
     """The exact solve at t = 0 (tree, eps = 0) gives dense's accelerations."""
     model = load_model(path)
@@ -418,11 +418,11 @@ TRUNCATION_LIMITED = {"chain-6-universal-spatial", "chain-8-revolute", "chain-5-
 
 _TRAJ = [pytest.param(p, marks=pytest.mark.xfail(
     strict=True, reason="trapezoidal truncation error above 1e-4 at dt = 1e-3 (measured, docs/index3.md)"))
-    if p.name[:-10] in TRUNCATION_LIMITED else p for p in EXAMPLES]
+    if p.name[:-10] in TRUNCATION_LIMITED else p for p in UNGEARED]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _TRAJ, ids=[p.name[:-10] for p in EXAMPLES])
+@pytest.mark.parametrize("path", _TRAJ, ids=[p.name[:-10] for p in UNGEARED])
 def test_trajectories_agree_with_dense(path):
     """Every shipped example, 2 s at dt = 1e-3: body positions within 1e-4 of dense."""
     name = path.name[:-10]

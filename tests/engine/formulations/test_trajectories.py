@@ -21,7 +21,7 @@ from engine.formulations import REGISTRY
 from engine.model import load_model
 from engine.simulation import Settings, Simulation
 
-from ..conftest import EXAMPLES
+from ..conftest import UNGEARED
 from .hamiltonian import DenseHamiltonian
 
 _REFERENCE: dict[str, tuple] = {}
@@ -59,7 +59,7 @@ def hamiltonian_reference(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("formulation", ODE_FORMULATIONS)
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name.replace(".mech.json", ""))
+@pytest.mark.parametrize("path", UNGEARED, ids=lambda p: p.name.replace(".mech.json", ""))
 def test_trajectory_agrees_with_dense(path, formulation, request):
     request.node.add_marker(pytest.mark.xdist_group(path.name))
     model, cols, rows = reference(path)
