@@ -91,11 +91,12 @@ def measure(formulation: str, limit: int | None) -> dict:
             seen = {}
 
             def progress(run, loop=loop, seen=seen):
-                if "t" not in seen and run.rows > 1:
+                if "t" not in seen and run.n_rows > 1:  # a row after t = 0: the mechanism moved
                     seen["t"] = time.perf_counter() - seen["start"]
                     loop.quit()
 
-            def finished(run, loop=loop):
+            def finished(run, loop=loop, seen=seen):
+                progress(run)
                 loop.quit()
 
             win.runner.run_progress.connect(progress)

@@ -140,8 +140,14 @@ def seed(shipped: Path, root: Path, cache: Path, stream=None) -> str:
         same_cpu = False
     record = "compiled.json"  # engine.warmup.RECORD: the formulations compiled ahead
     if same_cpu and (shipped / record).is_file() and not (cache / record).exists():
-        # (on another CPU the application must say "compiling", not "loading")
-        shutil.copy2(shipped / record, cache / record)
+        # (on another CPU the application must say "compiling", not "loading"); the record
+        # names the engine's place, now this install's (engine.warmup.compiled)
+        try:
+            rec = json.loads((shipped / record).read_text())
+            rec["root"] = str(Path(root).resolve() / "engine")
+            (cache / record).write_text(json.dumps(rec, indent=1, sort_keys=True))
+        except (OSError, ValueError):
+            pass
     marker.write_text(json.dumps({"root": where, "files": n, "same_cpu": same_cpu}))
     if same_cpu:
         line = (f"linkwork: {n} compiled kernel files shipped with this bundle copied to {cache} "

@@ -71,13 +71,23 @@ def _write_json(path: Path, data: dict) -> None:
         pass
 
 
+def engine_root() -> str:
+    """Where this engine's sources are: numba files each kernel's cache under a folder
+    named after its source file's path, so two checkouts of the same sources share the
+    keyed directory but not the kernels."""
+    import engine
+
+    return str(Path(engine.__file__).resolve().parent)
+
+
 def compiled() -> set[str]:
-    """The formulations whose kernels are in the cache for these sources and this numba."""
+    """The formulations whose kernels are in the cache for these sources (at this place)
+    and this numba."""
     d = cache_dir()
     if d is None or not any(d.rglob("*.nbi")):
         return set()
     rec = _read_json(d / RECORD)
-    if rec.get("numba") != _numba_version():
+    if rec.get("numba") != _numba_version() or rec.get("root", engine_root()) != engine_root():
         return set()
     return set(rec.get("formulations", {}))
 
@@ -96,8 +106,9 @@ def _record(name: str, seconds: float, examples: int) -> None:
     if d is None:
         return
     rec = _read_json(d / RECORD)
-    if rec.get("numba") != _numba_version():
+    if rec.get("numba") != _numba_version() or rec.get("root", engine_root()) != engine_root():
         rec = {"numba": _numba_version(), "formulations": {}}
+    rec["root"] = engine_root()
     rec["formulations"][name] = {"seconds": round(seconds, 1), "examples": examples}
     _write_json(d / RECORD, rec)
     times = _read_json(d.parent / TIMES)

@@ -118,3 +118,16 @@ def test_compile_refuses_an_unknown_formulation():
                        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert r.returncode == 2
     assert "unknown formulation(s) bogus" in r.stderr
+
+
+def test_a_record_of_another_checkout_does_not_count(tmp_path, monkeypatch):
+    """Two checkouts of the same sources share the keyed cache directory, but numba files
+    each kernel under its source path: a record written for the other checkout's engine
+    says nothing about this one's kernels (measured: 'already compiled' in a second clone,
+    whose first Runs then compiled 52 kernels)."""
+    ver = warmup._numba_version()
+    _fake_cache(tmp_path, monkeypatch, {"numba": ver, "root": "/elsewhere/engine",
+                                        "formulations": {"dca": {"seconds": 3}}})
+    assert warmup.compiled() == set()
+    warmup._record("dense", 1.0, 1)  # this checkout's warm-up replaces the other's record
+    assert warmup.compiled() == {"dense"}
