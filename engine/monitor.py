@@ -114,6 +114,8 @@ class Monitor:
         self._vv_entry = None  # velocity residual when the loops came near a singular configuration
         self._level = 0  # refinement level of the attempt being judged
         self._first = None  # (reasons, where, conditioning) of the interval's first attempt
+        self._motion = []  # (t, V, A) of the last two accepted rows: the continuity check
+        self.max_continuity = 0.0  # largest continuity ratio accepted (statistics)
 
     # ----------------------------------------------------------------- helpers
     def _energy_scale(self, ke_peak: float | None = None) -> float:
@@ -140,6 +142,32 @@ class Monitor:
             return ""
         return (f"; closest approach to a singular configuration: loop conditioning {self.min_conditioning:.2g} "
                 f"at t = {self.t_closest:.4g} s")
+
+    def _continuity(self, t: float, recorder) -> float:
+        """How far the twists' change over the last output interval is from what the
+        accelerations at its ends allow (config.MONITOR_CONTINUITY_FACTOR): the ratio of
+        ``|V1 - V0 - dt (A0 + A1) / 2|`` to ``dt max|A| + dt |A1 - 2 A0 + A_-1| / 12``, the
+        larger of the linear and angular parts; 0 without two earlier rows."""
+        V1, A1 = getattr(recorder, "last_twists", (None, None))
+        if V1 is None or not self._motion or not np.all(np.isfinite(A1)):
+            return 0.0
+        t0, V0, A0 = self._motion[-1]
+        dt = t - t0
+        if dt <= 0:
+            return 0.0
+        R = np.abs(V1 - V0 - 0.5 * dt * (A0 + A1))
+        A2 = np.abs(A1 - 2.0 * A0 + self._motion[-2][2]) if len(self._motion) > 1 else np.zeros_like(A1)
+        worst = 0.0
+        for part in (slice(0, 3), slice(3, 6)):
+            scale = dt * max(np.abs(A0[:, part]).max(), np.abs(A1[:, part]).max()) + dt / 12.0 * A2[:, part].max()
+            floor = 1e-9 * (1.0 + max(np.abs(V0[:, part]).max(), np.abs(V1[:, part]).max()))
+            worst = max(worst, float(R[:, part].max()) / (scale + floor))
+        return worst
+
+    def _remember_motion(self, t: float, recorder) -> None:
+        V, A = getattr(recorder, "last_twists", (None, None))
+        if V is not None:
+            self._motion = (self._motion + [(t, V.copy(), A.copy())])[-2:]
 
     # ------------------------------------------------------------------ judging
     def judge(self, t: float, row: np.ndarray, recorder) -> int:
@@ -191,6 +219,10 @@ class Monitor:
                 soft.append(f"the position residual jumped from {vp0:.2g} to {vp:.2g} in one step")
             if self.conservative and abs(e - e_prev) > config.MONITOR_ENERGY_JUMP * scale:
                 soft.append(f"the energy jumped by {abs(e - e_prev):.3g} J in one step")
+        continuity = self._continuity(t, recorder) if self.integrates_velocities else 0.0
+        if continuity > config.MONITOR_CONTINUITY_FACTOR:
+            soft.append(f"the velocities jumped within one step ({continuity:.3g} times what the accelerations "
+                        "allow): the motion left its branch")
         bad = hard + soft
         if bad and self.acts:
             if self._level == 0:
@@ -216,6 +248,8 @@ class Monitor:
             self._vv_entry = None
         self._level = 0
         self._prev = (t, vp, vv, e)
+        self._remember_motion(t, recorder)
+        self.max_continuity = max(self.max_continuity, continuity)
         self.ke_peak = ke_peak
         if vp > self.max_position:
             self.max_position, self.t_max_position = vp, t
@@ -241,7 +275,8 @@ class Monitor:
         out = {"monitor": self.mode, "retries": self.retries, "max_position_violation": self.max_position,
                "t_max_position_violation": self.t_max_position, "energy_drift": self.max_drift,
                "energy_drift_relative": self.max_drift / scale,
-               "conservative": self.conservative, "monitor_time": self.time}
+               "conservative": self.conservative, "monitor_time": self.time,
+               "max_continuity_ratio": self.max_continuity}
         if np.isfinite(self.min_conditioning):
             out["min_loop_conditioning"] = self.min_conditioning
             out["t_closest_approach"] = self.t_closest
@@ -262,7 +297,7 @@ class Monitor:
                "dt": getattr(self.form.settings, "dt", None), "mode": self.mode,
                "max_position_violation": st["max_position_violation"],
                "energy_drift_relative": st["energy_drift_relative"], "conservative": self.conservative,
-               "retries": self.retries, "limit_exceeded": bool(bad), "flags": len(self.flags), "message": message[:300],
+               "retries": self.retries, "max_continuity_ratio": self.max_continuity, "limit_exceeded": bool(bad), "flags": len(self.flags), "message": message[:300],
                "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
         try:
             with open(path, "a", encoding="utf-8") as fh:
