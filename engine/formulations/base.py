@@ -108,6 +108,19 @@ class Formulation(ABC):
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:  # pragma: no cover - ODE kinds override
         raise TypeError(f"{self.name} is not an ODE formulation")
 
+    def _rates(self, y: np.ndarray, q: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """An ODE formulation's right-hand side ``(qdot; second)`` of state ``y``: ``qdot``
+        from the evaluation's joint velocities ``self.v`` (quaternion rates for spherical
+        joints), ``second`` the rate of the state's second half (vdot, or hdca's pdot)."""
+        from ..kinematics import qdot_from_v
+
+        nq = self.model.nq
+        qdot_from_v(self.mk, q, self.v, self.qd)
+        out = np.empty_like(y)
+        out[:nq] = self.qd
+        out[nq:] = second
+        return out
+
     def step(self, t: float, y: np.ndarray, dt: float) -> np.ndarray:  # pragma: no cover
         raise TypeError(f"{self.name} is not a stepping formulation")
 

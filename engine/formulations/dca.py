@@ -27,7 +27,7 @@ from numba import njit, prange
 from .. import config
 from ..constraints import con_arrays, joint_constraint
 from ..errors import SingularSystemError
-from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..forces import force_arrays, spring_joints, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
@@ -442,12 +442,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     fk_positions(mk, q, x, R, P)
     motion_subspace(mk, q, R, S)
     fk_velocities(mk, x, P, S, v, V, c)
-    for k in range(spring_tree.shape[0]):
-        j = spring_tree[k]
-        jq[j] = q[q_adr[j]]
-    if spring_cut.shape[0] > 0:
-        joint_coordinates_from_poses(fa, spring_cut, x, R, jq_ref, jq)
-    applied_forces(fa, x, R, V, jq, Fext)
+    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
     if ncut > 0:
         _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)

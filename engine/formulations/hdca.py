@@ -25,11 +25,11 @@ from numba import njit, prange
 from .. import config
 from ..constraints import joint_constraint, joint_constraint_rate
 from ..errors import SingularSystemError
-from ..forces import applied_forces, joint_coordinates_from_poses
+from ..forces import tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_positions, fk_velocities, motion_subspace,
-    qdot_from_v, subtree_sums,
+    subtree_sums,
 )
 from ..model import UNIVERSAL, Model
 from . import treesolve
@@ -243,12 +243,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_ad
             scratch, Vh, v)
     # phase 2: velocities, applied loads, articulated external loads, eq. (H3)
     fk_velocities(mk, x, P, S, v, V, c)
-    for k in range(spring_tree.shape[0]):
-        j = spring_tree[k]
-        jq[j] = q[q_adr[j]]
-    if spring_cut.shape[0] > 0:
-        joint_coordinates_from_poses(fa, spring_cut, x, R, jq_ref, jq)
-    applied_forces(fa, x, R, V, jq, Fext)
+    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     if ncut > 0:
         _cut_loads(ca, nb, x, R, V, lam, ix[19], Wcut, Wdot)
     _loads(nb, Fext, Wcut, Wdot, V, Q)
@@ -342,11 +337,7 @@ class HDCAFormulation(TreeFormulation):
         m = self.model
         q, p = y[: m.nq], y[m.nq:]
         self._solve(t, q, p)
-        qdot_from_v(self.mk, q, self.v, self.qd)
-        out = np.empty_like(y)
-        out[: m.nq] = self.qd
-        out[m.nq:] = self.pdot
-        return out
+        return self._rates(y, q, self.pdot)
 
     # ------------------------------------------------------------- reactions
     def _acceleration_pass(self):

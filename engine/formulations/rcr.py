@@ -40,7 +40,7 @@ from ..errors import SimulationError, SingularSystemError
 from ..forces import force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, kin_arrays, motion_subspace, normalize_quaternions, qdot_from_v,
+    classical_accelerations, fk_positions, kin_arrays, motion_subspace, normalize_quaternions,
 )
 from ..model import Model
 from . import rcr_kernels as K
@@ -486,11 +486,7 @@ class RCRFormulation(Formulation):
         m = self.model
         q, v = y[: m.nq], y[m.nq:]
         self._solve(t, q, v)
-        qdot_from_v(self.mk, q, self.v, self.qd)
-        out = np.empty_like(y)
-        out[: m.nq] = self.qd
-        out[m.nq:] = self.vdot
-        return out
+        return self._rates(y, q, self.vdot)
 
     # ------------------------------------------------------------ projection
     @property

@@ -93,7 +93,7 @@ def _world_frames(model):
 
 
 def _check_tree(model):
-    from ..model import SPHERICAL, TYPE_NAME
+    from ..model import TYPE_NAME
 
     if model.ncut:
         raise ValueError("the peers' comparison takes open chains and trees only")
@@ -106,7 +106,7 @@ def pinocchio_model(model):
     """Pinocchio model of a Linkwork tree: joint frames parallel to the world at t = 0."""
     import pinocchio as pin
 
-    from ..model import SPHERICAL, TYPE_NAME
+    from ..model import SPHERICAL
 
     _check_tree(model)
     anchor, axis, inertia = _world_frames(model)
@@ -161,7 +161,7 @@ def peer_velocities(model, ev) -> np.ndarray:
     """The peers' joint velocities of a Linkwork state (from its world twists ``ev.V``):
     a revolute joint's rate about its world axis, a spherical joint's relative angular
     velocity in world axes (its frame is parallel to the world at the neutral configuration)."""
-    from ..model import SPHERICAL, TYPE_NAME
+    from ..model import SPHERICAL
 
     _, axis, _ = _world_frames(model)
     v = []
