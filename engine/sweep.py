@@ -275,14 +275,7 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
         if not isinstance(data.get("mechanism"), str) or not data["mechanism"]:
             raise SweepError("mechanism", "is required: the base mechanism file, relative to the sweep file")
         mpath = Path(base_dir) / data["mechanism"]
-        try:
-            base = json.loads(mpath.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise SweepError("mechanism", f"no such file: {mpath}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SweepError("mechanism", f"cannot read {mpath}: {exc}") from None
-        except json.JSONDecodeError as exc:
-            raise SweepError("mechanism", f"{mpath} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        base = _read_json(mpath, "mechanism")
     from .mechfile import spec_from_dict
 
     try:
@@ -367,18 +360,23 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
                      trajectories=traj, name=name, source=source)
 
 
+def _read_json(path: Path, where: str):
+    """The JSON document in ``path``, or a :class:`SweepError` at ``where`` saying why not
+    (the sweep file itself, or the base mechanism it names)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SweepError(where, f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SweepError(where, f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SweepError(where, f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+
+
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read and check a ``*.sweep.json`` file."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SweepError("(file)", f"no such file: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepError("(file)", f"cannot read {p}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SweepError("(file)", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    return sweep_from_dict(data, p.parent, source=p)
+    return sweep_from_dict(_read_json(p, "(file)"), p.parent, source=p)
 
 
 # ------------------------------------------------------------------------ the cases

@@ -300,3 +300,17 @@ def test_parquet_trajectories_hold_the_csv_rows(client, tmp_path):
     cols, rows = read_csv(csv)
     assert table.column_names == cols
     assert np.array_equal(np.column_stack([table.column(c).to_numpy() for c in cols]), rows)
+
+
+def test_unreadable_sweep_and_mechanism_files_are_refused_with_the_path(tmp_path):
+    """The sweep file and the base mechanism it names are read the same way: a file that is
+    not JSON is refused naming where it was met and the file."""
+    bad = tmp_path / "bad.sweep.json"
+    bad.write_text("{not json")
+    with pytest.raises(SweepError, match=r"\(file\).*bad\.sweep\.json is not valid JSON \(line 1"):
+        load_sweep(bad)
+    (tmp_path / "m.mech.json").write_text("[1, 2")
+    s = tmp_path / "s.sweep.json"
+    s.write_text(json.dumps({"format": "linkwork-sweep", "version": 1, "mechanism": "m.mech.json", "cases": [{}]}))
+    with pytest.raises(SweepError, match=r"mechanism.*m\.mech\.json is not valid JSON"):
+        load_sweep(s)
