@@ -67,14 +67,20 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
 @njit(cache=True, nogil=True)
 def fk_positions(mk, q, x, R, P):
     """Body poses and joint points from tree coordinates ``q``."""
+    _fk_positions(mk, q, x, R, P, np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((2, 3, 3)),
+                  np.empty(3))
+
+
+# The loops over bodies run in kernels compiled without numba's reference counting
+# (``_nrt=False``): every array view they take (``R[p]``, ``q[qa:qa + 4]``) would
+# otherwise cost two atomic counter updates, which made a serial body loop about twice
+# as slow as the same loop in a parallel region (docs/performance.md, "Speed").  Such a
+# kernel cannot allocate: the wrapper above it does, once per call.
+@njit(cache=True, nogil=True, _nrt=False)
+def _fk_positions(mk, q, x, R, P, Rrel, Rp, M, scratch, d):
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
     nb = parent.shape[0]
     nj = jtype.shape[0]
-    Rrel = np.empty((3, 3))
-    Rp = np.empty((3, 3))
-    M = np.empty((3, 3))
-    scratch = np.empty((2, 3, 3))
-    d = np.empty(3)
     for i in range(nb):
         p = parent[i]
         jcalc(jtype[i], q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d, scratch)
@@ -120,11 +126,13 @@ def fk_positions(mk, q, x, R, P):
 @njit(cache=True, nogil=True)
 def motion_subspace(mk, q, R, S):
     """Columns of every tree joint's motion subspace, world frame, about its point."""
+    _motion_subspace(mk, q, R, S, np.empty(3), np.empty((3, 3)), np.empty(3))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _motion_subspace(mk, q, R, S, aw, R1, t):
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
     nb = parent.shape[0]
-    aw = np.empty(3)
-    R1 = np.empty((3, 3))
-    t = np.empty(3)
     for i in range(nb):
         jt = jtype[i]
         if jt == FIXED:
@@ -178,15 +186,14 @@ def motion_subspace(mk, q, R, S):
 @njit(cache=True, nogil=True)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
+    w = np.empty((6, 6))  # Vp, Sv, Vi, l, tmp, s0 | s1 in its rows
+    _fk_velocities(mk, x, P, S, v, V, c, w[0], w[1], w[2], w[3, :3], w[4], w[5], np.empty(6))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fk_velocities(mk, x, P, S, v, V, c, Vp, Sv, Vi, l, tmp, s0, s1):
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
     nb = parent.shape[0]
-    Vp = np.empty(6)
-    Sv = np.empty(6)
-    Vi = np.empty(6)
-    l = np.empty(3)
-    tmp = np.empty(6)
-    s0 = np.empty(6)
-    s1 = np.empty(6)
     for i in range(nb):
         p = parent[i]
         if p < 0:
@@ -285,7 +292,7 @@ def subtree_sums(parent, x, P, W, out):
                 out[p, k] += tmp[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def qdot_from_v(mk, q, v, qd):
     """Time derivative of the tree coordinates (quaternion kinematics for spherical joints)."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
@@ -309,7 +316,7 @@ def qdot_from_v(mk, q, v, qd):
             qd[qa + 3] = 0.5 * (w0 * cc - w1 * b + w2 * a)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def normalize_quaternions(mk, q):
     """Renormalise the quaternion coordinates of spherical joints in place."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk

@@ -43,7 +43,7 @@ from .base import Evaluation, Formulation, check_consistent
 # --------------------------------------------------------------------- kernels
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _world_inertia(R, Ib, out):
     """out = R Ib R^T."""
     for a in range(3):
@@ -153,7 +153,7 @@ def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, s
                         blk2[d, c] = blk[c, d]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
             blocks):
     """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
@@ -175,7 +175,7 @@ def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
             _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
     """Rows T_j^T of every tree joint: GB = T^T, GA = -T^T, g0 = -T^T c_j (about P_j)."""
     parent, jtype, q_adr, v_adr = mk[0], mk[1], mk[2], mk[3]
@@ -372,7 +372,7 @@ def _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot):
             + S[col, 5] * d5
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
     """Body spatial accelerations about the COM from the handle forces, then vdot."""
     nb = ix[0]
@@ -509,7 +509,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _joint_wrenches(row_adr, rows, Gb, lam, out):
     for j in range(out.shape[0]):
         for a in range(row_adr[j], row_adr[j] + rows[j]):

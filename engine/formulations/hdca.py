@@ -70,7 +70,7 @@ def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
         out[i, 5] += sgn * (n2 + l0 * f1 - l1 * f0)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
     if nb >= treesolve.PARALLEL_MIN_BODIES:
         for i in prange(nb):
@@ -80,7 +80,7 @@ def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
             _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
             scratch, Vh, v):
@@ -207,7 +207,7 @@ def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdo
             s0 * R0 + s1 * R1 + s2 * R2 + s3 * R3 + s4 * R4 + s5 * R5
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
     """Eq. (H3) for every tree joint (independent of each other)."""
     nb = x.shape[0]
@@ -219,7 +219,7 @@ def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
             _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _loads(nb, Fext, Wcut, Wdot, V, Q):
     """Per body: F_ext - d/dt(G^T lam)|lam - [0; v_C x W_cut,lin] (eq. H3); only bodies
     at cut joints differ from F_ext."""

@@ -35,7 +35,7 @@ from .treesolve import PARALLEL_MIN_BODIES
 # ------------------------------------------------------------------ quaternion algebra
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def emat(p, E):
     """E(p) (3 x 4): w = 2 E(p) p_dot (world angular velocity)."""
     e0, e1, e2, e3 = p[0], p[1], p[2], p[3]
@@ -53,7 +53,7 @@ def emat(p, E):
     E[2, 3] = e0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def gmat(p, G):
     """G(p) (3 x 4): w' = 2 G(p) p_dot (body-frame angular velocity), paper 000 eq. 7."""
     e0, e1, e2, e3 = p[0], p[1], p[2], p[3]
@@ -74,7 +74,7 @@ def gmat(p, G):
 # ------------------------------------------------------------------ body kernels
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _body_kin(i, q, qd, qdd, x, R, V, A, E):
     """Pose, twist [v_C; w] and classical acceleration [a_C; alpha] of body i."""
     for k in range(3):
@@ -95,7 +95,7 @@ def _body_kin(i, q, qd, qdd, x, R, V, A, E):
         A[i, 3 + k] = a
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def body_kinematics(q, qd, qdd, x, R, V, A, E):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -106,7 +106,7 @@ def body_kinematics(q, qd, qdd, x, R, V, A, E):
             _body_kin(i, q, qd, qdd, x, R, V, A, E)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
     """Mass matrix M_i (eq. 7) and generalized forces Q_i (eq. 8) of body i.
 
@@ -145,7 +145,7 @@ def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
             - 8.0 * (Gd[0][c] * h0 + Gd[1][c] * h1 + Gd[2][c] * h2)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -362,7 +362,7 @@ def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
                 res[i, a] += G7[w, k, a] * lk
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -376,7 +376,7 @@ def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
 # ------------------------------------------------------------------ leaf coefficients
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _inv_spd(A, out, o, n):
     """out[o:o+n, o:o+n] = A[o:o+n, o:o+n]^-1 for a symmetric positive definite block,
     in place in ``out`` (Cholesky L, then L^-1, then L^-T L^-1); False if not definite."""
@@ -412,7 +412,7 @@ def _inv_spd(A, out, o, n):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _inv7(A, out):
     """out = A^-1 for a symmetric positive definite 7 x 7; the translation (3) and
     Euler-parameter (4) blocks separately when A couples them not (no geometric stiffness)."""
@@ -463,7 +463,7 @@ def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, P
                 Phi[ph + h, a, b] = D[a, b]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -490,7 +490,7 @@ def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
             bv[sh + h, a] = bl[i, a]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def leaf_biases(ix, Dl, base, rhs, bl, bv):
     nb = Dl.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -515,7 +515,7 @@ def _leaf_result_one(i, ix, Dl, bl, Fh, out):
         out[i, a] = s
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def leaf_results(ix, Dl, bl, Fh, out):
     nb = Dl.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -529,7 +529,7 @@ def leaf_results(ix, Dl, bl, Fh, out):
 # ------------------------------------------------------------------ Newton / projection right-hand sides
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def newton_rhs(q, res, alpha, rhs):
     """rhs_i = g_i + Psi_qi^T alpha Psi_i (eq. 22, Psi = (p^T p - 1) / 2)."""
     nb = q.shape[0]
@@ -541,7 +541,7 @@ def newton_rhs(q, res, alpha, rhs):
             rhs[i, 3 + c] = res[i, 3 + c] + alpha * psi * q[i, 3 + c]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def newton_update(q, dq, mu, alpha):
     """q += dq, mu += alpha (Psi + Psi_q dq) (eq. 21); returns |dq|^2."""
     nb = q.shape[0]
@@ -558,7 +558,7 @@ def newton_update(q, dq, mu, alpha):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def projection_rhs(pst, qs, nu, kpsi, base, rhs):
     """Projection biases (eqs. 45, 60): base = qs, rhs = kpsi p (p^T qs - nu), so that
     b = qs + D rhs = M_cc^-1 (M_c qs + c4 kpsi p nu) with M_c = M_cc - c4 kpsi p p^T."""
@@ -602,7 +602,7 @@ def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
 # ------------------------------------------------------------------ geometric stiffness
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _pose_of(qi, xo, Ro, Eo):
     for k in range(3):
         xo[k] = qi[k]
@@ -713,7 +713,7 @@ def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
 # call with the tree's index tuple costs 2-4 us to unbox.
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def predictor(qb, qdb, qddb, dt, q, qd_hat, qdd_hat):
     """The step's start (paper 000 sect. 3.5): the predictor ``q = qb + dt qdb + dt^2/2 qddb``
     and the trapezoidal rule's constant terms, so that ``q_dot = 2/dt q + qd_hat`` and
@@ -725,7 +725,7 @@ def predictor(qb, qdb, qddb, dt, q, qd_hat, qdd_hat):
             qdd_hat[i, a] = -(4.0 / (dt * dt) * qb[i, a] + 4.0 / dt * qdb[i, a] + qddb[i, a])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd):
     """q_dot and q_ddot of positions q from the difference equations (eqs. 15-16)."""
     c1 = 2.0 / dt
@@ -753,7 +753,7 @@ def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, 
     residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr,
                eps, sgn, tol, matrices):
     """Leaf biases b_i = base_i + D_i rhs_i, the tree passes (matrix pass if asked;

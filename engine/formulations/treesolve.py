@@ -187,7 +187,7 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
 # ------------------------------------------------------------------ small algebra
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _pchol(W, L, P, kb, rb, n, tol):
     """Pivoted Cholesky of the symmetric positive semi-definite n x n matrix stored
     flat at ``W[kb:]`` (overwritten): ``K[piv][:, piv] = L L^T`` on the leading
@@ -271,7 +271,7 @@ def _pchol(W, L, P, kb, rb, n, tol):
     return rank
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
     """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] (basic solution); ``scr[m, t0:t0+n]`` is scratch."""
     for k in range(rank):
@@ -290,7 +290,7 @@ def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
         x[vb + P[rb + k]] = sgn * scr[m, t0 + k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
     """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] (basic solution);
     ``scr[m, t0:t0+n]`` is scratch."""
@@ -453,7 +453,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
                         Phi[blk2, d, c] = Phi[blk, c, d]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
@@ -584,7 +584,7 @@ def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
                         Phi[blk2, d, c] = Phi[blk, c, d]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _one_joint(m, ix):
     """Indices of a merge with one interface joint (the ``*_one`` kernels): right child
     (-1: none), the left child's handle count, both children's first handle slots, the
@@ -666,7 +666,7 @@ def _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd):
                 Fh[sr, d] += G[wr, r + a, d] * la
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
@@ -714,7 +714,7 @@ def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
             bv[sN + e, d] = t
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
         if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
@@ -790,7 +790,7 @@ def _passes(nd: int):
     compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
     general kernels."""
 
-    @njit(cache=True, nogil=True, parallel=True)
+    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
     def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
         """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
         subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
@@ -812,7 +812,7 @@ def _passes(nd: int):
             else:
                 _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
-    @njit(cache=True, nogil=True, parallel=True)
+    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
     def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
         """Bias pass, leaves to root (the leaves' bv already filled)."""
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
@@ -831,7 +831,7 @@ def _passes(nd: int):
             else:
                 _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
-    @njit(cache=True, nogil=True, parallel=True)
+    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
     def disassemble(ix, Fh, G, sel, lam, Y, y0):
         """Root to leaves: every joint's multipliers and every handle's force."""
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
