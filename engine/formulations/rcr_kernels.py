@@ -45,7 +45,7 @@ from ..spatial import quat_mul
 from .dca import _cut_rows
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _chol(A, n):
     """In-place Cholesky A = L L^T of the leading n x n block (lower triangle); False
     if a pivot is not positive."""
@@ -65,7 +65,7 @@ def _chol(A, n):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _chol_solve(L, n, b):
     """b <- (L L^T)^-1 b for the factor of :func:`_chol`."""
     for i in range(n):
@@ -80,7 +80,7 @@ def _chol_solve(L, n, b):
         b[i] = s / L[i, i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _origin_rows(nb, nj, row_adr, nc_j, P, GA, GB):
     """Cut rows acting on spatial accelerations about P_j (dca._cut_rows) re-expressed
     about the origin: G_ang += P_j x G_lin."""
@@ -96,7 +96,7 @@ def _origin_rows(nb, nj, row_adr, nc_j, P, GA, GB):
             GB[r, 5] += P[j, 0] * g1 - P[j, 1] * g0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos):
     """Per block (one loop, or the loops the greedy partition could not separate): the
     loop Jacobian over the loop's path columns (paper 002 eq. 33, written for all loop
@@ -130,7 +130,7 @@ def block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos):
                     i = parent[i]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def block_qr(lx, colscale, Kval, Qf, tau):
     """Householder QR of every block's dependent columns, scaled by the partition's
     mass-whitening factors -- eq. (34)'s ``[(P^T P)^-1 P^T]`` as a least-squares solve,
@@ -187,7 +187,7 @@ def block_qr(lx, colscale, Kval, Qf, tau):
     return worst
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _solve_blocks(lx, cl, Kval, Qf, tau, colscale, x, gam, w):
     """Dependent speeds of cluster ``cl`` in ``x`` from the others, block after block in
     solve order (eqs. 34/35 per loop, and eqs. 72-80's propagation of the known
@@ -226,7 +226,7 @@ def _solve_blocks(lx, cl, Kval, Qf, tau, colscale, x, gam, w):
             x[c] = w[cc] * colscale[c]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _origin_columns(v_adr, nv_j, P, S, S6):
     """Motion-subspace columns about the origin: s_lin + P_j x s_ang."""
     nb = nv_j.shape[0]
@@ -264,7 +264,7 @@ def position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, 
     block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w):
     """Eq. (34) for every cluster: dependent speeds from the independent ones."""
     ncl = lx[1].shape[0]
@@ -276,8 +276,14 @@ def _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w):
 def _body_terms(mass, inertia, x, R, V, Fext, I6, p6):
     """Spatial inertia (eq. 11) and bias force (the negative of eq. 12's F^k) of every
     body about the origin: I = [[m, -m~c], [m~c, J - m~c~c]], p = V x* I V - F_ext."""
+    _body_terms_loop(mass, inertia, x, R, V, Fext, I6, p6, np.empty((3, 3)))
+
+
+# The body loops run without numba's reference counting (``_nrt=False``, see
+# engine/kinematics.py): they allocate nothing; their wrappers allocate the scratch.
+@njit(cache=True, nogil=True, _nrt=False)
+def _body_terms_loop(mass, inertia, x, R, V, Fext, I6, p6, J):
     nb = mass.shape[0]
-    J = np.empty((3, 3))
     for i in range(nb):
         Ri = R[i]
         for a in range(3):
@@ -323,7 +329,7 @@ def _body_terms(mass, inertia, x, R, V, Fext, I6, p6):
         p6[i, 5] = n2 + c0 * f1 - c1 * f0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _to_origin(x, P, A, c, Ao, co):
     """Accelerations about each COM and joint velocity-product terms about each joint
     point, re-expressed about the origin."""
@@ -340,7 +346,7 @@ def _to_origin(x, P, A, c, Ao, co):
         co[i, 2] = c[i, 2] + P[i, 0] * c[i, 4] - P[i, 1] * c[i, 3]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _loop_rhs(nb, nj, row_adr, nc_j, pred, succ, GA, GB, g0, Abias, gam):
     """Acceleration-level closure right-hand side (eq. 35's remainder terms):
     ``gam = -(G_b A_t^b + G_a A_t^a + g)`` with the accelerations at zero joint
@@ -356,7 +362,7 @@ def _loop_rhs(nb, nj, row_adr, nc_j, pred, succ, GA, GB, g0, Abias, gam):
             gam[r] = -s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, N, g, Gam, beta):
     """Eqs. (50)-(54), (58) over a whole cluster: each body's spatial acceleration relative
     to the loop base as ``Gam_k vdot_I + beta_k`` (Gam: the nonholonomic partial
@@ -387,14 +393,17 @@ def _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u
     """Recursive triangularisation (eqs. 14-19, 60-66) and forward substitution (eqs.
     24-27, 67-71), with every loop cluster folded onto its base body as one virtual
     body of d_C independent speeds (the paper's p_i with inertias I^{p;0}, I^p)."""
+    return _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a,
+                          vdot, t6, np.empty(3), np.empty(max(Dcl.shape[1], 1)), np.empty((6, 6)), np.empty(6))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot, t6,
+                   tmp, tmpd, Isum, psum):
     body_cl, cl_base, cl_first, cl_bstart, cl_bodies, cl_istart = lx[0], lx[1], lx[2], lx[3], lx[4], lx[5]
     nb = parent.shape[0]
     IA = I6
     pA = p6
-    tmp = np.empty(3)
-    tmpd = np.empty(max(Dcl.shape[1], 1))
-    Isum = np.empty((6, 6))
-    psum = np.empty(6)
     # ---- backward pass (triangularisation)
     for i in range(nb - 1, -1, -1):
         cl = body_cl[i]

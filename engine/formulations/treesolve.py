@@ -165,7 +165,9 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     nK = int((m_nr**2).sum())
     nR = int(m_nr.sum())
     nE = int((ne * m_nr).sum())
-    sub_start, sub_merges, top_merges = subtree_partition(tree)
+    # below PARALLEL_MIN_BODIES the body loops are serial and a run has one thread
+    # (Simulation._set_threads): no parallel region in the tree passes either
+    sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if nb >= PARALLEL_MIN_BODIES else nm + 1)
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
         tree.node_pair_start, tree.h_joint, tree.h_side, tree.h_src, tree.if_start, tree.if_joint,
