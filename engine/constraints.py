@@ -48,36 +48,36 @@ def con_arrays(model: Model):
     )
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _rotv(R, s):
     return (R[0, 0] * s[0] + R[0, 1] * s[1] + R[0, 2] * s[2],
             R[1, 0] * s[0] + R[1, 1] * s[1] + R[1, 2] * s[2],
             R[2, 0] * s[0] + R[2, 1] * s[1] + R[2, 2] * s[2])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _cr(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _dt(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _wwr(w, r):
     """w x (w x r)."""
     return _cr(w, _cr(w, r))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _zero_row(G, row):
     for c in range(6):
         G[row, c] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _point_rows(row, xa, xb, ra, rb, wa, wb, Ga, Gb, g, phi):
     """Rows row..row+2: d = (x_b + r_b) - (x_a + r_a)."""
     qb = _wwr(wb, rb)
@@ -104,7 +104,7 @@ def _point_rows(row, xa, xb, ra, rb, wa, wb, Ga, Gb, g, phi):
     Ga[row + 2, 4] = ra[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _dot_row(row, u, w, wa, wb, Ga, Gb, g, phi):
     """Row: u . w with u carried by a and w carried by b."""
     phi[row] = _dt(u, w)
@@ -119,7 +119,7 @@ def _dot_row(row, u, w, wa, wb, Ga, Gb, g, phi):
     g[row] = _dt(_cr(wa, t1), w) + 2.0 * _dt(t1, _cr(wb, w)) + _dt(u, _wwr(wb, w))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _dot_d_row(row, u, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi):
     """Row: u . d with u carried by a, d = (x_b + r_b) - (x_a + r_a), dd = d_dot."""
     phi[row] = _dt(u, d)
@@ -138,7 +138,7 @@ def _dot_d_row(row, u, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi):
     g[row] = _dt(_cr(wa, t1), d) + 2.0 * _dt(t1, dd) + _dt(u, (qb[0] - qa[0], qb[1] - qa[1], qb[2] - qa[2]))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _separation(xa, ra, Va, wa, xb, rb, Vb, wb):
     """Vector ``d`` from the pred's joint point to the succ's, and its rate ``dd``."""
     d = (xb[0] + rb[0] - xa[0] - ra[0], xb[1] + rb[1] - xa[1] - ra[1], xb[2] + rb[2] - xa[2] - ra[2])
@@ -148,7 +148,7 @@ def _separation(xa, ra, Va, wa, xb, rb, Vb, wb):
     return d, dd
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
     """Residual ``phi`` (nc_j), Jacobians ``Ga``, ``Gb`` (nc_j, 6) w.r.t. the twists
     ``[v_C; w]`` of pred and succ, and the quadratic term ``g`` of joint ``j``.
@@ -187,14 +187,14 @@ def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
         _dot_d_row(r0 + 1, u2, d, dd, ra, rb, wa, wb, Ga, Gb, g, phi)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _add3(W, k0, v, sgn):
     W[k0] += sgn * v[0]
     W[k0 + 1] += sgn * v[1]
     W[k0 + 2] += sgn * v[2]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _dot_row_rate(u, w, wa, wb, lam, Wa, Wb):
     """d/dt of the wrenches of a ``u.w`` row, G_a^T lam = [0; (u x w) lam], at fixed lam."""
     ud = _cr(wa, u)
@@ -206,7 +206,7 @@ def _dot_row_rate(u, w, wa, wb, lam, Wa, Wb):
     _add3(Wb, 3, v, -1.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _dot_d_row_rate(u, d, dd, ra, rb, wa, wb, lam, Wa, Wb):
     """d/dt of the wrenches of a ``u.d`` row at fixed lam:
     G_b^T lam = [u; r_b x u] lam,  G_a^T lam = [-u; u x (d + r_a)] lam."""
@@ -223,7 +223,7 @@ def _dot_d_row_rate(u, d, dd, ra, rb, wa, wb, lam, Wa, Wb):
     _add3(Wa, 3, (lam * (t3[0] + t4[0]), lam * (t3[1] + t4[1]), lam * (t3[2] + t4[2])), 1.0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def joint_constraint_rate(ca, j, xa, Ra, Va, xb, Rb, Vb, lam, Wa, Wb):
     """Time derivative, at fixed multipliers ``lam`` (nc_j), of the wrenches
     ``G_a^T lam`` and ``G_b^T lam`` (about each COM) of joint ``j``'s rows as laid
@@ -264,7 +264,7 @@ def joint_constraint_rate(ca, j, xa, Ra, Va, xb, Rb, Vb, lam, Wa, Wb):
         _dot_d_row_rate(u2, d, dd, ra, rb, wa, wb, lam[r0 + 1], Wa, Wb)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def all_constraints(ca, x, R, V, phi, Ga, Gb, g):
     """Stacked constraints of every joint (rows ``c_adr[j]``), ``Ga``/``Gb`` (nc, 6)."""
     jtype, pred, succ, anchor_pred, anchor_succ, axis_pred, axis_succ, perp_pred, frame_pred, \
@@ -283,7 +283,7 @@ def all_constraints(ca, x, R, V, phi, Ga, Gb, g):
                          g[r:r + n])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def violations(ca, x, R, V, acc, phi, Ga, Gb, g):
     """2-norms of the stacked position, velocity and acceleration residuals.
 
@@ -391,7 +391,7 @@ def coupling_twist_rows(model: Model, x: np.ndarray, R: np.ndarray, P: np.ndarra
     return A
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def coupling_violations(fa, g_driver, g_driven, g_ratio, g_q0, jq, x, R, V, acc):
     """Sums of squares of the gear residuals at the position, velocity and acceleration
     levels, from the body states (``jq``: every one-freedom joint's coordinate from

@@ -35,7 +35,7 @@ def force_arrays(model: Model):
     )
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _add_point_force(F, b, x, f, p):
     """Add force f applied at world point p to body b (wrench about its COM)."""
     if b < 0:
@@ -51,7 +51,7 @@ def _add_point_force(F, b, x, f, p):
     F[b, 5] += rx * f[1] - ry * f[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _add_torque(F, b, t, sign):
     if b < 0:
         return
@@ -60,7 +60,7 @@ def _add_torque(F, b, t, sign):
     F[b, 5] += sign * t[2]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _world(R, b, s, out):
     if b < 0:
         for k in range(3):
@@ -70,7 +70,7 @@ def _world(R, b, s, out):
             out[k] = R[b, k, 0] * s[0] + R[b, k, 1] * s[1] + R[b, k, 2] * s[2]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _point_and_velocity(x, R, V, b, s, p, vp):
     """World position and velocity of the point with body coordinates s."""
     r = np.empty(3)
@@ -88,7 +88,7 @@ def _point_and_velocity(x, R, V, b, s, p, vp):
     vp[2] = V[b, 2] + w[0] * r[1] - w[1] * r[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _joint_ends(fa, j, R):
     """Predecessor, successor and the world axis carried by the predecessor of joint ``j``."""
     pred, succ, axis_pred = fa[8], fa[9], fa[13]
@@ -97,7 +97,7 @@ def _joint_ends(fa, j, R):
     return pred[j], succ[j], aw
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _joint_points(fa, j, x, R, V, pa, va, pb, vb):
     """World positions and velocities of joint ``j``'s anchor points on its predecessor
     (``pa``, ``va``) and successor (``pb``, ``vb``)."""
@@ -106,7 +106,7 @@ def _joint_points(fa, j, x, R, V, pa, va, pb, vb):
     _point_and_velocity(x, R, V, fa[9][j], anchor_succ[j], pb, vb)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def joint_rate(fa, j, x, R, V):
     """Rate of a one-freedom joint from the body states (internal = file sense)."""
     a, b, aw = _joint_ends(fa, j, R)
@@ -132,7 +132,7 @@ def joint_rate(fa, j, x, R, V):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def joint_acceleration(fa, j, x, R, V, acc):
     """Second derivative of a one-freedom joint's coordinate from the body states and
     classical accelerations ``acc`` (nb, 6) ``[a_C; alpha]`` (the time derivative of
@@ -187,7 +187,7 @@ def joint_acceleration(fa, j, x, R, V, acc):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def joint_coordinate(fa, j, x, R, ref):
     """Coordinate of a one-freedom joint from body poses, the branch nearest ``ref``."""
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
@@ -225,7 +225,7 @@ def joint_coordinate(fa, j, x, R, ref):
     return s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def applied_forces(fa, x, R, V, jq, F):
     """Wrenches of gravity and every force element about each COM (overwrites F).
 
@@ -338,7 +338,7 @@ def applied_forces(fa, x, R, V, jq, F):
         _add_point_force(F, a, x, f, P)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def energies(fa, inertia, x, R, V, jq):
     """(kinetic, potential) energy."""
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
@@ -377,7 +377,7 @@ def spring_joints(model: Model) -> np.ndarray:
     return np.unique(model.f_joint[model.f_type == F_JOINT_SPRING]).astype(np.int64)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def joint_coordinates_from_poses(fa, joints, x, R, ref, jq):
     """Fill ``jq[j]`` for ``j`` in ``joints`` from the poses (nearest branch to ``ref[j]``)."""
     for k in range(joints.shape[0]):
@@ -385,7 +385,7 @@ def joint_coordinates_from_poses(fa, joints, x, R, ref, jq):
         jq[j] = joint_coordinate(fa, j, x, R, ref[j])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, F):
     """:func:`applied_forces` for a formulation in tree coordinates ``q``: the joint
     springs' coordinates from ``q`` (tree joints) or from the poses (cut joints), then

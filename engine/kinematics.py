@@ -64,7 +64,7 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
                 Rrel[i, k] = 1.0 if i == k else 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def fk_positions(mk, q, x, R, P):
     """Body poses and joint points from tree coordinates ``q``."""
     _fk_positions(mk, q, x, R, P, np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((2, 3, 3)),
@@ -123,7 +123,7 @@ def _fk_positions(mk, q, x, R, P, Rrel, Rp, M, scratch, d):
                     + R[a, k, 2] * anchor_pred[j, 2]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def motion_subspace(mk, q, R, S):
     """Columns of every tree joint's motion subspace, world frame, about its point."""
     _motion_subspace(mk, q, R, S, np.empty(3), np.empty((3, 3)), np.empty(3))
@@ -183,7 +183,7 @@ def _motion_subspace(mk, q, R, S, aw, R1, t):
                         S[va + c, 3 + k] = R[p, k, c]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
     w = np.empty((6, 6))  # Vp, Sv, Vi, l, tmp, s0 | s1 in its rows
@@ -233,7 +233,7 @@ def _fk_velocities(mk, x, P, S, v, V, c, Vp, Sv, Vi, l, tmp, s0, s1):
         shift_motion(Vi, l, V[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def fk_accelerations(mk, x, P, S, c, vdot, A):
     """Spatial accelerations ``A`` about each COM from joint accelerations ``vdot``
     (``vdot = 0`` gives the velocity-product bias accelerations)."""
@@ -270,7 +270,7 @@ def fk_accelerations(mk, x, P, S, c, vdot, A):
         shift_motion(Ai, l, A[i])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def subtree_sums(parent, x, P, W, out):
     """``out[k]`` = sum over the bodies outboard of tree joint k of their wrenches
     ``W`` (about each COM), about the joint point ``P[k]``: one backward pass

@@ -110,7 +110,7 @@ class Recorder:
 # Per-row kernels: no Python loop over bodies or joints for each output row.
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _body_columns(body_internal, x, R, V, qprev, out, k):
     """Position, quaternion (sign kept continuous with ``qprev``) and twist of every
     body in file order from column ``k``; returns the next column."""
@@ -132,7 +132,7 @@ def _body_columns(body_internal, x, R, V, qprev, out, k):
     return k
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _angle_coordinates(fa, joints, x, R, jq_ref, jq):
     """One-freedom joint coordinates from the poses, each on the branch nearest its last value."""
     for n in range(joints.shape[0]):
@@ -141,7 +141,7 @@ def _angle_coordinates(fa, joints, x, R, jq_ref, jq):
         jq_ref[j] = jq[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _angle_columns(fa, joints, known_jq, jq_ref, x, R, V, out, k):
     """``joint.*.q`` (the formulation's own where it has one) and ``joint.*.qd``."""
     for n in range(joints.shape[0]):
@@ -152,7 +152,7 @@ def _angle_columns(fa, joints, known_jq, jq_ref, x, R, V, out, k):
     return k
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _reaction_columns(joint_internal, reversed_, succ, anchor_succ, x, R, P, reactions, out, k):
     """Reaction wrenches in file semantics: for a reversed joint, the wrench on the file
     child (= pred) by the file parent (= succ), about the anchor fixed in the file parent."""

@@ -23,7 +23,7 @@ from numba import njit
 # --------------------------------------------------------------------------- 3-D
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def cross3(a, b, out):
     """out = a x b."""
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -31,7 +31,7 @@ def cross3(a, b, out):
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def skew(a):
     """The 3x3 matrix ``~a`` with ``~a @ b == a x b``."""
     m = np.zeros((3, 3))
@@ -44,7 +44,7 @@ def skew(a):
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def quat_to_rot(q, R):
     """Rotation matrix of the quaternion ``q`` ([w, x, y, z]) into ``R``: the rotation of
     ``q / |q|`` (exact for unit quaternions; drifted ones are normalised on the fly)."""
@@ -61,7 +61,7 @@ def quat_to_rot(q, R):
     R[2, 2] = 1.0 - s * (x * x + y * y)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def rot_to_quat(R, q):
     """Unit quaternion (w >= 0) of the rotation matrix ``R`` (Shepperd's method)."""
     tr = R[0, 0] + R[1, 1] + R[2, 2]
@@ -97,7 +97,7 @@ def rot_to_quat(R, q):
         q[k] /= n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def quat_mul(a, b, out):
     """Hamilton product out = a (x) b."""
     w = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3]
@@ -110,7 +110,7 @@ def quat_mul(a, b, out):
     out[3] = z
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def axis_angle_rot(a, angle, R):
     """Rotation by ``angle`` about the unit axis ``a`` (Rodrigues) into ``R``."""
     c = np.cos(angle)
@@ -128,7 +128,7 @@ def axis_angle_rot(a, angle, R):
     R[2, 2] = c + z * z * t
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def matmul3(A, B, out):
     """out = A @ B for 3x3 (out must not alias A or B)."""
     for i in range(3):
@@ -139,14 +139,14 @@ def matmul3(A, B, out):
             out[i, j] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def matvec3(A, x, out):
     """out = A @ x for 3x3 (out must not alias x)."""
     for i in range(3):
         out[i] = A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def matTvec3(A, x, out):
     """out = A.T @ x for 3x3 (out must not alias x)."""
     for i in range(3):
@@ -156,7 +156,7 @@ def matTvec3(A, x, out):
 # --------------------------------------------------------------------------- 6-D
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def crm(V, M, out):
     """Motion cross product out = V x_m M, ``[w x m + v x mw; w x mw]``."""
     v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -169,7 +169,7 @@ def crm(V, M, out):
     out[5] = w0 * n1 - w1 * n0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def crf(V, F, out):
     """Force cross product out = V x* F, ``[w x f; v x f + w x n]``."""
     v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -182,7 +182,7 @@ def crf(V, F, out):
     out[5] = v0 * f1 - v1 * f0 + w0 * n1 - w1 * n0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def shift_force(F, l, out):
     """Wrench ``F`` about point B re-expressed about point A, with l = B - A.
 
@@ -197,7 +197,7 @@ def shift_force(F, l, out):
     out[5] = F[5] + l[0] * f1 - l[1] * f0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def shift_motion(V, l, out):
     """Twist ``V`` about point A re-expressed about point B, with l = B - A.
 
@@ -212,7 +212,7 @@ def shift_motion(V, l, out):
     out[5] = w2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def shift_matrix(l, X):
     """X = [[I, 0], [~l, I]]: the wrench shift of :func:`shift_force` as a matrix."""
     for i in range(6):
@@ -228,7 +228,7 @@ def shift_matrix(l, X):
     X[5, 1] = l[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def inertia_inverse_about(m, Jinv, c, out):
     """Inverse spatial inertia ``Phi = X(c)^T I_C^{-1} X(c)`` about point O.
 

@@ -259,7 +259,7 @@ def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
             g0[r + k] = -s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
     """Closure rows of the cut joints, re-expressed at the joint point P_j for
     spatial accelerations: G^P = G [[1, -~l], [0, 1]], g0 = g + G_lin (w x v_C)."""
@@ -389,7 +389,7 @@ def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
             _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     """Max |G_a A_a(P) + G_b A_b(P) + g0| over all rows, and the largest sum of the
     absolute values of its terms (the scale its round-off is relative to)."""
@@ -432,7 +432,7 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     return worst, scale
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
               q, v, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
               Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot):

@@ -44,7 +44,7 @@ from ..spatial import shift_force
 from .base import Evaluation, Formulation, check_consistent
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _body_terms(mass, inertia, R, V, A, Fext, Fbias):
     """Per body: I A + V x* I V - F_ext about the COM (world)."""
     nb = mass.shape[0]
@@ -83,7 +83,7 @@ def _body_terms(mass, inertia, R, V, A, Fext, Fbias):
         Fbias[i, 5] = Jw_al[2] + w[0] * Jw_w[1] - w[1] * Jw_w[0] - Fext[i, 5]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _project_columns(nb, v_adr, nv_j, S, fj, out):
     for i in range(nb):
         for c in range(v_adr[i], v_adr[i] + nv_j[i]):
@@ -93,7 +93,7 @@ def _project_columns(nb, v_adr, nv_j, S, fj, out):
             out[c] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
     """Joint-space mass matrix by the composite-rigid-body algorithm (world frame)."""
     nb = parent.shape[0]
@@ -181,7 +181,7 @@ def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
                 j = p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, gamma, phi, Gs_a, Gs_b, gs):
     """Rows of every cut joint: K (loop Jacobian in tree velocities), gamma =
     -(Phi_ddot at the given body accelerations ``acc``), and Phi.  The body

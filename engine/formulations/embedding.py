@@ -202,7 +202,7 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
                               sigma_rows=tuple(srow))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _positions(mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi,
                colscale, Kval, Qf, tau, pos):
     """Kinematics at q; every aggregated body's rows Y over its hinge velocities -- loop

@@ -105,7 +105,7 @@ def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut
     _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
     """Cut-joint impulse wrenches (tree-solve sign, about each COM) and their time
     derivatives at fixed multipliers."""
@@ -232,7 +232,7 @@ def _loads(nb, Fext, Wcut, Wdot, V, Q):
         Q[i, 5] -= v0 * Wcut[i, 1] - v1 * Wcut[i, 0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
               spring_cut, q, p, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
               Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot):

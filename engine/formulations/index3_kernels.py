@@ -183,7 +183,7 @@ def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
                 G7[side, k, 3 + c] = 2.0 * (Gt[k, 3] * Eb[0, c] + Gt[k, 4] * Eb[1, c] + Gt[k, 5] * Eb[2, c])
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True, _nrt=True)
 def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
     """Every joint's residual ``phi``, twist Jacobians ``Ga``, ``Gb``, quadratic term ``g``
     and the absolute-coordinate Jacobian rows ``G7`` (2, n_rows, 7): [0] pred, [1] succ."""
@@ -202,7 +202,7 @@ def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
 # ------------------------------------------------------------------ force-element rows
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
     """The force elements' tangent as tree rows (docs/index3.md, "Force elements in the
     tangent"), element ``s_elem[k]`` from row ``s_row[k]`` on: rows ``sqrt(kappa / alpha) d_q``
@@ -575,7 +575,7 @@ def projection_rhs(pst, qs, nu, kpsi, base, rhs):
             rhs[i, 3 + c] = kpsi * pst[i, c] * s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
     """Wrench [f; n] the predecessor exerts on the successor of each joint, about P[j]:
     minus the succ rows' force G_b^T lam (about the succ COM), shifted to P[j]."""
@@ -610,7 +610,7 @@ def _pose_of(qi, xo, Ro, Eo):
     emat(qi[3:7], Eo)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_Ga, tmp_Gb, tmp_g, out):
     """out = Phi_q(side)^T lam for joint j with the bodies at (qa, qb)."""
     xa = np.empty(3)
@@ -637,7 +637,7 @@ def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_G
             out[3 + c] += 2.0 * (Gt[k, 3] * Ex[0, c] + Gt[k, 4] * Ex[1, c] + Gt[k, 5] * Ex[2, c]) * lk
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
     """H_i = sum_joints d(Phi_qi^T lam)/dq_i (central differences) + mu_i 1_p, symmetrised:
     the body-diagonal blocks of Phi_qq^T lam + Psi_qq^T mu (paper 000, sect. 4.4)."""
@@ -697,7 +697,7 @@ def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
         Hi[3 + c, 3 + c] += mu[i]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True, _nrt=True)
 def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
@@ -736,7 +736,7 @@ def difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd):
             qdd[i, a] = c2 * q[i, a] + qdd_hat[i, a]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
                  x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res):
     """State and residual of a Newton iterate: q_dot, q_ddot from the difference
@@ -770,7 +770,7 @@ def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp,
     leaf_results(ix, Dl, bl, Fh, out)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_hat, mu, lam, fa, springs, jq_ref,
                       jq, ca, ix, mass, inertia, qd, qdd, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res, Hgeo,
                       Mcc, Dl, pst, ok, base, rhs, bl, out, Phi, bv, Fh, G, sel, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0,
@@ -816,7 +816,7 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
 # ------------------------------------------------------------------ projections
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, nu, n_joint_rows, mass, inertia,
                         ca, ix, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, Mcc, Dl, pst, ok, base, rhs, bl,
                         out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr, pivot_tol):
@@ -854,7 +854,7 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, 
     return eps, sgn, kp
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def acceleration_projection(eps, sgn, kp, q, qd, qdd, nu, ca, ix, x, R, V, A, E, phi, Ga, Gb, gq, G7, Dl, pst,
                             base, rhs, bl, out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
                             pivot_tol):

@@ -241,7 +241,7 @@ def _origin_columns(v_adr, nv_j, P, S, S6):
             S6[c, 5] = a2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
                           tau, pos):
     """Kinematics at q, closure rows, block matrices and their factors."""
@@ -249,7 +249,7 @@ def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g
     return block_qr(lx, colscale, Kval, Qf, tau)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos):
     """Kinematics at q, the cut joints' closure rows and residuals, and the block
     matrices (not yet factorised: :func:`block_qr`)."""
@@ -272,7 +272,7 @@ def _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w):
         _solve_blocks(lx, cl, Kval, Qf, tau, colscale, v, zero_rows, w)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _body_terms(mass, inertia, x, R, V, Fext, I6, p6):
     """Spatial inertia (eq. 11) and bias force (the negative of eq. 12's F^k) of every
     body about the origin: I = [[m, -m~c], [m~c, J - m~c~c]], p = V x* I V - F_ext."""
@@ -388,7 +388,7 @@ def _cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, N, g, Gam, beta):
                 Gam[k, a, e] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot, t6):
     """Recursive triangularisation (eqs. 14-19, 60-66) and forward substitution (eqs.
     24-27, 67-71), with every loop cluster folded onto its base body as one virtual
@@ -559,7 +559,7 @@ def _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, 
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, x, R, P, S, S6,
              V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w,
              I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, v, vdot, t6, zero_v):
@@ -600,7 +600,7 @@ def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut
                      t6)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def newton_step(mk, lx, nb, nv_j, q, phi, colscale, Kval, Qf, tau, w, dq, rhs, tol):
     """One Newton step on the loop equations (issue 18 item 4): the dependent coordinates'
     increment from ``K_D dq_D = -Phi - K_I 0`` with the blocks and factors of eq. (34),

@@ -870,7 +870,7 @@ def closing_merges(lay: TreeLayout, nb: int) -> np.ndarray:
                      if (tr.if_joint[tr.if_start[m]:tr.if_start[m + 1]] >= nb).any()], dtype=np.int64)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def loop_conditioning(ix, Kf, Kr, merges) -> float:
     """Smallest ``s_min / s_max`` of the Cholesky factors of the loop-closing merges'
     ``K`` (their independent part).  For the merge that closes a loop, ``K`` is the

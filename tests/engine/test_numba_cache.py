@@ -119,3 +119,29 @@ def test_formulations_start_the_threading_layer_before_cached_parallel_kernels(t
     fixed = _run(_FORMULATION + "\n" + call, tmp_path)
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert fixed.stdout.strip() == "8.0"
+
+
+def test_every_kernel_states_whether_it_uses_reference_counting():
+    """A numba kernel without an explicit ``_nrt`` inherits its caller's: the same kernel
+    compiled first from an ``_nrt=False`` kernel (docs/performance.md, "Speed") cannot
+    allocate, from any other it can -- so whether a cold process compiled, say, hdca's
+    cut-joint rows depended on which formulation it ran first (hdca alone on the four-bar
+    with an empty cache: a typing error, exit 1).  Every kernel that is not inlined into
+    its callers therefore says ``_nrt=True`` or ``_nrt=False``."""
+    import ast
+
+    missing = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for dec in node.decorator_list:
+                name = dec.func if isinstance(dec, ast.Call) else dec
+                if ast.unparse(name) not in ("njit", "numba.njit", "jit", "numba.jit"):
+                    continue
+                kw = {k.arg: ast.unparse(k.value) for k in dec.keywords} if isinstance(dec, ast.Call) else {}
+                if kw.get("inline") == "'always'":
+                    continue  # its IR is copied into the caller, compiled with the caller's flags
+                if "_nrt" not in kw:
+                    missing.append(f"{path.relative_to(ENGINE.parent)}:{node.lineno} {node.name}")
+    assert not missing, "kernels without an explicit _nrt: " + ", ".join(missing)
