@@ -166,9 +166,16 @@ def time_pinocchio(n: int, kind: str) -> float | None:
     return _time_call(lambda: pin.aba(model, data, q, v, tau))
 
 
+def startup_example() -> Path:
+    """The mechanism the start-up figures are measured on (the bundled four-bar)."""
+    from ..paths import examples_dir
+
+    return examples_dir() / "parallelogram-fourbar.mech.json"
+
+
 def startup(formulation: str) -> dict:
     """Cold (empty numba cache) and warm first-evaluation and end-to-end CLI times."""
-    example = Path(__file__).resolve().parent.parent / "resources" / "examples" / "parallelogram-fourbar.mech.json"
+    example = startup_example()
     code = (
         "import time; t0 = time.perf_counter()\n"
         "from engine.model import load_model\nfrom engine.simulation import Settings, Simulation\n"

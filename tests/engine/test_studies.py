@@ -80,3 +80,12 @@ def test_embedding_quick(tmp_path):
     for series in ("tree", "loop"):
         assert len(data[series]) == 3 and not data["failed"][series]
         assert all(r[f] > 0 for r in data[series] for f in ("embedding", "rcr", "dca", "hdca", "dense"))
+
+
+def test_bench_startup_measures_a_bundled_example():
+    """``linkwork bench``'s start-up figures run the bundled four-bar: the path survived the
+    move of the studies into engine/studies/ (it pointed at engine/resources/ and the
+    bench stopped with a traceback after its speed tables)."""
+    from engine.studies.bench import startup_example
+
+    assert startup_example().is_file()
