@@ -41,3 +41,12 @@ def test_a_wrong_peer_model_is_caught():
     a = pin.aba(pm, data, q, v, np.zeros(pm.nv))
     acc = bench_peers.body_accelerations(pm, data, jid, model, anchor, q, v, a)
     assert bench_peers._rel(acc, e.acc) > 1e-3
+
+
+def test_mutual_agreement_of_the_linkwork_formulations():
+    """The run also reports the largest difference between two of Linkwork's O(n)
+    formulations (dense left out), the figure that stays meaningful where dense's own
+    solve is the less accurate side."""
+    row = bench_peers.measure(6, "revolute", ["dca", "rcr", "dense"])
+    assert row["mutual"] is not None and 0.0 <= row["mutual"] <= bench_peers.AGREE_RTOL
+    assert bench_peers.measure(6, "revolute", ["dca"])["mutual"] is None  # one formulation: no pair
