@@ -37,7 +37,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..constraints import joint_constraint
 from ..forces import tree_applied_forces
 from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_subspace
 from ..model import SPHERICAL
