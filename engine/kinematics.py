@@ -186,8 +186,8 @@ def _motion_subspace(mk, q, R, S, aw, R1, t):
 @njit(cache=True, nogil=True, _nrt=True)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
-    w = np.empty((6, 6))  # Vp, Sv, Vi, l, tmp, s0 | s1 in its rows
-    _fk_velocities(mk, x, P, S, v, V, c, w[0], w[1], w[2], w[3, :3], w[4], w[5], np.empty(6))
+    w = np.empty((7, 6))  # scratch rows: Vp, Sv, Vi, l (3 entries), tmp, s0, s1
+    _fk_velocities(mk, x, P, S, v, V, c, w[0], w[1], w[2], w[3, :3], w[4], w[5], w[6])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
