@@ -723,11 +723,17 @@ def default_workers(threads_per_worker: int = 1) -> int:
 
 def worker_environment(threads_per_worker: int) -> dict:
     """The worker processes' environment: numba (and OpenMP, OpenBLAS) get
-    ``threads_per_worker`` threads, so N workers use N x threads cores, not N x cores;
-    OpenMP threads sleep when idle instead of spinning (docs: environment)."""
-    t = str(max(1, threads_per_worker))
-    return {"NUMBA_NUM_THREADS": t, "OMP_NUM_THREADS": t, "OPENBLAS_NUM_THREADS": "1",
-            "OMP_WAIT_POLICY": "PASSIVE"}
+    ``threads_per_worker`` threads, so N workers use N x threads cores, not N x cores.
+    OpenMP's threads keep their default wait policy (spin, then sleep) when a worker has
+    more than one: with ``OMP_WAIT_POLICY=PASSIVE`` every parallel region wakes sleeping
+    threads, and two threads made a dca evaluation slower than one (1024 bodies: 627 us
+    on one thread, 661-672 us on two passive ones, 368-370 us on two default ones;
+    docs/performance.md, "Speed").  With one thread there is no team to wake."""
+    n = max(1, threads_per_worker)
+    env = {"NUMBA_NUM_THREADS": str(n), "OMP_NUM_THREADS": str(n), "OPENBLAS_NUM_THREADS": "1"}
+    if n == 1:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    return env
 
 
 def local_cluster(workers: int | None = None, threads_per_worker: int = 1):

@@ -314,3 +314,17 @@ def test_unreadable_sweep_and_mechanism_files_are_refused_with_the_path(tmp_path
     s.write_text(json.dumps({"format": "linkwork-sweep", "version": 1, "mechanism": "m.mech.json", "cases": [{}]}))
     with pytest.raises(SweepError, match=r"mechanism.*m\.mech\.json is not valid JSON"):
         load_sweep(s)
+
+
+def test_worker_environment_threads():
+    """N workers x T threads: numba, OpenMP and OpenBLAS get T threads (OpenBLAS 1); the
+    passive OpenMP wait policy only where a worker has one thread -- with two it made a
+    dca evaluation slower than one thread (docs/performance.md, "Speed")."""
+    from engine.sweep import worker_environment
+
+    one = worker_environment(1)
+    assert one == {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                   "OMP_WAIT_POLICY": "PASSIVE"}
+    two = worker_environment(2)
+    assert two["NUMBA_NUM_THREADS"] == two["OMP_NUM_THREADS"] == "2" and "OMP_WAIT_POLICY" not in two
+    assert worker_environment(0)["NUMBA_NUM_THREADS"] == "1"
