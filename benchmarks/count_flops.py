@@ -98,17 +98,13 @@ def _convert(obj, names):
 
 
 def dca_counts(n: int, kind: str) -> dict:
-    from engine.simulation import Settings, Simulation
-    from engine.studies.bench import _chain_model
+    from engine.studies.bench import chain_formulation
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from profile_dca import passes
 
-    model = _chain_model(n, kind)
-    sim = Simulation(model, Settings(formulation="dca", threads=1))
-    f = sim.formulation
-    y = f.initial_state()
-    y[model.nq:] = np.random.default_rng(0).normal(scale=0.3, size=model.nv)
+    f, y = chain_formulation("dca", n, kind)
+    model = f.model
     f.model = _Counted(model, ("mass", "inertia", "inertia_inv", "perp_pred"))
     _convert(f, ("x", "R", "P", "S", "V", "c", "Fext", "rhs_body", "Jinv_w", "_scratch", "A", "vdot", "qd",
                  "jq", "jq_ref"))
@@ -128,14 +124,9 @@ def dca_counts(n: int, kind: str) -> dict:
 
 def rcr_counts(n: int, kind: str) -> int | None:
     """One rcr right-hand side, counted whole (its arrays converted the same way)."""
-    from engine.simulation import Settings, Simulation
-    from engine.studies.bench import _chain_model
+    from engine.studies.bench import chain_formulation
 
-    model = _chain_model(n, kind)
-    sim = Simulation(model, Settings(formulation="rcr", threads=1))
-    f = sim.formulation
-    y = f.initial_state()
-    y[model.nq:] = np.random.default_rng(0).normal(scale=0.3, size=model.nv)
+    f, y = chain_formulation("rcr", n, kind)
     for name, val in list(vars(f).items()):
         if isinstance(val, np.ndarray) and val.dtype == np.float64:
             setattr(f, name, counting(val))

@@ -26,8 +26,7 @@ from engine import config  # noqa: E402
 from engine.forces import tree_applied_forces  # noqa: E402
 from engine.formulations import dca, treesolve  # noqa: E402
 from engine.kinematics import fk_positions, fk_velocities, motion_subspace, qdot_from_v  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
-from engine.studies.bench import _chain_model, _time_call  # noqa: E402
+from engine.studies.bench import _time_call, chain_formulation  # noqa: E402
 
 
 def passes(f, q, v):
@@ -80,12 +79,9 @@ def machine_reference(nr: int, n: int = 1024) -> float:
 
 
 def profile(n: int, kind: str) -> dict:
-    model = _chain_model(n, kind)
-    sim = Simulation(model, Settings(formulation="dca", threads=1))
-    f = sim.formulation
+    f, y = chain_formulation("dca", n, kind)
     numba.set_num_threads(1)
-    y = f.initial_state()
-    y[model.nq:] = np.random.default_rng(0).normal(scale=0.3, size=model.nv)
+    model = f.model
     q, v = y[: model.nq].copy(), y[model.nq:].copy()
     f.rhs(0.0, y)
     out = {}

@@ -59,17 +59,24 @@ def _chain_model(n: int, kind: str):
     return build_model(chain(n, "spherical" if kind == "spherical" else "revolute", planar=kind != "spherical"))
 
 
-def time_formulation(name: str, n: int, kind: str, threads: int) -> float:
-    import numba
+def chain_formulation(name: str, n: int, kind: str, threads: int = 1):
+    """Formulation ``name`` on the benchmark chain and the state every speed figure is
+    taken at: the initial pose, random joint rates (seed 0).  Returns (formulation, y)."""
     import numpy as np
 
     from ..simulation import Settings, Simulation
 
     model = _chain_model(n, kind)
-    sim = Simulation(model, Settings(formulation=name, threads=threads))
-    form = sim.formulation
+    form = Simulation(model, Settings(formulation=name, threads=threads)).formulation
     y = form.initial_state()
     y[model.nq:] = np.random.default_rng(0).normal(scale=0.3, size=model.nv)
+    return form, y
+
+
+def time_formulation(name: str, n: int, kind: str, threads: int) -> float:
+    import numba
+
+    form, y = chain_formulation(name, n, kind, threads)
     numba.set_num_threads(threads)
     return _time_call(lambda: form.rhs(0.0, y))
 
