@@ -3,7 +3,7 @@
 Each pass of :func:`engine.formulations.dca._evaluate` is called on its own, with the
 formulation's own arrays after one full evaluation at a random state, and timed as
 the best of several batches (one thread).  Also timed: the whole ``_evaluate`` (one
-kernel call), and ``rhs`` (``_evaluate`` + ``qdot_from_v`` + the Python between them).
+kernel call), and ``rhs`` (``_evaluate`` + ``ode_rates`` + the Python between them).
 "Python" is ``rhs`` minus the sum of its kernels.  The flop counts are those of
 ``docs/performance.md``, "A dca right-hand side, pass by pass" (counted from the loops).
 
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from engine import config  # noqa: E402
 from engine.forces import tree_applied_forces  # noqa: E402
 from engine.formulations import dca, treesolve  # noqa: E402
-from engine.kinematics import fk_positions, fk_velocities, motion_subspace, qdot_from_v  # noqa: E402
+from engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
 from engine.studies.bench import _time_call, chain_formulation  # noqa: E402
 
 
@@ -35,6 +35,7 @@ def passes(f, q, v):
     ix = lay.ix
     tol = config.PIVOT_RTOL
     t = np.bool_(True)
+    rates = np.empty(m.nq + m.nv)
     return {
         "fk_positions": lambda: fk_positions(f.mk, q, f.x, f.R, f.P),
         "motion_subspace": lambda: motion_subspace(f.mk, q, f.R, f.S),
@@ -52,7 +53,7 @@ def passes(f, q, v):
         "disassemble": lambda: treesolve.disassemble6(ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0),
         "accelerations": lambda: dca._accelerations(ix, f.mk, f.x, f.P, f.S, f.c, lay.Fh, f.rhs_body, m.mass,
                                                     f.Jinv_w, f.A, f.vdot),
-        "qdot_from_v": lambda: qdot_from_v(f.mk, q, v, f.qd),
+        "ode_rates": lambda: ode_rates(f.mk, q, v, f.vdot, rates),
     }
 
 
@@ -87,7 +88,7 @@ def profile(n: int, kind: str) -> dict:
     out = {}
     for name, call in passes(f, q, v).items():
         out[name] = _time_call(call) * 1e6
-    out["_evaluate (one kernel)"] = _time_call(lambda: f._solve(0.0, q, v)) * 1e6
+    out["_evaluate (one kernel)"] = _time_call(lambda: f._solve(0.0, q, v, check=False)) * 1e6
     out["rhs"] = _time_call(lambda: f.rhs(0.0, y)) * 1e6
     kern = sum(out[k] for k in passes(f, q, v))
     out["python and calls"] = out["rhs"] - kern

@@ -150,10 +150,9 @@ class Simulation:
         two threads on a busy machine 10.6 s, with one 1.35 s; the results are the same)."""
         import numba
 
-        from .formulations.treesolve import PARALLEL_MIN_BODIES
+        from .formulations.treesolve import run_threads
 
-        n = numba.config.NUMBA_NUM_THREADS if threads is None else min(threads, numba.config.NUMBA_NUM_THREADS)
-        numba.set_num_threads(1 if model.nb < PARALLEL_MIN_BODIES else max(n, 1))
+        numba.set_num_threads(run_threads(model.nb, threads))
 
     def __init__(self, model: Model, settings: Settings | None = None):
         self.model = model

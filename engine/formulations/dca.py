@@ -31,7 +31,6 @@ from ..forces import force_arrays, spring_joints, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
-    qdot_from_v,
 )
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 from ..spatial import shift_motion
@@ -163,7 +162,7 @@ def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
     dca, hdca's two phases and its Python-side reaction pass share one specialisation
     (numba compiles one per literal value; docs/performance.md, "Compile time")."""
     nb = ix[0]
-    if nb >= treesolve.PARALLEL_MIN_BODIES:
+    if nb >= ix[24]:
         for i in prange(nb):
             if dca_rhs:
                 _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
@@ -377,7 +376,7 @@ def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
     """Body spatial accelerations about the COM from the handle forces, then vdot."""
     nb = ix[0]
     parent, v_adr = mk[0], mk[3]
-    if nb >= treesolve.PARALLEL_MIN_BODIES:
+    if nb >= ix[24]:
         for i in prange(nb):
             _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
         for i in prange(nb):
@@ -483,7 +482,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
         self.tree = build_assembly_tree(m)
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, getattr(settings, "threads", None))
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
         self.spring_joints = spring_joints(m)
@@ -522,6 +521,7 @@ class DCAFormulation(TreeFormulation):
     title = "divide-and-conquer algorithm (Featherstone), acceleration level"
     kind = "ode"
     parameters = ("baumgarte", "threads")
+    not_finite = "accelerations are not finite"
     remedy = ("dca closes loops at the acceleration level only and cannot hold a loop through a singular "
               "configuration: use hdca, dense or index3 (docs/formulations.md, \"Singular configurations\").")
     summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "
@@ -542,8 +542,8 @@ class DCAFormulation(TreeFormulation):
         self.A = np.zeros((m.nb, 6))  # spatial accelerations about the COM, _accelerations
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
-        self.qd = np.zeros(m.nq)
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
+        self._head, self._tail = self._kernel_args()
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -559,15 +559,25 @@ class DCAFormulation(TreeFormulation):
         return np.concatenate([q, v])
 
     # ---------------------------------------------------------------- passes
-    def _solve(self, t, q, v):
+    def _kernel_args(self) -> tuple[tuple, tuple]:
+        """``_evaluate``'s arguments before and after (q, v), gathered once: every array
+        is allocated in ``__init__`` and only ever written in place, and looking up 46
+        attributes on every right-hand side cost 2 us (docs/performance.md)."""
         m, lay = self.model, self.lay
-        _evaluate(self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
-                  m.ncut, self.spring_tree, self.cut_spring, q, v, self.x, self.R, self.P, self.S, self.V, self.c,
-                  self.Fext, self.jq, self.jq_ref, lay.G, lay.g0, self.phi, self.alpha, self.beta, lay.Phi, lay.bv,
-                  lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr,
-                  config.PIVOT_RTOL, self.rhs_body, self.Jinv_w, self._scratch, self.A, self.vdot)
-        if not np.isfinite(self.vdot).all():
-            raise SingularSystemError(t, "accelerations are not finite")
+        head = (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.ncut,
+                self.spring_tree, self.cut_spring)
+        tail = (self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0,
+                self.phi, self.alpha, self.beta, lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr,
+                lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL, self.rhs_body, self.Jinv_w,
+                self._scratch, self.A, self.vdot)
+        return head, tail
+
+    def _solve(self, t, q, v, check=True):
+        """One evaluation into the workspace; ``check``: refuse non-finite accelerations
+        (``rhs`` checks them in :meth:`_rates` instead)."""
+        _evaluate(*self._head, q, v, *self._tail)
+        if check and not np.isfinite(self.vdot).all():
+            raise SingularSystemError(t, self.not_finite)
 
     def closure_residual(self) -> tuple[float, float]:
         """(largest acceleration residual of any joint row, largest term) of the last solve."""
@@ -576,14 +586,10 @@ class DCAFormulation(TreeFormulation):
 
     def rhs(self, t, y):
         self.nfev += 1
-        m = self.model
-        q, v = y[: m.nq], y[m.nq:]
-        self._solve(t, q, v)
-        qdot_from_v(self.mk, q, v, self.qd)
-        out = np.empty_like(y)
-        out[: m.nq] = self.qd
-        out[m.nq:] = self.vdot
-        return out
+        nq = self.model.nq
+        q, v = y[:nq], y[nq:]
+        self._solve(t, q, v, check=False)
+        return self._rates(t, y, q, v, self.vdot)
 
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay

@@ -72,7 +72,7 @@ def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
-    if nb >= treesolve.PARALLEL_MIN_BODIES:
+    if nb >= ix[24]:
         for i in prange(nb):
             _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
     else:
@@ -208,10 +208,11 @@ def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdo
 
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
-    """Eq. (H3) for every tree joint (independent of each other)."""
+def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot, parallel_from):
+    """Eq. (H3) for every tree joint (independent of each other); a parallel loop from
+    ``parallel_from`` bodies on (``ix[24]``)."""
     nb = x.shape[0]
-    if nb >= treesolve.PARALLEL_MIN_BODIES:
+    if nb >= parallel_from:
         for k in prange(nb):
             _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
     else:
@@ -248,7 +249,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_ad
         _cut_loads(ca, nb, x, R, V, lam, ix[19], Wcut, Wdot)
     _loads(nb, Fext, Wcut, Wdot, V, Q)
     subtree_sums(mk[0], x, P, Q, Qbar)
-    _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix[19], ix[20], Qbar, pdot)
+    _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix[19], ix[20], Qbar, pdot, ix[24])
 
 
 class HDCAFormulation(TreeFormulation):
@@ -256,6 +257,7 @@ class HDCAFormulation(TreeFormulation):
     title = "Hamiltonian divide-and-conquer algorithm, velocity level"
     kind = "ode"
     parameters = ("threads",)
+    not_finite = "velocities or momentum rates are not finite"
     summary = ("Paper 001's Hamiltonian DCA: joint coordinates and canonical momenta, loops closed at the "
                "velocity level, so velocity constraints hold to round-off and positions drift only slowly.")
 
@@ -282,7 +284,7 @@ class HDCAFormulation(TreeFormulation):
         self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), _leaves
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
-        self.qd = np.zeros(m.nq)
+        self._head, self._tail = self._kernel_args()
 
     # ----------------------------------------------------------------- state
     def initial_state(self) -> np.ndarray:
@@ -310,16 +312,23 @@ class HDCAFormulation(TreeFormulation):
         return np.concatenate([q, p])
 
     # ---------------------------------------------------------------- passes
-    def _solve(self, t, q, p):
+    def _kernel_args(self) -> tuple[tuple, tuple]:
+        """``_evaluate``'s arguments before and after (q, p), gathered once (as dca's)."""
         m, lay = self.model, self.lay
-        _evaluate(self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
-                  m.v_adr, m.nv_j, m.ncut, self.spring_tree, self.cut_spring, q, p, self.x, self.R, self.P, self.S,
-                  self.V0, self.c0, self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0, self.phi,
-                  lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0,
-                  lay.y0, lay.scr, config.PIVOT_RTOL, self.impulses, self.Jinv_w, self._scratch, self.Vh, self.v,
-                  self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot)
-        if not (np.isfinite(self.v).all() and np.isfinite(self.pdot).all()):
-            raise SingularSystemError(t, "velocities or momentum rates are not finite")
+        head = (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
+                m.v_adr, m.nv_j, m.ncut, self.spring_tree, self.cut_spring)
+        tail = (self.x, self.R, self.P, self.S, self.V0, self.c0, self.V, self.c, self.Fext, self.jq, self.jq_ref,
+                lay.G, lay.g0, self.phi, lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks,
+                lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL, self.impulses, self.Jinv_w,
+                self._scratch, self.Vh, self.v, self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot)
+        return head, tail
+
+    def _solve(self, t, q, p, check=True):
+        """One evaluation into the workspace; ``check``: refuse non-finite velocities or
+        momentum rates (``rhs`` checks them in :meth:`_rates` instead)."""
+        _evaluate(*self._head, q, p, *self._tail)
+        if check and not (np.isfinite(self.v).all() and np.isfinite(self.pdot).all()):
+            raise SingularSystemError(t, self.not_finite)
 
     def velocities(self, t, y) -> np.ndarray:
         """Joint velocities of the state (q, p*)."""
@@ -336,8 +345,8 @@ class HDCAFormulation(TreeFormulation):
         self.nfev += 1
         m = self.model
         q, p = y[: m.nq], y[m.nq:]
-        self._solve(t, q, p)
-        return self._rates(y, q, self.pdot)
+        self._solve(t, q, p, check=False)
+        return self._rates(t, y, q, self.v, self.pdot)
 
     # ------------------------------------------------------------- reactions
     def _acceleration_pass(self):

@@ -111,7 +111,8 @@ class Index3Formulation(Formulation):
         self.tree = build_assembly_tree(m, extra=ends)
         # rows per element: a spring's three (along it and across it), a joint spring's one
         s_nrow = np.where(m.f_type[self.s_elem] == F_SPRING, 3, 1).astype(np.int64)
-        self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]))
+        self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]),
+                                          getattr(settings, "threads", None))
         self.n_joint_rows = int(m.nc_j.sum())  # the elements' rows follow: s_row[k] is element k's first
         self.s_row = (self.n_joint_rows + np.concatenate([[0], np.cumsum(s_nrow)[:-1]])).astype(np.int64)
         self._closing = treesolve.closing_merges(self.lay, nb)  # where loops close (health)

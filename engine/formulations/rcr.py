@@ -360,6 +360,8 @@ class RCRFormulation(Formulation):
     name = "rcr"
     title = "recursive coordinate reduction (Anderson & Critchley), velocity level"
     kind = "ode"
+    not_finite = ("the reduced mass matrix of a loop cluster is singular "
+                  "(independent speeds no longer valid)")
     parameters = ()
     summary = ("Paper 002's recursive coordinate reduction: joint coordinates, loops closed at the velocity "
                "level by independent/dependent speeds chosen (and re-chosen) automatically, dependent "
@@ -415,7 +417,6 @@ class RCRFormulation(Formulation):
         self.t6 = np.zeros(6)
         self.zero_v = np.zeros(m.nv)
         self.dq = np.zeros(m.nv)
-        self.qd = np.zeros(m.nq)
         self.ncl = ncl
         self.switches = 0
         self.switch_log: list[str] = []
@@ -467,7 +468,9 @@ class RCRFormulation(Formulation):
                                        self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
                                        p.colscale, self.Kval, self.Qf, self.tau, self.pos)
 
-    def _solve(self, t, q, v):
+    def _solve(self, t, q, v, check=True):
+        """One evaluation into the workspace; ``check``: refuse non-finite speeds or
+        accelerations (``rhs`` checks them in :meth:`_rates` instead)."""
         m, p = self.model, self.part
         self.block_conditioning = self._positions(q)
         ok = K.dynamics(
@@ -477,16 +480,15 @@ class RCRFormulation(Formulation):
             p.colscale, self.Kval, self.Qf, self.tau, self.w, self.I6, self.p6, self.N, self.g, self.Gam,
             self.beta, self.U, self.Dl, self.u, self.Ucl, self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6,
             self.zero_v)
-        if not ok or not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all()):
-            raise SingularSystemError(t, "the reduced mass matrix of a loop cluster is singular "
-                                         "(independent speeds no longer valid)")
+        if not ok or (check and not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all())):
+            raise SingularSystemError(t, self.not_finite)
 
     def rhs(self, t, y):
         self.nfev += 1
         m = self.model
         q, v = y[: m.nq], y[m.nq:]
-        self._solve(t, q, v)
-        return self._rates(y, q, self.vdot)
+        self._solve(t, q, v, check=False)
+        return self._rates(t, y, q, self.v, self.vdot)
 
     # ------------------------------------------------------------ projection
     @property

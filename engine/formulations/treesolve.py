@@ -56,6 +56,40 @@ from ..topology import AssemblyTree
 
 #: per-body passes go parallel from this many bodies on
 PARALLEL_MIN_BODIES = 64
+#: ``ix[24]`` of a run on one thread: no body loop opens a parallel region
+NEVER_PARALLEL = np.iinfo(np.int64).max
+
+
+def run_threads(nb: int, threads: int | None) -> int:
+    """numba threads of a run on ``nb`` bodies: the settings' ``threads`` (all cores
+    when None, at most numba's), but one below ``PARALLEL_MIN_BODIES`` bodies."""
+    import numba
+
+    n = numba.config.NUMBA_NUM_THREADS if threads is None else min(threads, numba.config.NUMBA_NUM_THREADS)
+    return 1 if nb < PARALLEL_MIN_BODIES else max(n, 1)
+
+
+def body_parallel_from(nb: int, threads: int | None) -> np.int64:
+    """``ix[24]``: the body count from which the per-body loops (leaves, accelerations,
+    hdca's impulses and momentum rates) open a parallel region -- never on one thread,
+    where a region costs 0.6 us to enter and its loop runs no faster than a plain one
+    (docs/performance.md, "Fixed cost per call")."""
+    return np.int64(PARALLEL_MIN_BODIES if run_threads(nb, threads) > 1 else NEVER_PARALLEL)
+
+
+#: on one thread the tree passes still cut the tree (one region per pass) from this many
+#: bodies on: numba compiles the merges in a parallel region's body with ``noalias``
+#: arguments, faster than the same merges in the serial loop by 3 % from 512 bodies on,
+#: while below about 200 bodies the regions' entry costs more (docs/performance.md)
+ONE_THREAD_CUT_MIN_BODIES = 256
+
+
+def cuts_tree(nb: int, threads: int | None) -> bool:
+    """Whether the tree passes cut the tree into independent subtrees (one parallel
+    region per pass) for a run on ``nb`` bodies with the settings' ``threads``."""
+    if run_threads(nb, threads) > 1:
+        return True  # run_threads is 1 below PARALLEL_MIN_BODIES
+    return nb >= ONE_THREAD_CUT_MIN_BODIES
 
 
 @dataclass(eq=False)
@@ -143,8 +177,10 @@ def subtree_partition(tree: AssemblyTree, min_subtrees: int = SUBTREES):
             np.array(top, dtype=np.int64))
 
 
-def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray) -> TreeLayout:
-    """Index arrays for ``tree`` with ``rows_per_joint[j]`` constraint rows per joint."""
+def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray,
+                 threads: int | None = None) -> TreeLayout:
+    """Index arrays for ``tree`` with ``rows_per_joint[j]`` constraint rows per joint,
+    for a run with the settings' ``threads`` (:func:`body_parallel_from`)."""
     nb, nm = tree.nb, tree.n_merges
     rows = np.asarray(rows_per_joint, dtype=np.int64)
     row_adr = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
@@ -165,14 +201,13 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     nK = int((m_nr**2).sum())
     nR = int(m_nr.sum())
     nE = int((ne * m_nr).sum())
-    # below PARALLEL_MIN_BODIES the body loops are serial and a run has one thread
-    # (Simulation._set_threads): no parallel region in the tree passes either
-    sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if nb >= PARALLEL_MIN_BODIES else nm + 1)
+    # no parallel region in the tree passes unless they cut the tree (cuts_tree)
+    sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if cuts_tree(nb, threads) else nm + 1)
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
         tree.node_pair_start, tree.h_joint, tree.h_side, tree.h_src, tree.if_start, tree.if_joint,
         tree.if_left, tree.if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows,
-        sub_start, sub_merges, top_merges,
+        sub_start, sub_merges, top_merges, body_parallel_from(nb, threads),
     )
     return TreeLayout(
         nd=nd, ix=ix, n_rows=n_rows, tree=tree,
@@ -372,7 +407,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
     constant of the calling pass: :func:`_passes`) columns, which the compiler unrolls and
     vectorises, and zero entries of G skipped."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     n = nb + m
     Ln = left[m]
     Rn = right[m]
@@ -458,7 +493,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     nd = Phi.shape[1]
     n = nb + m
     Ln = left[m]
@@ -671,7 +706,7 @@ def _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd):
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     nd = bv.shape[1]
     n = nb + m
     Ln = left[m]
@@ -719,7 +754,7 @@ def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2 = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     nd = Fh.shape[1]
     n = nb + m
     Ln = left[m]

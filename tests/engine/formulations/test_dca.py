@@ -155,8 +155,11 @@ def test_baumgarte_reduces_drift():
     assert runs[(10.0, 10.0)] < 0.1 * runs[None]
 
 
-def test_threads_give_identical_results():
-    model = build_model(gen.chain(256, "spherical", planar=False))
+@pytest.mark.parametrize("n", [100, 256])
+def test_threads_give_identical_results(n):
+    """One thread: plain body loops, and below 256 bodies an uncut tree (no parallel
+    region); two: parallel loops over a cut tree.  The arithmetic is the same."""
+    model = build_model(gen.chain(n, "spherical", planar=False))
     old = numba.get_num_threads()
     try:
         out = []
@@ -215,3 +218,35 @@ def test_singular_configurations_are_reported(form):
         assert len(sim.stats.get("warnings", [])) == visits[name]
     assert visits["loop-8"] == 0
     assert visits["parallelogram-fourbar"] >= 2
+
+
+@pytest.mark.parametrize("n,threads,cut,parallel_loops", [
+    (63, 2, False, False),  # below PARALLEL_MIN_BODIES: one thread whatever the settings
+    (64, 1, False, False),
+    (255, 1, False, False),
+    (256, 1, True, False),  # one thread, but the merges compile faster in a region's body
+    (64, 2, True, True),
+])
+def test_parallel_regions_follow_the_runs_threads(n, threads, cut, parallel_loops):
+    """The layout carries the run's thread count: ``ix[24]`` (body loops) and the subtree
+    cut of the tree passes (``treesolve.cuts_tree``)."""
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs two numba threads")
+    f = Simulation(build_model(gen.chain(n, "revolute")), Settings(formulation="dca", threads=threads)).formulation
+    ix = f.lay.ix
+    assert (ix[21].shape[0] > 1) == cut
+    assert (ix[0] >= ix[24]) == parallel_loops
+
+
+@pytest.mark.parametrize("name", ["dca", "hdca", "rcr"])
+def test_a_non_finite_right_hand_side_is_refused(name):
+    """rhs checks its output in the same kernel that writes it (kinematics.ode_rates)."""
+    from engine.errors import SingularSystemError
+
+    model = build_model(gen.chain(5, "spherical", planar=False))
+    f = Simulation(model, Settings(formulation=name)).formulation
+    y = f.initial_state()
+    assert np.isfinite(f.rhs(0.0, y)).all()
+    y[-1] = np.nan
+    with pytest.raises(SingularSystemError):
+        f.rhs(0.0, y)
