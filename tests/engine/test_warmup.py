@@ -131,3 +131,12 @@ def test_a_record_of_another_checkout_does_not_count(tmp_path, monkeypatch):
     assert warmup.compiled() == set()
     warmup._record("dense", 1.0, 1)  # this checkout's warm-up replaces the other's record
     assert warmup.compiled() == {"dense"}
+
+
+def test_compile_with_a_failing_formulation_exits_1_and_does_not_claim_it(monkeypatch, capsys):
+    """A formulation whose examples fail is named, and not counted among the compiled."""
+    monkeypatch.setattr(warmup, "compile_all", lambda names, force=False: ({"dense": 1.0, "dca": 2.0}, ["dca"]))
+    assert warmup.main(["--formulations", "dense,dca"]) == 1
+    err = capsys.readouterr().err
+    assert "1 formulation(s) compiled" in err
+    assert "dca failed on the examples above" in err
