@@ -238,6 +238,8 @@ def applied_forces(fa, x, R, V, jq, F):
         for k in range(3):
             F[i, k] = mass[i] * gravity[k]
             F[i, 3 + k] = 0.0
+    if f_type.shape[0] == 0:
+        return  # gravity only: none of the scratch below (nine allocations, 0.5 us a call)
     p1 = np.empty(3)
     p2 = np.empty(3)
     v1 = np.empty(3)
