@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import config, start_parallel_backend
 from ..errors import SingularSystemError
+from ..kinematics import ode_rates
 from ..model import Model
 
 
@@ -117,8 +118,6 @@ class Formulation(ABC):
         the rate of the state's second half (vdot, or hdca's pdot); refuses a non-finite
         ``v`` or ``second``.  One kernel call (:func:`~engine.kinematics.ode_rates`): on a
         small mechanism each numpy call here was a tenth of the whole evaluation."""
-        from ..kinematics import ode_rates
-
         out = np.empty_like(y)
         if not ode_rates(self.mk, q, v, second, out):
             raise SingularSystemError(t, self.not_finite)

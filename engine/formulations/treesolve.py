@@ -73,7 +73,9 @@ def body_parallel_from(nb: int, threads: int | None) -> np.int64:
     """``ix[24]``: the body count from which the per-body loops (leaves, accelerations,
     hdca's impulses and momentum rates) open a parallel region -- never on one thread,
     where a region costs 0.6 us to enter and its loop runs no faster than a plain one
-    (docs/performance.md, "Fixed cost per call")."""
+    (docs/performance.md, "Fixed cost per call").  index-3's body loops keep the fixed
+    threshold: several of its kernels count references, and a plain loop that counts ran
+    twice as slow as a region's body in dca (performance.md, "What was changed")."""
     return np.int64(PARALLEL_MIN_BODIES if run_threads(nb, threads) > 1 else NEVER_PARALLEL)
 
 
