@@ -20,6 +20,43 @@ from ..kinematics import ode_rates
 from ..model import Model
 
 
+_F64 = np.dtype(np.float64)
+
+
+def _plain(a: np.ndarray) -> bool:
+    """Whether ``a`` has the one array type a bound kernel was compiled for (float64,
+    C-contiguous, writable, aligned: a slice of an integrator's state vector)."""
+    f = a.flags
+    return a.dtype == _F64 and f.c_contiguous and f.writeable and f.aligned
+
+
+class StateKernel:
+    """``kernel(*head, q, v, *tail)``: a kernel called on every evaluation with the same
+    workspace (``head``, ``tail``: allocated once, written in place) and the state's two
+    halves.  After the first call it calls numba's compiled entry point for these
+    argument types directly, skipping the dispatcher's type resolution of every array
+    in the workspace (about a hundred: 2 us of a 64-body evaluation, docs/performance.md,
+    "Fixed cost per call").  A ``q`` or ``v`` of another array type (a strided,
+    read-only or non-float64 state) goes through the dispatcher, as before."""
+
+    def __init__(self, kernel, head: tuple, tail: tuple):
+        self.kernel, self.head, self.tail = kernel, head, tail
+        self.entry = None  # the compiled function, once bound
+        self._bound = False
+
+    def __call__(self, q: np.ndarray, v: np.ndarray):
+        if self.entry is not None and _plain(q) and _plain(v):
+            return self.entry(*self.head, q, v, *self.tail)
+        out = self.kernel(*self.head, q, v, *self.tail)
+        if not self._bound and _plain(q) and _plain(v):
+            self._bound = True
+            from numba import typeof
+
+            sig = tuple(typeof(a) for a in (*self.head, q, v, *self.tail))
+            self.entry = self.kernel.overloads[sig].entry_point if sig in self.kernel.overloads else None
+        return out
+
+
 def check_consistent(t: float, residual: float, scale: float) -> None:
     """Refuse to return a silently wrong answer at an output instant.
 

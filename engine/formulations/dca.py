@@ -36,7 +36,7 @@ from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSA
 from ..spatial import shift_motion
 from ..topology import build_assembly_tree
 from . import treesolve
-from .base import Evaluation, Formulation, check_consistent
+from .base import Evaluation, Formulation, StateKernel, check_consistent
 
 
 # --------------------------------------------------------------------- kernels
@@ -543,7 +543,7 @@ class DCAFormulation(TreeFormulation):
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
-        self._head, self._tail = self._kernel_args()
+        self._kernel = StateKernel(_evaluate, *self._kernel_args())
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -560,9 +560,9 @@ class DCAFormulation(TreeFormulation):
 
     # ---------------------------------------------------------------- passes
     def _kernel_args(self) -> tuple[tuple, tuple]:
-        """``_evaluate``'s arguments before and after (q, v), gathered once: every array
-        is allocated in ``__init__`` and only ever written in place, and looking up 46
-        attributes on every right-hand side cost 2 us (docs/performance.md)."""
+        """``_evaluate``'s arguments before and after (q, v), gathered once (``StateKernel``):
+        every array is allocated in ``__init__`` and only ever written in place, and
+        looking up 46 attributes on every right-hand side cost 2 us (docs/performance.md)."""
         m, lay = self.model, self.lay
         head = (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.ncut,
                 self.spring_tree, self.cut_spring)
@@ -575,7 +575,7 @@ class DCAFormulation(TreeFormulation):
     def _solve(self, t, q, v, check=True):
         """One evaluation into the workspace; ``check``: refuse non-finite accelerations
         (``rhs`` checks them in :meth:`_rates` instead)."""
-        _evaluate(*self._head, q, v, *self._tail)
+        self._kernel(q, v)
         if check and not np.isfinite(self.vdot).all():
             raise SingularSystemError(t, self.not_finite)
 

@@ -33,7 +33,7 @@ from ..kinematics import (
 )
 from ..model import UNIVERSAL, Model
 from . import treesolve
-from .base import Evaluation, check_consistent
+from .base import Evaluation, StateKernel, check_consistent
 from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
 
 
@@ -284,7 +284,7 @@ class HDCAFormulation(TreeFormulation):
         self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), _leaves
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
-        self._head, self._tail = self._kernel_args()
+        self._kernel = StateKernel(_evaluate, *self._kernel_args())
 
     # ----------------------------------------------------------------- state
     def initial_state(self) -> np.ndarray:
@@ -326,7 +326,7 @@ class HDCAFormulation(TreeFormulation):
     def _solve(self, t, q, p, check=True):
         """One evaluation into the workspace; ``check``: refuse non-finite velocities or
         momentum rates (``rhs`` checks them in :meth:`_rates` instead)."""
-        _evaluate(*self._head, q, p, *self._tail)
+        self._kernel(q, p)
         if check and not (np.isfinite(self.v).all() and np.isfinite(self.pdot).all()):
             raise SingularSystemError(t, self.not_finite)
 

@@ -250,3 +250,41 @@ def test_a_non_finite_right_hand_side_is_refused(name):
     y[-1] = np.nan
     with pytest.raises(SingularSystemError):
         f.rhs(0.0, y)
+
+
+def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compiled_for():
+    """base.StateKernel: bound after the first call with a plain state; a strided or
+    read-only state goes through numba's dispatcher, with the same result."""
+    from engine.formulations.base import StateKernel
+
+    @numba.njit
+    def kernel(w, q, v, out):
+        for i in range(q.shape[0]):
+            out[i] = w[i] * q[i] + v[i]
+
+    w, out = np.arange(4.0), np.zeros(4)
+    k = StateKernel(kernel, (w,), (out,))
+    y = np.arange(8.0)
+    k(y[:4], y[4:])
+    assert k.entry is not None
+    expected = out.copy()
+    strided = np.zeros((8, 2))
+    strided[:, 0] = y
+    col = strided[:, 0]
+    ro = y.copy()
+    ro.flags.writeable = False
+    for state in (col, ro):
+        out[:] = 0.0
+        k(state[:4], state[4:])
+        assert np.array_equal(out, expected)
+    assert len(kernel.overloads) == 3  # the plain one, the strided one, the read-only one
+
+
+@pytest.mark.parametrize("name", ["dca", "hdca"])
+def test_dca_and_hdca_bind_their_kernel_on_the_first_right_hand_side(name):
+    model = build_model(gen.chain(5, "spherical", planar=False))
+    f = Simulation(model, Settings(formulation=name)).formulation
+    y = f.initial_state()
+    first = f.rhs(0.0, y)
+    assert f._kernel.entry is not None
+    assert np.array_equal(f.rhs(0.0, y), first)
