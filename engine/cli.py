@@ -285,6 +285,10 @@ def _info_text(model, topo) -> str:
             + (f" [{', '.join(m['joints'])}]" if m["joints"] else "") for m in merges[:6])
         more = f"; ... ({len(merges)} merges)" if len(merges) > 6 else ""
         lines.append(f"  level {lvl}      {desc}{more}")
+    ser = d["serial_assembly"]
+    if ser["tips_first"]:
+        lines.append(f"one thread     dca and hdca assemble tips first: {ser['levels']} levels of one merge, "
+                     f"{ser['operations']} operations in the matrix pass against {ser['balanced_operations']}")
     for w in model.spec.warnings:
         lines.append(f"warning        {w}")
     return "\n".join(lines)

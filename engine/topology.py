@@ -22,7 +22,9 @@ The assembly tree is a binary tree over the bodies stored as flat arrays
 (eliminating its ground joints), then each level merges disjoint pairs of
 adjacent subassemblies chosen by greedy matching, so chains give a balanced
 tree of ceil(log2 n) levels.  A subassembly's *handles* are the joints with
-exactly one end inside it.
+exactly one end inside it.  On one thread, open chains and trees are assembled
+tips first instead (:func:`serial_assembly_tree`, chosen by :func:`cheaper_tree`):
+every subassembly is a subtree with one handle, and the merges do fewer operations.
 """
 
 from __future__ import annotations
@@ -294,21 +296,142 @@ def build_assembly_tree(model: Model, extra: np.ndarray | None = None) -> Assemb
         active = [merged_into.get(n, n) for n in active if n not in merged_into] + sorted(
             set(merged_into.values()))
 
-    n_nodes = len(sets)
+    return _pack(nb, sets, handles, sides, srcs, left, right, levels, sorted(active),
+                 if_start, if_joint, if_left, if_right)
+
+
+def _pack(nb, sets, handles, sides, srcs, left, right, levels, roots, if_start, if_joint, if_left,
+          if_right) -> AssemblyTree:
+    """The builders' node lists as an :class:`AssemblyTree`."""
     node_nh = np.array([len(h) for h in handles], dtype=np.int64)
     node_h_start = np.concatenate([[0], np.cumsum(node_nh)[:-1]]).astype(np.int64)
     node_pair_start = np.concatenate([[0], np.cumsum(node_nh**2)[:-1]]).astype(np.int64)
     flat = lambda L: np.array([x for h in L for x in h], dtype=np.int64)  # noqa: E731
     return AssemblyTree(
-        nb=nb, n_nodes=n_nodes,
+        nb=nb, n_nodes=len(sets),
         left=np.array(left, dtype=np.int64), right=np.array(right, dtype=np.int64),
-        level_start=np.array(levels, dtype=np.int64), roots=np.array(sorted(active), dtype=np.int64),
+        level_start=np.array(levels, dtype=np.int64), roots=np.array(roots, dtype=np.int64),
         node_nh=node_nh, node_h_start=node_h_start, node_pair_start=node_pair_start,
         h_joint=flat(handles), h_side=flat(sides), h_src=flat(srcs),
         if_start=np.array(if_start, dtype=np.int64), if_joint=np.array(if_joint, dtype=np.int64),
         if_left=np.array(if_left, dtype=np.int64), if_right=np.array(if_right, dtype=np.int64),
         n_slots=int(node_nh.sum()), n_pairs=int((node_nh**2).sum()), body_sets=tuple(sets),
     )
+
+
+def serial_assembly_tree(model: Model) -> AssemblyTree:
+    """The assembly tree that costs least on one thread: subtrees of the spanning tree,
+    tips first (docs/derivations.md, "DCA: the assembly order").
+
+    Body ``i`` (in decreasing index order, so its children are done) is merged with
+    ground if it has ground joints, then with each child's subassembly in turn.  A
+    subassembly is then a whole subtree of the spanning tree, and its only handles are
+    the joint to its parent and the cut joints leaving it: a chain's merges have one
+    external handle each, where the balanced tree's have two, so each merge updates one
+    ``Phi`` block instead of three.  Every merge is its own level (nothing runs in
+    parallel); parts still sharing cut joints at the end are merged pairwise.  Which
+    tree a run uses is :func:`cheaper_tree`'s choice.
+    """
+    nb = model.nb
+    pred = model.pred
+    incident: list[list[int]] = [[] for _ in range(nb)]
+    for j in range(len(pred)):
+        if pred[j] >= 0:
+            incident[pred[j]].append(j)
+        incident[model.succ[j]].append(j)
+    sets: list[frozenset[int]] = [frozenset([i]) for i in range(nb)]
+    handles = [sorted(set(incident[i])) for i in range(nb)]
+    sides = [[0 if pred[j] == i else 1 for j in handles[i]] for i in range(nb)]
+    srcs = [[-1] * len(handles[i]) for i in range(nb)]
+    left, right = [], []
+    if_joint, if_left, if_right, if_start = [], [], [], [0]
+
+    def merge(u: int, v: int) -> int:
+        """Merge node u with node v (-1: ground) over the joints they share."""
+        hu = handles[u]
+        hv = handles[v] if v >= 0 else []
+        shared = [j for j in hu if pred[j] < 0] if v < 0 else [j for j in hu if j in set(hv)]
+        hs, sd, sr = [], [], []
+        for k, j in enumerate(hu):
+            if j not in shared:
+                hs.append(j)
+                sd.append(sides[u][k])
+                sr.append(k)
+        for k, j in enumerate(hv):
+            if j not in shared:
+                hs.append(j)
+                sd.append(sides[v][k])
+                sr.append(len(hu) + k)
+        sets.append(sets[u] | sets[v] if v >= 0 else sets[u])
+        handles.append(hs)
+        sides.append(sd)
+        srcs.append(sr)
+        left.append(u)
+        right.append(v)
+        for j in shared:
+            if_joint.append(j)
+            if_left.append(hu.index(j))
+            if_right.append(hv.index(j) if v >= 0 else -1)
+        if_start.append(len(if_joint))
+        return len(sets) - 1
+
+    children: list[list[int]] = [[] for _ in range(nb)]
+    for i in range(nb):
+        if model.parent[i] >= 0:
+            children[model.parent[i]].append(i)
+    node_of = list(range(nb))
+    for i in reversed(range(nb)):  # parent[i] < i: every child is done before its parent
+        node = i
+        if any(pred[j] < 0 for j in handles[i]):
+            node = merge(node, -1)
+        for c in children[i]:
+            node = merge(node, node_of[c])
+        node_of[i] = node
+    parts = [node_of[i] for i in range(nb) if model.parent[i] < 0]
+    while True:  # parts joined only through cut joints
+        pair = next(((u, v) for a, u in enumerate(parts) for v in parts[a + 1:]
+                     if set(handles[u]) & set(handles[v])), None)
+        if pair is None:
+            break
+        parts = [n for n in parts if n not in pair] + [merge(*pair)]
+    return _pack(nb, sets, handles, sides, srcs, left, right, list(range(len(left) + 1)), sorted(parts),
+                 if_start, if_joint, if_left, if_right)
+
+
+def merge_operations(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> int:
+    """Floating-point operations of one matrix pass over ``tree`` with ``rows[j]``
+    constraint rows per joint, merge by merge (docs/derivations.md, "DCA: the assembly
+    order"): with ``r`` interface rows and ``e`` external handles, ``K`` (``2 r^2 nd``
+    per side), its factorisation (``r^3 / 3``), ``E`` and ``Y = K^-1 E`` for each
+    handle (``2 r nd (nd + r)``), and the ``e (e + 1) / 2`` block updates
+    ``Phi -= E^T Y`` (``2 r nd^2`` each).  Dense counts: zero-skipping is ignored."""
+    rows = np.asarray(rows, dtype=np.int64)
+    total = 0
+    for m in range(tree.n_merges):
+        r = int(rows[tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]].sum())
+        e = int(tree.node_nh[tree.nb + m])
+        sides = 2 if tree.right[m] >= 0 else 1
+        total += sides * 2 * r * r * nd + r**3 // 3 + e * 2 * r * nd * (nd + r) + e * (e + 1) // 2 * 2 * r * nd * nd
+    return total
+
+
+def cheaper_tree(model: Model, rows: np.ndarray, serial: bool, balanced: AssemblyTree | None = None) -> AssemblyTree:
+    """The assembly tree a tree solve runs over: the balanced one
+    (:func:`build_assembly_tree`) for a parallel run and for a mechanism with loops; for
+    a ``serial`` run (one thread) of an open chain or tree, :func:`serial_assembly_tree`
+    when its matrix pass costs fewer operations (:func:`merge_operations`).  On chains
+    that is 40-47 % fewer; on a bushy tree, whose bodies carry their child joints as
+    handles while they merge their children in turn, it can be more (a quarter of random
+    5- to 40-body trees, up to 28 %).  Loops keep the balanced tree whatever the thread
+    count: the singularity watch measures its closing merges, whose thresholds were set
+    and tested on it (docs/formulations.md, "Singular configurations"), and on loops the
+    serial order saves little (paper 001's loop of 8 bodies: 17 % more operations, the
+    16-cell ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it."""
+    balanced = build_assembly_tree(model) if balanced is None else balanced
+    if not serial or model.ncut or model.nb < 2:
+        return balanced
+    tips_first = serial_assembly_tree(model)
+    return tips_first if merge_operations(tips_first, rows) < merge_operations(balanced, rows) else balanced
 
 
 # ---------------------------------------------------------------------- summary
@@ -331,6 +454,15 @@ class Topology:
     loop_rank: int
     assembly: AssemblyTree
     couplings: int = 0  # gear equations (one per gear)
+
+    def _serial(self, model: Model) -> dict:
+        """Which tree ``dca`` and ``hdca`` assemble over on one thread (:func:`cheaper_tree`)
+        and the operation counts of both matrix passes."""
+        serial = cheaper_tree(model, model.nc_j, serial=True, balanced=self.assembly)
+        return {"tips_first": serial is not self.assembly,
+                "levels": serial.n_levels, "max_handles": serial.max_handles(),
+                "operations": merge_operations(serial, model.nc_j),
+                "balanced_operations": merge_operations(self.assembly, model.nc_j)}
 
     def as_dict(self, model: Model) -> dict:
         tree = self.assembly
@@ -372,6 +504,7 @@ class Topology:
                            "ratio": c.ratio} for c in model.spec.couplings],
             "body_order": list(model.body_names),
             "parent": [("ground" if p < 0 else model.body_names[p]) for p in model.parent],
+            "serial_assembly": self._serial(model),
             "assembly_tree": {
                 "nodes": int(tree.n_nodes),
                 "levels": tree.n_levels,

@@ -34,7 +34,7 @@ from ..kinematics import (
 )
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 from ..spatial import shift_motion
-from ..topology import build_assembly_tree
+from ..topology import cheaper_tree
 from . import treesolve
 from .base import Evaluation, Formulation, StateKernel, check_consistent
 
@@ -481,8 +481,9 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.mk = kin_arrays(m)
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
-        self.tree = build_assembly_tree(m)
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, getattr(settings, "threads", None))
+        threads = getattr(settings, "threads", None)
+        self.tree = cheaper_tree(m, m.nc_j, serial=treesolve.run_threads(m.nb, threads) == 1)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
         self.spring_joints = spring_joints(m)

@@ -11,7 +11,8 @@ import pytest
 from engine import generators as gen
 from engine.mechfile import load
 from engine.model import build_model
-from engine.topology import absolute_counts, analyze
+from engine.topology import (absolute_counts, analyze, build_assembly_tree, cheaper_tree, merge_operations,
+                             serial_assembly_tree)
 
 from .conftest import EXAMPLES, example_path
 
@@ -84,8 +85,8 @@ def test_reduced_and_absolute_counts_agree_on_random_mechanisms(seed):
     assert (topo.dof, topo.redundant) == (dof, red)
 
 
-def _check_tree(model):
-    tree = analyze(model).assembly
+def _check_tree(model, tree=None):
+    tree = analyze(model).assembly if tree is None else tree
     nb = model.nb
     seen_nodes = set()
     eliminated = []
@@ -126,6 +127,46 @@ def test_chain_tree_is_balanced(n):
                          ids=lambda s: s.name)
 def test_assembly_tree_invariants(spec):
     _check_tree(build_model(spec))
+
+
+SERIAL_CASES = ([gen.chain(n, "revolute") for n in (1, 2, 7, 64)] + [gen.joint_zoo(), gen.fourbar(), gen.ladder(5)]
+                + [gen.random_mechanism(s, 9, loops=s % 3) for s in range(10)])
+
+
+@pytest.mark.parametrize("spec", SERIAL_CASES, ids=lambda s: s.name)
+def test_serial_tree_invariants(spec):
+    """The tips-first tree is a valid assembly tree (every joint eliminated once, roots
+    without handles, every body in one root), one merge per level."""
+    tree = _check_tree(build_model(spec), serial_assembly_tree(build_model(spec)))
+    assert tree.n_levels == tree.n_merges
+
+
+@pytest.mark.parametrize("n", [2, 8, 100])
+def test_serial_chain_merges_have_one_external_handle(n):
+    """A chain assembled tips first: each subassembly is the chain beyond one joint, so it
+    has that joint as its only handle -- and its matrix pass costs fewer operations than
+    the balanced tree's (whose subassemblies have two handles)."""
+    model = build_model(gen.chain(n, "spherical"))
+    tree = serial_assembly_tree(model)
+    assert all(tree.node_nh[model.nb + m] <= 1 for m in range(tree.n_merges))
+    if n > 2:  # two bodies: the two trees are the same
+        assert merge_operations(tree, model.nc_j) < merge_operations(build_assembly_tree(model), model.nc_j)
+
+
+def test_the_cheaper_tree_is_serial_only_for_open_mechanisms_on_one_thread():
+    chain = build_model(gen.chain(16, "revolute"))
+    assert cheaper_tree(chain, chain.nc_j, serial=True).n_levels == chain.nb  # tips first: one merge per level
+    assert cheaper_tree(chain, chain.nc_j, serial=False).n_levels == 1 + 4  # balanced
+    for spec in (gen.fourbar(), gen.ladder(16)):  # loops keep the balanced tree (the singularity watch's)
+        model = build_model(spec)
+        balanced = build_assembly_tree(model)
+        assert np.array_equal(cheaper_tree(model, model.nc_j, serial=True).left, balanced.left)
+    # a bushy tree (body 0 has four children, body 1 three): tips first carries each body's
+    # child joints as handles while it merges the children in turn, 6 % more operations
+    bush = build_model(gen.random_mechanism(12, 9, loops=0))
+    balanced = build_assembly_tree(bush)
+    assert merge_operations(serial_assembly_tree(bush), bush.nc_j) > merge_operations(balanced, bush.nc_j)
+    assert np.array_equal(cheaper_tree(bush, bush.nc_j, serial=True).left, balanced.left)
 
 
 def test_info_cli_json_and_text():

@@ -155,10 +155,21 @@ def test_baumgarte_reduces_drift():
     assert runs[(10.0, 10.0)] < 0.1 * runs[None]
 
 
+def _balanced_tree_always(monkeypatch):
+    """Make dca and hdca assemble over the balanced tree whatever the thread count."""
+    import engine.formulations.dca as dca_module
+    from engine.topology import build_assembly_tree
+
+    monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, serial, balanced=None: build_assembly_tree(model))
+
+
 @pytest.mark.parametrize("n", [100, 256])
-def test_threads_give_identical_results(n):
+def test_threads_give_identical_results_on_one_tree(n, monkeypatch):
     """One thread: plain body loops, and below 256 bodies an uncut tree (no parallel
-    region); two: parallel loops over a cut tree.  The arithmetic is the same."""
+    region); two: parallel loops over a cut tree.  Over the same (balanced) tree the
+    arithmetic is the same.  (A chain on one thread is assembled over another tree, tips
+    first: test_the_serial_tree_agrees_with_the_balanced_one.)"""
+    _balanced_tree_always(monkeypatch)
     model = build_model(gen.chain(n, "spherical", planar=False))
     old = numba.get_num_threads()
     try:
@@ -171,6 +182,28 @@ def test_threads_give_identical_results(n):
         assert np.array_equal(out[0], out[1])
     finally:
         numba.set_num_threads(old)
+
+
+SERIAL_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spherical"), (40, "revolute"))]
+                + [gen.joint_zoo()] + [gen.random_mechanism(s, 12, loops=0) for s in range(12)])
+
+
+@pytest.mark.parametrize("form", ["dca", "hdca"])
+@pytest.mark.parametrize("spec", SERIAL_TREES, ids=lambda s: s.name)
+def test_the_serial_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
+    """On one thread an open mechanism is assembled tips first when that costs fewer
+    operations (topology.cheaper_tree): another order of the same eliminations, so the
+    same right-hand side up to round-off, at a random state."""
+    from engine.topology import build_assembly_tree
+
+    model = build_model(spec)
+    serial = Simulation(model, Settings(formulation=form, threads=1)).formulation
+    _balanced_tree_always(monkeypatch)
+    balanced = Simulation(model, Settings(formulation=form, threads=1)).formulation
+    assert np.array_equal(balanced.tree.left, build_assembly_tree(model).left)
+    y = _random_tree_state(model, np.random.default_rng(7))
+    a, b = serial.rhs(0.0, y), balanced.rhs(0.0, y)
+    assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
 
 
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "fourbar-crank-rocker", "loop-8", "slider-crank"])
@@ -220,19 +253,20 @@ def test_singular_configurations_are_reported(form):
     assert visits["parallelogram-fourbar"] >= 2
 
 
-@pytest.mark.parametrize("n,threads,cut,parallel_loops", [
-    (63, 2, False, False),  # below PARALLEL_MIN_BODIES: one thread whatever the settings
-    (64, 1, False, False),
-    (255, 1, False, False),
-    (256, 1, True, False),  # one thread, but the merges compile faster in a region's body
-    (64, 2, True, True),
-])
-def test_parallel_regions_follow_the_runs_threads(n, threads, cut, parallel_loops):
+@pytest.mark.parametrize("spec,threads,cut,parallel_loops", [
+    (gen.chain(63, "revolute"), 2, False, False),  # below PARALLEL_MIN_BODIES: one thread whatever the settings
+    (gen.chain(64, "revolute"), 1, False, False),
+    (gen.chain(256, "revolute"), 1, False, False),  # one thread: tips first, one merge per level, nothing to cut
+    (gen.ladder(100), 1, False, False),  # 201 bodies: loops keep the balanced tree, uncut below 256 bodies
+    (gen.ladder(128), 1, True, False),  # one thread, but the merges compile faster in a region's body
+    (gen.chain(64, "revolute"), 2, True, True),
+], ids=["chain-63-2", "chain-64-1", "chain-256-1", "ladder-201-1", "ladder-257-1", "chain-64-2"])
+def test_parallel_regions_follow_the_runs_threads(spec, threads, cut, parallel_loops):
     """The layout carries the run's thread count: ``ix[24]`` (body loops) and the subtree
     cut of the tree passes (``treesolve.cuts_tree``)."""
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("needs two numba threads")
-    f = Simulation(build_model(gen.chain(n, "revolute")), Settings(formulation="dca", threads=threads)).formulation
+    f = Simulation(build_model(spec), Settings(formulation="dca", threads=threads)).formulation
     ix = f.lay.ix
     assert (ix[21].shape[0] > 1) == cut
     assert (ix[0] >= ix[24]) == parallel_loops

@@ -131,11 +131,16 @@ def test_rk4_converges_to_the_dense_solution_at_fourth_order():
 
 
 @pytest.mark.parametrize("n", [100, 256])
-def test_threads_give_identical_results(n):
+def test_threads_give_identical_results_on_one_tree(n, monkeypatch):
     """The per-body passes run in parallel from 64 bodies with two threads, serially with
-    one (and the tree is cut only from 256); the result does not depend on it."""
+    one (and the tree is cut only from 256); over the same (balanced) tree the result does
+    not depend on it.  (A chain on one thread is assembled tips first:
+    test_dca.py::test_the_serial_tree_agrees_with_the_balanced_one.)"""
     import numba
 
+    from .test_dca import _balanced_tree_always
+
+    _balanced_tree_always(monkeypatch)
     model = build_model(gen.chain(n, "spherical", planar=False))
     old = numba.get_num_threads()
     try:
