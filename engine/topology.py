@@ -160,6 +160,9 @@ class AssemblyTree:
     n_slots: int
     n_pairs: int
     body_sets: tuple = field(default=(), repr=False)
+    #: (sub_start, sub_merges, top_merges) of :func:`treesolve.subtree_partition`'s form,
+    #: set by builders that choose their own parallel parts (:func:`two_part_assembly_tree`)
+    partition: tuple = field(default=(), repr=False)
 
     @property
     def n_levels(self) -> int:
@@ -301,7 +304,7 @@ def build_assembly_tree(model: Model, extra: np.ndarray | None = None) -> Assemb
 
 
 def _pack(nb, sets, handles, sides, srcs, left, right, levels, roots, if_start, if_joint, if_left,
-          if_right) -> AssemblyTree:
+          if_right, partition=()) -> AssemblyTree:
     """The builders' node lists as an :class:`AssemblyTree`."""
     node_nh = np.array([len(h) for h in handles], dtype=np.int64)
     node_h_start = np.concatenate([[0], np.cumsum(node_nh)[:-1]]).astype(np.int64)
@@ -316,86 +319,200 @@ def _pack(nb, sets, handles, sides, srcs, left, right, levels, roots, if_start, 
         if_start=np.array(if_start, dtype=np.int64), if_joint=np.array(if_joint, dtype=np.int64),
         if_left=np.array(if_left, dtype=np.int64), if_right=np.array(if_right, dtype=np.int64),
         n_slots=int(node_nh.sum()), n_pairs=int((node_nh**2).sum()), body_sets=tuple(sets),
+        partition=tuple(np.asarray(a, dtype=np.int64) for a in partition),
     )
+
+
+class _Merges:
+    """An assembly tree built one merge at a time (the tips-first and two-part orders)."""
+
+    def __init__(self, model: Model):
+        nb, pred = model.nb, model.pred
+        self.model, self.nb, self.pred = model, nb, pred
+        incident: list[list[int]] = [[] for _ in range(nb)]
+        for j in range(len(pred)):
+            if pred[j] >= 0:
+                incident[pred[j]].append(j)
+            incident[model.succ[j]].append(j)
+        self.sets: list[frozenset[int]] = [frozenset([i]) for i in range(nb)]
+        self.handles = [sorted(set(incident[i])) for i in range(nb)]
+        self.sides = [[0 if pred[j] == i else 1 for j in self.handles[i]] for i in range(nb)]
+        self.srcs = [[-1] * len(self.handles[i]) for i in range(nb)]
+        self.left: list[int] = []
+        self.right: list[int] = []
+        self.if_joint: list[int] = []
+        self.if_left: list[int] = []
+        self.if_right: list[int] = []
+        self.if_start = [0]
+        self.children: list[list[int]] = [[] for _ in range(nb)]
+        for i in range(nb):
+            if model.parent[i] >= 0:
+                self.children[model.parent[i]].append(i)
+
+    def merge(self, u: int, v: int) -> int:
+        """Merge node u with node v (-1: ground) over the joints they share."""
+        hu = self.handles[u]
+        hv = self.handles[v] if v >= 0 else []
+        shared = [j for j in hu if self.pred[j] < 0] if v < 0 else [j for j in hu if j in set(hv)]
+        hs, sd, sr = [], [], []
+        for k, j in enumerate(hu):
+            if j not in shared:
+                hs.append(j)
+                sd.append(self.sides[u][k])
+                sr.append(k)
+        for k, j in enumerate(hv):
+            if j not in shared:
+                hs.append(j)
+                sd.append(self.sides[v][k])
+                sr.append(len(hu) + k)
+        self.sets.append(self.sets[u] | self.sets[v] if v >= 0 else self.sets[u])
+        self.handles.append(hs)
+        self.sides.append(sd)
+        self.srcs.append(sr)
+        self.left.append(u)
+        self.right.append(v)
+        for j in shared:
+            self.if_joint.append(j)
+            self.if_left.append(hu.index(j))
+            self.if_right.append(hv.index(j) if v >= 0 else -1)
+        self.if_start.append(len(self.if_joint))
+        return len(self.sets) - 1
+
+    def with_ground(self, i: int) -> int:
+        """Body i, merged with ground if it has ground joints."""
+        return self.merge(i, -1) if any(self.pred[j] < 0 for j in self.handles[i]) else i
+
+    def subtree(self, root: int) -> int:
+        """The subtree of the spanning tree at body ``root``, tips first: each body (in
+        decreasing index order, so its children are done) with ground if it touches it,
+        then with each child's subassembly in turn."""
+        bodies, stack = [], [root]
+        while stack:
+            b = stack.pop()
+            bodies.append(b)
+            stack += self.children[b]
+        node_of = {}
+        for i in sorted(bodies, reverse=True):  # parent[i] < i
+            node = self.with_ground(i)
+            for c in self.children[i]:
+                node = self.merge(node, node_of[c])
+            node_of[i] = node
+        return node_of[root]
+
+    def join_parts(self, parts: list[int]) -> list[int]:
+        """Merge, pairwise, parts that still share (cut) joints."""
+        while True:
+            pair = next(((u, v) for a, u in enumerate(parts) for v in parts[a + 1:]
+                         if set(self.handles[u]) & set(self.handles[v])), None)
+            if pair is None:
+                return parts
+            parts = [n for n in parts if n not in pair] + [self.merge(*pair)]
+
+    def tree(self, roots: list[int], partition: tuple = ()) -> AssemblyTree:
+        """One merge per level (:func:`treesolve.build_layout` runs ``partition``'s parts in
+        parallel when the run cuts the tree)."""
+        return _pack(self.nb, self.sets, self.handles, self.sides, self.srcs, self.left, self.right,
+                     list(range(len(self.left) + 1)), sorted(roots), self.if_start, self.if_joint,
+                     self.if_left, self.if_right, partition)
 
 
 def serial_assembly_tree(model: Model) -> AssemblyTree:
     """The assembly tree that costs least on one thread: subtrees of the spanning tree,
     tips first (docs/derivations.md, "DCA: the assembly order").
 
-    Body ``i`` (in decreasing index order, so its children are done) is merged with
-    ground if it has ground joints, then with each child's subassembly in turn.  A
-    subassembly is then a whole subtree of the spanning tree, and its only handles are
-    the joint to its parent and the cut joints leaving it: a chain's merges have one
-    external handle each, where the balanced tree's have two, so each merge updates one
-    ``Phi`` block instead of three.  Every merge is its own level (nothing runs in
-    parallel); parts still sharing cut joints at the end are merged pairwise.  Which
-    tree a run uses is :func:`cheaper_tree`'s choice.
+    A subassembly is a whole subtree of the spanning tree (:meth:`_Merges.subtree`), and
+    its only handles are the joint to its parent and the cut joints leaving it: a
+    chain's merges have one external handle each, where the balanced tree's have two,
+    so each merge updates one ``Phi`` block instead of three.  Every merge is its own
+    level (nothing runs in parallel); parts still sharing cut joints at the end are
+    merged pairwise.  Which tree a run uses is :func:`cheaper_tree`'s choice.
+    """
+    mg = _Merges(model)
+    parts = [mg.subtree(r) for r in range(model.nb) if model.parent[r] < 0]
+    return mg.tree(mg.join_parts(parts))
+
+
+def two_part_assembly_tree(model: Model) -> AssemblyTree | None:
+    """For two threads: an open mechanism in two parts of about half the bodies each, each
+    assembled with one handle per subassembly, and merged last (docs/derivations.md, "DCA:
+    the assembly order").
+
+    The parts hanging from ground are independent.  If the largest holds more than half
+    the bodies, it is split: part A is the subtree at body ``b`` on its heaviest path whose
+    size is nearest ``nb / 2``, assembled tips first (handle: ``b``'s joint); part B is the
+    rest, assembled root first along the path from the root to ``b``'s parent -- each path
+    body joins the accumulated subassembly (whose only handle is the joint to that body),
+    then takes in its side subtrees, each assembled tips first -- and A and B are merged
+    last.  The other parts (all of them, if none is split) go whole, tips first, to the
+    less loaded side.  ``tree.partition`` runs the two sides in one parallel region and the
+    last merge after it.  None for a mechanism with loops or fewer than four bodies.
     """
     nb = model.nb
-    pred = model.pred
-    incident: list[list[int]] = [[] for _ in range(nb)]
-    for j in range(len(pred)):
-        if pred[j] >= 0:
-            incident[pred[j]].append(j)
-        incident[model.succ[j]].append(j)
-    sets: list[frozenset[int]] = [frozenset([i]) for i in range(nb)]
-    handles = [sorted(set(incident[i])) for i in range(nb)]
-    sides = [[0 if pred[j] == i else 1 for j in handles[i]] for i in range(nb)]
-    srcs = [[-1] * len(handles[i]) for i in range(nb)]
-    left, right = [], []
-    if_joint, if_left, if_right, if_start = [], [], [], [0]
-
-    def merge(u: int, v: int) -> int:
-        """Merge node u with node v (-1: ground) over the joints they share."""
-        hu = handles[u]
-        hv = handles[v] if v >= 0 else []
-        shared = [j for j in hu if pred[j] < 0] if v < 0 else [j for j in hu if j in set(hv)]
-        hs, sd, sr = [], [], []
-        for k, j in enumerate(hu):
-            if j not in shared:
-                hs.append(j)
-                sd.append(sides[u][k])
-                sr.append(k)
-        for k, j in enumerate(hv):
-            if j not in shared:
-                hs.append(j)
-                sd.append(sides[v][k])
-                sr.append(len(hu) + k)
-        sets.append(sets[u] | sets[v] if v >= 0 else sets[u])
-        handles.append(hs)
-        sides.append(sd)
-        srcs.append(sr)
-        left.append(u)
-        right.append(v)
-        for j in shared:
-            if_joint.append(j)
-            if_left.append(hu.index(j))
-            if_right.append(hv.index(j) if v >= 0 else -1)
-        if_start.append(len(if_joint))
-        return len(sets) - 1
-
-    children: list[list[int]] = [[] for _ in range(nb)]
-    for i in range(nb):
+    if model.ncut or nb < 4:
+        return None
+    size = np.ones(nb, dtype=np.int64)
+    for i in range(nb - 1, -1, -1):  # parent[i] < i
         if model.parent[i] >= 0:
-            children[model.parent[i]].append(i)
-    node_of = list(range(nb))
-    for i in reversed(range(nb)):  # parent[i] < i: every child is done before its parent
-        node = i
-        if any(pred[j] < 0 for j in handles[i]):
-            node = merge(node, -1)
-        for c in children[i]:
-            node = merge(node, node_of[c])
-        node_of[i] = node
-    parts = [node_of[i] for i in range(nb) if model.parent[i] < 0]
-    while True:  # parts joined only through cut joints
-        pair = next(((u, v) for a, u in enumerate(parts) for v in parts[a + 1:]
-                     if set(handles[u]) & set(handles[v])), None)
-        if pair is None:
-            break
-        parts = [n for n in parts if n not in pair] + [merge(*pair)]
-    return _pack(nb, sets, handles, sides, srcs, left, right, list(range(len(left) + 1)), sorted(parts),
-                 if_start, if_joint, if_left, if_right)
+            size[model.parent[i]] += size[i]
+    mg = _Merges(model)
+    order = sorted((i for i in range(nb) if model.parent[i] < 0), key=lambda r: (-size[r], r))
+    sides: list[list[int]] = [[], []]
+    loads = [0, 0]
+    roots, top = [], []
+
+    def on_side(k: int, make) -> int:
+        first = len(mg.left)
+        node = make()
+        sides[k] += range(first, len(mg.left))
+        return node
+
+    big = order[0]
+    if 2 * size[big] > nb and size[big] >= 4:
+        order = order[1:]
+        path, b, best = [big], big, None
+        while mg.children[b]:
+            b = max(mg.children[b], key=lambda c: size[c])
+            if best is None or abs(size[b] - nb / 2) < abs(size[best] - nb / 2):
+                best = b
+            path.append(b)
+        b, path = best, path[:path.index(best)]  # the root ... b's parent
+
+        def rest_of_big() -> int:
+            acc = mg.with_ground(path[0])
+            for k, body in enumerate(path):
+                if k:
+                    acc = mg.merge(acc, body)
+                nxt = path[k + 1] if k + 1 < len(path) else b
+                for c in mg.children[body]:
+                    if c != nxt:
+                        acc = mg.merge(acc, mg.subtree(c))
+            return acc
+
+        node_a = on_side(0, lambda: mg.subtree(b))
+        node_b = on_side(1, rest_of_big)
+        loads = [int(size[b]), int(size[big] - size[b])]
+        top.append(len(mg.left))
+        roots.append(mg.merge(node_b, node_a))
+    for r in order:
+        k = int(np.argmin(loads))
+        roots.append(on_side(k, lambda r=r: mg.subtree(r)))
+        loads[k] += int(size[r])
+    if not sides[0] or not sides[1]:
+        return None
+    partition = ([0, len(sides[0]), len(sides[0]) + len(sides[1])], sides[0] + sides[1], top)
+    return mg.tree(roots, partition=partition)
+
+
+def _merge_ops(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> np.ndarray:
+    """:func:`merge_operations`, merge by merge."""
+    rows = np.asarray(rows, dtype=np.int64)
+    ops = np.zeros(tree.n_merges, dtype=np.int64)
+    for m in range(tree.n_merges):
+        r = int(rows[tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]].sum())
+        e = int(tree.node_nh[tree.nb + m])
+        sides = 2 if tree.right[m] >= 0 else 1
+        ops[m] = sides * 2 * r * r * nd + r**3 // 3 + e * 2 * r * nd * (nd + r) + e * (e + 1) // 2 * 2 * r * nd * nd
+    return ops
 
 
 def merge_operations(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> int:
@@ -405,33 +522,50 @@ def merge_operations(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> int:
     per side), its factorisation (``r^3 / 3``), ``E`` and ``Y = K^-1 E`` for each
     handle (``2 r nd (nd + r)``), and the ``e (e + 1) / 2`` block updates
     ``Phi -= E^T Y`` (``2 r nd^2`` each).  Dense counts: zero-skipping is ignored."""
-    rows = np.asarray(rows, dtype=np.int64)
-    total = 0
-    for m in range(tree.n_merges):
-        r = int(rows[tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]].sum())
-        e = int(tree.node_nh[tree.nb + m])
-        sides = 2 if tree.right[m] >= 0 else 1
-        total += sides * 2 * r * r * nd + r**3 // 3 + e * 2 * r * nd * (nd + r) + e * (e + 1) // 2 * 2 * r * nd * nd
-    return total
+    return int(_merge_ops(tree, rows, nd).sum())
 
 
-def cheaper_tree(model: Model, rows: np.ndarray, serial: bool, balanced: AssemblyTree | None = None) -> AssemblyTree:
-    """The assembly tree a tree solve runs over: the balanced one
-    (:func:`build_assembly_tree`) for a parallel run and for a mechanism with loops; for
-    a ``serial`` run (one thread) of an open chain or tree, :func:`serial_assembly_tree`
-    when its matrix pass costs fewer operations (:func:`merge_operations`).  On chains
-    that is 40-47 % fewer; on a bushy tree, whose bodies carry their child joints as
-    handles while they merge their children in turn, it can be more (a quarter of random
-    5- to 40-body trees, up to 28 %).  Loops keep the balanced tree whatever the thread
-    count: the singularity watch measures its closing merges, whose thresholds were set
-    and tested on it (docs/formulations.md, "Singular configurations"), and on loops the
-    serial order saves little (paper 001's loop of 8 bodies: 17 % more operations, the
-    16-cell ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it."""
+def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int) -> int:
+    """The matrix pass's operations on the busiest of ``threads`` threads: its parallel
+    parts (``tree.partition``, else :func:`treesolve.subtree_partition`'s) dealt largest
+    first to the least loaded thread, then the merges above them."""
+    from .formulations.treesolve import subtree_partition
+
+    ops = _merge_ops(tree, rows)
+    sub_start, sub_merges, top = tree.partition or subtree_partition(tree)
+    parts = sorted((int(ops[sub_merges[sub_start[k]:sub_start[k + 1]]].sum()) for k in range(len(sub_start) - 1)),
+                   reverse=True)
+    load = [0] * max(threads, 1)
+    for p in parts:
+        load[load.index(min(load))] += p
+    return max(load) + int(ops[top].sum())
+
+
+def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: AssemblyTree | None = None) -> AssemblyTree:
+    """The assembly tree a tree solve on ``threads`` threads runs over: the balanced one
+    (:func:`build_assembly_tree`), unless an open mechanism has a cheaper one.
+
+    On one thread that is :func:`serial_assembly_tree` when its matrix pass costs fewer
+    operations (:func:`merge_operations`).  On chains that is 40-47 % fewer; on a bushy
+    tree, whose bodies carry their child joints as handles while they merge their
+    children in turn, it can be more (a quarter of random 5- to 40-body trees, up to
+    28 %).  On more threads it is :func:`two_part_assembly_tree` when its busiest
+    thread does fewer operations than the balanced tree's (:func:`parallel_operations`):
+    chains on two threads.  Loops keep the balanced tree whatever the thread count: the
+    singularity watch measures its closing merges, whose thresholds were set and tested
+    on it (docs/formulations.md, "Singular configurations"), and on loops the serial
+    order saves little (paper 001's loop of 8 bodies: 17 % more operations, the 16-cell
+    ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it."""
     balanced = build_assembly_tree(model) if balanced is None else balanced
-    if not serial or model.ncut or model.nb < 2:
+    if model.ncut or model.nb < 2:
         return balanced
-    tips_first = serial_assembly_tree(model)
-    return tips_first if merge_operations(tips_first, rows) < merge_operations(balanced, rows) else balanced
+    if threads <= 1:
+        tips_first = serial_assembly_tree(model)
+        return tips_first if merge_operations(tips_first, rows) < merge_operations(balanced, rows) else balanced
+    two = two_part_assembly_tree(model)
+    if two is None:
+        return balanced
+    return two if parallel_operations(two, rows, threads) < parallel_operations(balanced, rows, threads) else balanced
 
 
 # ---------------------------------------------------------------------- summary
@@ -456,13 +590,22 @@ class Topology:
     couplings: int = 0  # gear equations (one per gear)
 
     def _serial(self, model: Model) -> dict:
-        """Which tree ``dca`` and ``hdca`` assemble over on one thread (:func:`cheaper_tree`)
-        and the operation counts of both matrix passes."""
-        serial = cheaper_tree(model, model.nc_j, serial=True, balanced=self.assembly)
+        """Which trees ``dca`` and ``hdca`` assemble over on one and on two threads
+        (:func:`cheaper_tree`), with the operation counts of the matrix pass (on two
+        threads: of its busiest thread) against the balanced tree's."""
+        from .formulations.treesolve import run_threads
+
+        serial = cheaper_tree(model, model.nc_j, threads=1, balanced=self.assembly)
+        # below PARALLEL_MIN_BODIES a run has one thread whatever the settings
+        parallel = run_threads(model.nb, 2) > 1
+        two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else self.assembly
         return {"tips_first": serial is not self.assembly,
                 "levels": serial.n_levels, "max_handles": serial.max_handles(),
                 "operations": merge_operations(serial, model.nc_j),
-                "balanced_operations": merge_operations(self.assembly, model.nc_j)}
+                "balanced_operations": merge_operations(self.assembly, model.nc_j),
+                "two_threads": {"two_parts": two is not self.assembly,
+                                "operations": parallel_operations(two, model.nc_j, 2),
+                                "balanced_operations": parallel_operations(self.assembly, model.nc_j, 2)}}
 
     def as_dict(self, model: Model) -> dict:
         tree = self.assembly

@@ -482,7 +482,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
         threads = getattr(settings, "threads", None)
-        self.tree = cheaper_tree(m, m.nc_j, serial=treesolve.run_threads(m.nb, threads) == 1)
+        self.tree = cheaper_tree(m, m.nc_j, treesolve.run_threads(m.nb, threads))
         self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)

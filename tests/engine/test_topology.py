@@ -12,7 +12,7 @@ from engine import generators as gen
 from engine.mechfile import load
 from engine.model import build_model
 from engine.topology import (absolute_counts, analyze, build_assembly_tree, cheaper_tree, merge_operations,
-                             serial_assembly_tree)
+                             parallel_operations, serial_assembly_tree, two_part_assembly_tree)
 
 from .conftest import EXAMPLES, example_path
 
@@ -153,20 +153,64 @@ def test_serial_chain_merges_have_one_external_handle(n):
         assert merge_operations(tree, model.nc_j) < merge_operations(build_assembly_tree(model), model.nc_j)
 
 
-def test_the_cheaper_tree_is_serial_only_for_open_mechanisms_on_one_thread():
+def test_the_cheaper_tree_is_another_only_for_open_mechanisms():
     chain = build_model(gen.chain(16, "revolute"))
-    assert cheaper_tree(chain, chain.nc_j, serial=True).n_levels == chain.nb  # tips first: one merge per level
-    assert cheaper_tree(chain, chain.nc_j, serial=False).n_levels == 1 + 4  # balanced
+    assert cheaper_tree(chain, chain.nc_j, threads=1).n_levels == chain.nb  # tips first: one merge per level
+    assert cheaper_tree(chain, chain.nc_j, threads=2).partition  # two halves in parallel
     for spec in (gen.fourbar(), gen.ladder(16)):  # loops keep the balanced tree (the singularity watch's)
         model = build_model(spec)
         balanced = build_assembly_tree(model)
-        assert np.array_equal(cheaper_tree(model, model.nc_j, serial=True).left, balanced.left)
+        for threads in (1, 2):
+            assert np.array_equal(cheaper_tree(model, model.nc_j, threads=threads).left, balanced.left)
     # a bushy tree (body 0 has four children, body 1 three): tips first carries each body's
     # child joints as handles while it merges the children in turn, 6 % more operations
     bush = build_model(gen.random_mechanism(12, 9, loops=0))
     balanced = build_assembly_tree(bush)
     assert merge_operations(serial_assembly_tree(bush), bush.nc_j) > merge_operations(balanced, bush.nc_j)
-    assert np.array_equal(cheaper_tree(bush, bush.nc_j, serial=True).left, balanced.left)
+    assert np.array_equal(cheaper_tree(bush, bush.nc_j, threads=1).left, balanced.left)
+
+
+TWO_PART_CASES = ([gen.chain(n, "revolute") for n in (4, 9, 64, 1000)] + [gen.joint_zoo()]
+                  + [gen.random_mechanism(s, 30, loops=0) for s in range(8)])
+
+
+@pytest.mark.parametrize("spec", TWO_PART_CASES, ids=lambda s: s.name)
+def test_two_part_tree(spec):
+    """Two sides of about half the bodies, every merge on exactly one of them except the
+    last, which joins a split part (none when whole parts hanging from ground balance the
+    sides); a chain's subassemblies keep one handle each."""
+    model = build_model(spec)
+    tree = _check_tree(model, two_part_assembly_tree(model))
+    sub_start, sub_merges, top = tree.partition
+    assert len(sub_start) == 3 and len(top) <= 1
+    assert sorted(list(sub_merges) + list(top)) == list(range(tree.n_merges))
+    halves = [set().union(*(tree.body_sets[model.nb + m] for m in sub_merges[sub_start[k]:sub_start[k + 1]]))
+              for k in range(2)]
+    assert not halves[0] & halves[1] and len(halves[0] | halves[1]) == model.nb
+    assert abs(len(halves[0]) - len(halves[1])) <= model.nb // 3
+    if spec.name.endswith("chain"):
+        assert abs(len(halves[0]) - len(halves[1])) <= 1
+        assert all(tree.node_nh[model.nb + m] <= 1 for m in range(tree.n_merges))
+    # a side's merges come children first: each child is made before its parent merge;
+    # the last merge joins one node of each side
+    for m in top:
+        assert {tree.left[m], tree.right[m]} <= {model.nb + x for x in sub_merges}
+    for k in range(2):
+        done = set(range(model.nb)) | {-1}
+        for m in sub_merges[sub_start[k]:sub_start[k + 1]]:
+            assert tree.left[m] in done and tree.right[m] in done
+            done.add(model.nb + m)
+
+
+def test_two_threads_take_the_two_part_tree_where_its_busier_thread_does_less():
+    chain = build_model(gen.chain(1024, "revolute"))
+    assert cheaper_tree(chain, chain.nc_j, threads=2).partition  # 851 k against 1561 k operations
+    assert not cheaper_tree(chain, chain.nc_j, threads=4).partition  # four threads share the balanced tree
+    assert (parallel_operations(two_part_assembly_tree(chain), chain.nc_j, 2)
+            < parallel_operations(build_assembly_tree(chain), chain.nc_j, 2))
+    for spec in (gen.fourbar(), gen.ladder(40)):  # loops: the balanced tree
+        assert two_part_assembly_tree(build_model(spec)) is None
+        assert not cheaper_tree(build_model(spec), build_model(spec).nc_j, threads=2).partition
 
 
 def test_info_cli_json_and_text():

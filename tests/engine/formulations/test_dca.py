@@ -160,7 +160,7 @@ def _balanced_tree_always(monkeypatch):
     import engine.formulations.dca as dca_module
     from engine.topology import build_assembly_tree
 
-    monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, serial, balanced=None: build_assembly_tree(model))
+    monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, threads, balanced=None: build_assembly_tree(model))
 
 
 @pytest.mark.parametrize("n", [100, 256])
@@ -204,6 +204,34 @@ def test_the_serial_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     y = _random_tree_state(model, np.random.default_rng(7))
     a, b = serial.rhs(0.0, y), balanced.rhs(0.0, y)
     assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
+
+
+TWO_PART_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spherical"), (257, "revolute"))]
+                  + [gen.random_mechanism(s, 70, loops=0) for s in range(3)])
+
+
+@pytest.mark.parametrize("form", ["dca", "hdca"])
+@pytest.mark.parametrize("spec", TWO_PART_TREES, ids=lambda s: s.name)
+def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
+    """On two threads an open mechanism is assembled in two halves, in parallel, when its
+    busier thread does fewer operations (topology.cheaper_tree): the same right-hand side
+    as over the balanced tree, up to round-off."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    model = build_model(spec)
+    old = numba.get_num_threads()
+    try:
+        two = Simulation(model, Settings(formulation=form, threads=2)).formulation
+        if not two.tree.partition:
+            pytest.skip("the balanced tree is the cheaper one here")
+        assert two.lay.ix[21].shape[0] == 3  # the two halves, one parallel region
+        _balanced_tree_always(monkeypatch)
+        balanced = Simulation(model, Settings(formulation=form, threads=2)).formulation
+        y = _random_tree_state(model, np.random.default_rng(11))
+        a, b = two.rhs(0.0, y), balanced.rhs(0.0, y)
+        assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
+    finally:
+        numba.set_num_threads(old)
 
 
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "fourbar-crank-rocker", "loop-8", "slider-crank"])
