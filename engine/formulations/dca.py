@@ -431,11 +431,17 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     return worst, scale
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
               q, v, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
               Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot):
-    """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA")."""
+    """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
+
+    Compiled without reference counting (``_nrt=False``) although some passes allocate
+    scratch (those are ``_nrt=True`` themselves and free it before they return; none
+    returns an array): numba then unboxes each of the ~100 array arguments without
+    creating, and at the end releasing, a reference-counted record for it -- 3-4 us of a
+    call whatever the size (docs/performance.md, "Fixed cost per call")."""
     nb = ix[0]
     row_adr = ix[19]
     fk_positions(mk, q, x, R, P)

@@ -233,11 +233,17 @@ def _loads(nb, Fext, Wcut, Wdot, V, Q):
         Q[i, 5] -= v0 * Wcut[i, 1] - v1 * Wcut[i, 0]
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
               spring_cut, q, p, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
               Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot):
-    """One HDCA evaluation, both phases in one call (docs/derivations.md, "HDCA")."""
+    """One HDCA evaluation, both phases in one call (docs/derivations.md, "HDCA").
+
+    Compiled without reference counting (``_nrt=False``) although some passes allocate
+    scratch (those are ``_nrt=True`` themselves and free it before they return; none
+    returns an array): numba then unboxes each of the ~100 array arguments without
+    creating, and at the end releasing, a reference-counted record for it -- 3-4 us of a
+    call whatever the size (docs/performance.md, "Fixed cost per call")."""
     nb = ix[0]
     _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
