@@ -240,10 +240,14 @@ def _origin_columns(v_adr, nv_j, P, S, S6):
             S6[c, 5] = a2
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
                           tau, pos):
-    """Kinematics at q, closure rows, block matrices and their factors."""
+    """Kinematics at q, closure rows, block matrices and their factors.  This and
+    :func:`dynamics`, the two kernels of a right-hand side, are ``_nrt=False``: numba
+    then unboxes their array arguments without a reference-counted record each (as
+    dca's ``_evaluate``); the passes below that allocate scratch are ``_nrt=True`` and
+    free it before they return."""
     position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
     return block_qr(lx, colscale, Kval, Qf, tau)
 
@@ -558,7 +562,7 @@ def _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, 
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, x, R, P, S, S6,
              V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w,
              I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, v, vdot, t6, zero_v):
