@@ -106,7 +106,7 @@ def dca_counts(n: int, kind: str) -> dict:
     f, y = chain_formulation("dca", n, kind)
     model = f.model
     f.model = _Counted(model, ("mass", "inertia", "inertia_inv", "perp_pred"))
-    _convert(f, ("x", "R", "P", "S", "V", "c", "Fext", "rhs_body", "Jinv_w", "_scratch", "A", "vdot", "qd",
+    _convert(f, ("x", "R", "P", "S", "V", "c", "Fext", "rhs_body", "Jinv_w", "_scratch", "A", "vdot",
                  "jq", "jq_ref"))
     # the kinematic arrays' float parts (anchors, axes, ...)
     f.mk = tuple(counting(a) for a in f.mk)

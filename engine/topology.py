@@ -22,9 +22,10 @@ The assembly tree is a binary tree over the bodies stored as flat arrays
 (eliminating its ground joints), then each level merges disjoint pairs of
 adjacent subassemblies chosen by greedy matching, so chains give a balanced
 tree of ceil(log2 n) levels.  A subassembly's *handles* are the joints with
-exactly one end inside it.  On one thread, open chains and trees are assembled
-tips first instead (:func:`serial_assembly_tree`, chosen by :func:`cheaper_tree`):
-every subassembly is a subtree with one handle, and the merges do fewer operations.
+exactly one end inside it.  Open chains and trees are assembled in a cheaper order
+where that counts fewer operations (:func:`cheaper_tree`): tips first on one thread
+(:func:`serial_assembly_tree`: every subassembly a subtree with one handle), in two
+such halves on two (:func:`two_part_assembly_tree`).
 """
 
 from __future__ import annotations
@@ -180,71 +181,28 @@ def build_assembly_tree(model: Model, extra: np.ndarray | None = None) -> Assemb
     """The assembly tree over the model's joints, and over ``extra`` (k, 2) body pairs
     (pred, succ; pred may be -1 = ground) that enter as joints ``nj .. nj + k - 1``
     (index3's force-element rows, docs/index3.md "Force elements in the tangent")."""
-    nb = model.nb
-    pred, succ = model.pred, model.succ
-    if extra is not None and len(extra):
-        pred = np.concatenate([pred, np.asarray(extra, dtype=np.int64)[:, 0]])
-        succ = np.concatenate([succ, np.asarray(extra, dtype=np.int64)[:, 1]])
-    nj = len(pred)
-    # per body: incident joints
-    incident: list[list[int]] = [[] for _ in range(nb)]
-    for j in range(nj):
-        if pred[j] >= 0:
-            incident[pred[j]].append(j)
-        incident[succ[j]].append(j)
-
-    sets: list[frozenset[int]] = [frozenset([i]) for i in range(nb)]
-    handles: list[list[int]] = []  # joints, in slot order
-    sides: list[list[int]] = []
-    srcs: list[list[int]] = []
-    for i in range(nb):
-        hs = sorted(set(incident[i]))
-        handles.append(hs)
-        sides.append([0 if pred[j] == i else 1 for j in hs])
-        srcs.append([-1] * len(hs))
-
-    left, right, levels = [], [], [0]
-    if_joint, if_left, if_right, if_start = [], [], [], [0]
-
-    def new_node(bodies, hs, sd, sr):
-        sets.append(bodies)
-        handles.append(hs)
-        sides.append(sd)
-        srcs.append(sr)
-        return len(sets) - 1
-
+    mg = _Merges(model, extra)
+    nb, pred, succ, handles = model.nb, mg.pred, mg.succ, mg.handles
+    levels = [0]
     active: list[int] = []
     # level 0: eliminate ground joints
     for i in range(nb):
-        gj = [k for k, j in enumerate(handles[i]) if pred[handles[i][k]] < 0]
-        if not gj:
-            active.append(i)
-            continue
-        ext = [k for k in range(len(handles[i])) if k not in gj]
-        node = new_node(sets[i], [handles[i][k] for k in ext], [sides[i][k] for k in ext], ext)
-        left.append(i)
-        right.append(-1)
-        for k in gj:
-            if_joint.append(handles[i][k])
-            if_left.append(k)
-            if_right.append(-1)
-        if_start.append(len(if_joint))
-        active.append(node)
-    if left:
-        levels.append(len(left))
+        active.append(mg.with_ground(i))
+    if mg.left:
+        levels.append(len(mg.left))
 
     def key(n):
-        return min(sets[n])
+        return min(mg.sets[n])
 
     while True:
         active.sort(key=key)
         owner = {}
         for n in active:
-            for b in sets[n]:
+            for b in mg.sets[n]:
                 owner[b] = n
         # neighbours through joints with both ends in bodies
         nbrs: dict[int, set[int]] = {n: set() for n in active}
-        for j in range(nj):
+        for j in range(len(pred)):
             if pred[j] < 0:
                 continue
             a, b = owner[pred[j]], owner[succ[j]]
@@ -263,7 +221,7 @@ def build_assembly_tree(model: Model, extra: np.ndarray | None = None) -> Assemb
             def cost(v):
                 shared = sum(1 for j in handles[u] if j in set(handles[v]))
                 nh = len(handles[u]) + len(handles[v]) - 2 * shared
-                return (nh, len(sets[u]) + len(sets[v]), key(v))
+                return (nh, len(mg.sets[u]) + len(mg.sets[v]), key(v))
 
             v = min(cands, key=cost)
             matched.update((u, v))
@@ -272,68 +230,29 @@ def build_assembly_tree(model: Model, extra: np.ndarray | None = None) -> Assemb
             break
         merged_into = {}
         for u, v in pairs:
-            hu, hv = handles[u], handles[v]
-            shared = [j for j in hu if j in set(hv)]
-            hs, sd, sr = [], [], []
-            for k, j in enumerate(hu):
-                if j not in shared:
-                    hs.append(j)
-                    sd.append(sides[u][k])
-                    sr.append(k)  # source: left child, local index k
-            nl = len(hu)
-            for k, j in enumerate(hv):
-                if j not in shared:
-                    hs.append(j)
-                    sd.append(sides[v][k])
-                    sr.append(nl + k)  # source: right child, local index k (offset by nl)
-            node = new_node(sets[u] | sets[v], hs, sd, sr)
-            left.append(u)
-            right.append(v)
-            for j in shared:
-                if_joint.append(j)
-                if_left.append(hu.index(j))
-                if_right.append(hv.index(j))
-            if_start.append(len(if_joint))
-            merged_into[u] = merged_into[v] = node
-        levels.append(len(left))
+            merged_into[u] = merged_into[v] = mg.merge(u, v)
+        levels.append(len(mg.left))
         active = [merged_into.get(n, n) for n in active if n not in merged_into] + sorted(
             set(merged_into.values()))
-
-    return _pack(nb, sets, handles, sides, srcs, left, right, levels, sorted(active),
-                 if_start, if_joint, if_left, if_right)
-
-
-def _pack(nb, sets, handles, sides, srcs, left, right, levels, roots, if_start, if_joint, if_left,
-          if_right, partition=()) -> AssemblyTree:
-    """The builders' node lists as an :class:`AssemblyTree`."""
-    node_nh = np.array([len(h) for h in handles], dtype=np.int64)
-    node_h_start = np.concatenate([[0], np.cumsum(node_nh)[:-1]]).astype(np.int64)
-    node_pair_start = np.concatenate([[0], np.cumsum(node_nh**2)[:-1]]).astype(np.int64)
-    flat = lambda L: np.array([x for h in L for x in h], dtype=np.int64)  # noqa: E731
-    return AssemblyTree(
-        nb=nb, n_nodes=len(sets),
-        left=np.array(left, dtype=np.int64), right=np.array(right, dtype=np.int64),
-        level_start=np.array(levels, dtype=np.int64), roots=np.array(roots, dtype=np.int64),
-        node_nh=node_nh, node_h_start=node_h_start, node_pair_start=node_pair_start,
-        h_joint=flat(handles), h_side=flat(sides), h_src=flat(srcs),
-        if_start=np.array(if_start, dtype=np.int64), if_joint=np.array(if_joint, dtype=np.int64),
-        if_left=np.array(if_left, dtype=np.int64), if_right=np.array(if_right, dtype=np.int64),
-        n_slots=int(node_nh.sum()), n_pairs=int((node_nh**2).sum()), body_sets=tuple(sets),
-        partition=tuple(np.asarray(a, dtype=np.int64) for a in partition),
-    )
+    return mg.tree(sorted(active), levels)
 
 
 class _Merges:
-    """An assembly tree built one merge at a time (the tips-first and two-part orders)."""
+    """An assembly tree built one merge at a time: a node is a body or a subassembly, with
+    its body set and its handles in slot order (joint, side, source slot in the merged
+    children)."""
 
-    def __init__(self, model: Model):
-        nb, pred = model.nb, model.pred
-        self.model, self.nb, self.pred = model, nb, pred
-        incident: list[list[int]] = [[] for _ in range(nb)]
+    def __init__(self, model: Model, extra: np.ndarray | None = None):
+        nb, pred, succ = model.nb, model.pred, model.succ
+        if extra is not None and len(extra):
+            pred = np.concatenate([pred, np.asarray(extra, dtype=np.int64)[:, 0]])
+            succ = np.concatenate([succ, np.asarray(extra, dtype=np.int64)[:, 1]])
+        self.model, self.nb, self.pred, self.succ = model, nb, pred, succ
+        incident: list[list[int]] = [[] for _ in range(nb)]  # per body: its joints
         for j in range(len(pred)):
             if pred[j] >= 0:
                 incident[pred[j]].append(j)
-            incident[model.succ[j]].append(j)
+            incident[succ[j]].append(j)
         self.sets: list[frozenset[int]] = [frozenset([i]) for i in range(nb)]
         self.handles = [sorted(set(incident[i])) for i in range(nb)]
         self.sides = [[0 if pred[j] == i else 1 for j in self.handles[i]] for i in range(nb)]
@@ -408,12 +327,24 @@ class _Merges:
                 return parts
             parts = [n for n in parts if n not in pair] + [self.merge(*pair)]
 
-    def tree(self, roots: list[int], partition: tuple = ()) -> AssemblyTree:
-        """One merge per level (:func:`treesolve.build_layout` runs ``partition``'s parts in
-        parallel when the run cuts the tree)."""
-        return _pack(self.nb, self.sets, self.handles, self.sides, self.srcs, self.left, self.right,
-                     list(range(len(self.left) + 1)), sorted(roots), self.if_start, self.if_joint,
-                     self.if_left, self.if_right, partition)
+    def tree(self, roots: list[int], levels: list[int] | None = None, partition: tuple = ()) -> AssemblyTree:
+        """The merges so far as an :class:`AssemblyTree`: ``levels`` the first merge of each
+        level (default: one merge per level); :func:`treesolve.build_layout` runs
+        ``partition``'s parts in parallel when the run cuts the tree."""
+        levels = list(range(len(self.left) + 1)) if levels is None else levels
+        node_nh = np.array([len(h) for h in self.handles], dtype=np.int64)
+        flat = lambda L: np.array([x for h in L for x in h], dtype=np.int64)  # noqa: E731
+        ints = lambda L: np.array(L, dtype=np.int64)  # noqa: E731
+        return AssemblyTree(
+            nb=self.nb, n_nodes=len(self.sets), left=ints(self.left), right=ints(self.right),
+            level_start=ints(levels), roots=ints(sorted(roots)), node_nh=node_nh,
+            node_h_start=np.concatenate([[0], np.cumsum(node_nh)[:-1]]).astype(np.int64),
+            node_pair_start=np.concatenate([[0], np.cumsum(node_nh**2)[:-1]]).astype(np.int64),
+            h_joint=flat(self.handles), h_side=flat(self.sides), h_src=flat(self.srcs),
+            if_start=ints(self.if_start), if_joint=ints(self.if_joint), if_left=ints(self.if_left),
+            if_right=ints(self.if_right), n_slots=int(node_nh.sum()), n_pairs=int((node_nh**2).sum()),
+            body_sets=tuple(self.sets), partition=tuple(ints(a) for a in partition),
+        )
 
 
 def serial_assembly_tree(model: Model) -> AssemblyTree:
