@@ -202,14 +202,16 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
                               sigma_rows=tuple(srow))
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _positions(mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi,
                colscale, Kval, Qf, tau, pos):
     """Kinematics at q; every aggregated body's rows Y over its hinge velocities -- loop
     rows (eqs. 58-59, from the cut joints' closure rows) and constant joint-space rows
     (eq. 37: entry k puts ``jr_val[k]`` at ``Kval[jr_k[k]]`` and adds
     ``jr_val[k] (q[jr_q[k]] - jr_q0[k])`` to the row's residual); the QR factors of the
-    dependent blocks Y1 (eq. 60).  Returns the smallest conditioning of the Y1."""
+    dependent blocks Y1 (eq. 60).  Returns the smallest conditioning of the Y1.
+    ``_nrt=False``, as rcr's right-hand-side kernels: its array arguments unbox without a
+    reference-counted record each; the callees that allocate are ``_nrt=True``."""
     K.position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
     for k in range(jr_k.shape[0]):
         phi[jr_row[k]] = 0.0
