@@ -520,7 +520,7 @@ class Topology:
     assembly: AssemblyTree
     couplings: int = 0  # gear equations (one per gear)
 
-    def _serial(self, model: Model) -> dict:
+    def _assembly_orders(self, model: Model) -> dict:
         """Which trees ``dca`` and ``hdca`` assemble over on one and on two threads
         (:func:`cheaper_tree`), with the operation counts of the matrix pass (on two
         threads: of its busiest thread) against the balanced tree's."""
@@ -578,7 +578,7 @@ class Topology:
                            "ratio": c.ratio} for c in model.spec.couplings],
             "body_order": list(model.body_names),
             "parent": [("ground" if p < 0 else model.body_names[p]) for p in model.parent],
-            "serial_assembly": self._serial(model),
+            "serial_assembly": self._assembly_orders(model),
             "assembly_tree": {
                 "nodes": int(tree.n_nodes),
                 "levels": tree.n_levels,

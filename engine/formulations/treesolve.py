@@ -203,11 +203,13 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     nK = int((m_nr**2).sum())
     nR = int(m_nr.sum())
     nE = int((ne * m_nr).sum())
-    # no parallel region in the tree passes unless they cut the tree (cuts_tree)
-    if tree.partition and cuts_tree(nb, threads):  # the tree's own parallel parts (topology.two_part_assembly_tree)
+    # no parallel region in the tree passes unless they cut the tree (cuts_tree); a tree
+    # with its own parallel parts (topology.two_part_assembly_tree) is cut there
+    cut = cuts_tree(nb, threads)
+    if cut and tree.partition:
         sub_start, sub_merges, top_merges = tree.partition
     else:
-        sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if cuts_tree(nb, threads) else nm + 1)
+        sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if cut else nm + 1)
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
         tree.node_pair_start, tree.h_joint, tree.h_side, tree.h_src, tree.if_start, tree.if_joint,
