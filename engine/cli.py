@@ -288,12 +288,13 @@ def _info_text(model, topo) -> str:
     ser = d["serial_assembly"]
     if ser["tips_first"]:
         lines.append(f"one thread     dca and hdca assemble tips first: {ser['levels']} levels of one merge, "
+                     f"{ser['region_bodies']} of {d['bodies']} bodies by the articulated-body recursion, "
                      f"{ser['operations']} operations in the matrix pass against {ser['balanced_operations']}")
     two = ser["two_threads"]
     if two["two_parts"]:
-        lines.append(f"two threads    dca and hdca assemble two halves in parallel, one handle per subassembly: "
-                     f"{two['operations']} matrix-pass operations on the busier thread against "
-                     f"{two['balanced_operations']}")
+        lines.append(f"two threads    dca and hdca assemble two parts in parallel, one handle per subassembly, "
+                     f"{two['region_bodies']} bodies by the recursion: {two['operations']} matrix-pass operations "
+                     f"on the busier thread against {two['balanced_operations']}")
     for w in model.spec.warnings:
         lines.append(f"warning        {w}")
     return "\n".join(lines)

@@ -363,14 +363,13 @@ def serial_assembly_tree(model: Model) -> AssemblyTree:
     return mg.tree(mg.join_parts(parts))
 
 
-def two_part_assembly_tree(model: Model) -> AssemblyTree | None:
-    """For two threads: an open mechanism in two parts of about half the bodies each, each
-    assembled with one handle per subassembly, and merged last (docs/derivations.md, "DCA:
-    the assembly order").
+def two_part_assembly_tree(model: Model, share: float = 0.5) -> AssemblyTree | None:
+    """For two threads: an open mechanism in two parts, each assembled with one handle per
+    subassembly, and merged last (docs/derivations.md, "DCA: the assembly order").
 
     The parts hanging from ground are independent.  If the largest holds more than half
     the bodies, it is split: part A is the subtree at body ``b`` on its heaviest path whose
-    size is nearest ``nb / 2``, assembled tips first (handle: ``b``'s joint); part B is the
+    size is nearest ``share * nb``, assembled tips first (handle: ``b``'s joint); part B is the
     rest, assembled root first along the path from the root to ``b``'s parent -- each path
     body joins the accumulated subassembly (whose only handle is the joint to that body),
     then takes in its side subtrees, each assembled tips first -- and A and B are merged
@@ -403,7 +402,7 @@ def two_part_assembly_tree(model: Model) -> AssemblyTree | None:
         path, b, best = [big], big, None
         while mg.children[b]:
             b = max(mg.children[b], key=lambda c: size[c])
-            if best is None or abs(size[b] - nb / 2) < abs(size[best] - nb / 2):
+            if best is None or abs(size[b] - share * nb) < abs(size[best] - share * nb):
                 best = b
             path.append(b)
         b, path = best, path[:path.index(best)]  # the root ... b's parent
@@ -434,8 +433,86 @@ def two_part_assembly_tree(model: Model) -> AssemblyTree | None:
     return mg.tree(roots, partition=partition)
 
 
-def _merge_ops(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> np.ndarray:
-    """:func:`merge_operations`, merge by merge."""
+def articulated_regions(model: Model, tree: AssemblyTree, partition: tuple = ()) -> tuple[np.ndarray, list]:
+    """The subassemblies of ``tree`` that a tree solve assembles in inertia form, by the
+    articulated-body recursion, instead of merge by merge (docs/derivations.md, "The
+    articulated-body regions").
+
+    A region is a node whose bodies are a whole subtree of the spanning tree, of two
+    bodies or more, touched by no cut joint, and whose only handle is the joint to the
+    subtree's root: every merge under it then eliminates a tree joint between a body
+    and its subtree, which the recursion does with the joint's ``nv`` freedoms where the
+    merge takes its ``6 - nv`` constraint rows.  Regions are maximal, and each lies in
+    one part of ``partition`` (``(sub_start, sub_merges, top)``, empty: all in one).
+
+    Returns ``region_of`` (per merge: the region it heads, -2 inside a region, -1
+    outside) and each region's bodies, tips first (decreasing index: ``parent[i] < i``),
+    its root last.
+    """
+    nb, nm = tree.nb, tree.n_merges
+    region_of = np.full(nm, -1, dtype=np.int64)
+    regions: list[list[int]] = []
+    if nm == 0 or model.nb != nb:
+        return region_of, regions
+    part = np.full(nm, -1, dtype=np.int64)
+    if partition:
+        sub_start, sub_merges = partition[0], partition[1]
+        for s in range(len(sub_start) - 1):
+            part[sub_merges[sub_start[s]:sub_start[s + 1]]] = s
+    size = np.ones(nb, dtype=np.int64)
+    for i in range(nb - 1, -1, -1):
+        if model.parent[i] >= 0:
+            size[model.parent[i]] += size[i]
+    touched = np.zeros(nb, dtype=bool)  # bodies at either end of a cut joint
+    for j in range(nb, model.nj):
+        for b in (model.pred[j], model.succ[j]):
+            if b >= 0:
+                touched[b] = True
+    covered = np.zeros(nm, dtype=bool)
+    for m in range(nm - 1, -1, -1):  # a merge's children are made before it: largest first
+        if covered[m] or tree.node_nh[nb + m] != 1:
+            continue
+        slot = tree.node_h_start[nb + m]
+        j = int(tree.h_joint[slot])
+        bodies = tree.body_sets[nb + m]
+        if j >= nb or tree.h_side[slot] != 1 or len(bodies) < 2 or len(bodies) != size[j] or j not in bodies:
+            continue
+        if touched[list(bodies)].any():
+            continue
+        inside, stack = [], [m]
+        while stack:
+            k = stack.pop()
+            inside.append(k)
+            stack += [c - nb for c in (tree.left[k], tree.right[k]) if c >= nb]
+        if (part[inside] != part[m]).any():
+            continue
+        covered[inside] = True
+        region_of[inside] = -2
+        region_of[m] = len(regions)
+        regions.append(sorted(bodies, reverse=True))
+    return region_of, regions
+
+
+def _region_body_ops(nv: int) -> int:
+    """Operations of the articulated-body recursion for one body below a region's root
+    (docs/derivations.md, "The articulated-body regions"): ``U = I S`` and ``D = S^T U``
+    (sparse: a joint axis has three nonzero entries, a spherical joint's unit axes one),
+    ``D^-1``, ``I - U D^-1 U^T`` on the symmetric 6 x 6, and its shift to the parent's
+    joint point (three 3 x 3 products with a cross-product matrix, 135 operations) added
+    to the parent's."""
+    if nv == 0:
+        return 135 + 21
+    nz = 1 if nv == 3 else 3  # nonzeros per axis: spherical axes are unit vectors
+    return 2 * 6 * nz * nv + 2 * nz * nv * nv + nv**3 + 2 * 6 * nv * nv + 21 * 2 * nv + 135 + 21
+
+
+def _merge_ops(tree: AssemblyTree, rows: np.ndarray, nd: int = 6, model: Model | None = None,
+               partition: tuple = ()) -> np.ndarray:
+    """:func:`merge_operations`, merge by merge; with ``model``, a tree solve's (``dca``,
+    ``hdca``): a merge inside an articulated-body region (:func:`articulated_regions` over
+    ``partition``, by default the tree's own or its cut, as :func:`treesolve.build_layout`
+    takes them) costs nothing, and the merge heading it the region's recursion plus
+    the factorisation and inverse of its root's 6 x 6 articulated inertia (288)."""
     rows = np.asarray(rows, dtype=np.int64)
     ops = np.zeros(tree.n_merges, dtype=np.int64)
     for m in range(tree.n_merges):
@@ -443,27 +520,39 @@ def _merge_ops(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> np.ndarray:
         e = int(tree.node_nh[tree.nb + m])
         sides = 2 if tree.right[m] >= 0 else 1
         ops[m] = sides * 2 * r * r * nd + r**3 // 3 + e * 2 * r * nd * (nd + r) + e * (e + 1) // 2 * 2 * r * nd * nd
+    if model is not None:
+        from .formulations.treesolve import subtree_partition
+
+        region_of, regions = articulated_regions(model, tree, partition or tree.partition or subtree_partition(tree))
+        ops[region_of == -2] = 0
+        for m in np.flatnonzero(region_of >= 0):
+            bodies = regions[region_of[m]]
+            ops[m] = 288 + sum(_region_body_ops(int(model.nv_j[b])) for b in bodies[:-1])
     return ops
 
 
-def merge_operations(tree: AssemblyTree, rows: np.ndarray, nd: int = 6) -> int:
+def merge_operations(tree: AssemblyTree, rows: np.ndarray, nd: int = 6, model: Model | None = None) -> int:
     """Floating-point operations of one matrix pass over ``tree`` with ``rows[j]``
     constraint rows per joint, merge by merge (docs/derivations.md, "DCA: the assembly
     order"): with ``r`` interface rows and ``e`` external handles, ``K`` (``2 r^2 nd``
     per side), its factorisation (``r^3 / 3``), ``E`` and ``Y = K^-1 E`` for each
     handle (``2 r nd (nd + r)``), and the ``e (e + 1) / 2`` block updates
-    ``Phi -= E^T Y`` (``2 r nd^2`` each).  Dense counts: zero-skipping is ignored."""
-    return int(_merge_ops(tree, rows, nd).sum())
+    ``Phi -= E^T Y`` (``2 r nd^2`` each).  Dense counts: zero-skipping is ignored.
+    With ``model``: a tree solve's count, articulated-body regions included
+    (:func:`_merge_ops`)."""
+    return int(_merge_ops(tree, rows, nd, model).sum())
 
 
-def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int) -> int:
+def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, model: Model | None = None) -> int:
     """The matrix pass's operations on the busiest of ``threads`` threads: its parallel
     parts (``tree.partition``, else :func:`treesolve.subtree_partition`'s) dealt largest
-    first to the least loaded thread, then the merges above them."""
+    first to the least loaded thread, then the merges above them.  With ``model``: a
+    tree solve's count, articulated-body regions included (:func:`_merge_ops`)."""
     from .formulations.treesolve import subtree_partition
 
-    ops = _merge_ops(tree, rows)
-    sub_start, sub_merges, top = tree.partition or subtree_partition(tree)
+    partition = tree.partition or subtree_partition(tree)
+    ops = _merge_ops(tree, rows, 6, model, partition)
+    sub_start, sub_merges, top = partition
     parts = sorted((int(ops[sub_merges[sub_start[k]:sub_start[k + 1]]].sum()) for k in range(len(sub_start) - 1)),
                    reverse=True)
     load = [0] * max(threads, 1)
@@ -492,11 +581,18 @@ def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: Assembl
         return balanced
     if threads <= 1:
         tips_first = serial_assembly_tree(model)
-        return tips_first if merge_operations(tips_first, rows) < merge_operations(balanced, rows) else balanced
-    two = two_part_assembly_tree(model)
-    if two is None:
-        return balanced
-    return two if parallel_operations(two, rows, threads) < parallel_operations(balanced, rows, threads) else balanced
+        cost = [merge_operations(t, rows, model=model) for t in (tips_first, balanced)]
+        return tips_first if cost[0] < cost[1] else balanced
+    candidates = [balanced, serial_assembly_tree(model)]
+    candidates += [t for t in (two_part_assembly_tree(model, share) for share in TWO_PART_SHARES) if t is not None]
+    cost = [parallel_operations(t, rows, threads, model) for t in candidates]
+    return candidates[int(np.argmin(cost))]
+
+
+#: the fractions of the bodies :func:`cheaper_tree` tries in the tips-first part of a
+#: two-part tree: that part is an articulated-body region, cheaper per body than the
+#: root-first part's merges, so the balance of work puts more than half the bodies there
+TWO_PART_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 # ---------------------------------------------------------------------- summary
@@ -522,21 +618,27 @@ class Topology:
 
     def _assembly_orders(self, model: Model) -> dict:
         """Which trees ``dca`` and ``hdca`` assemble over on one and on two threads
-        (:func:`cheaper_tree`), with the operation counts of the matrix pass (on two
-        threads: of its busiest thread) against the balanced tree's."""
-        from .formulations.treesolve import run_threads
+        (:func:`cheaper_tree`), how many bodies their articulated-body regions hold, and
+        the operation counts of the matrix pass (on two threads: of its busiest thread)
+        against the balanced tree's."""
+        from .formulations.treesolve import run_threads, subtree_partition
+
+        def region_bodies(tree):
+            return sum(len(r) for r in articulated_regions(model, tree, tree.partition or subtree_partition(tree))[1])
 
         serial = cheaper_tree(model, model.nc_j, threads=1, balanced=self.assembly)
         # below PARALLEL_MIN_BODIES a run has one thread whatever the settings
         parallel = run_threads(model.nb, 2) > 1
-        two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else self.assembly
+        two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else serial
         return {"tips_first": serial is not self.assembly,
                 "levels": serial.n_levels, "max_handles": serial.max_handles(),
-                "operations": merge_operations(serial, model.nc_j),
-                "balanced_operations": merge_operations(self.assembly, model.nc_j),
-                "two_threads": {"two_parts": two is not self.assembly,
-                                "operations": parallel_operations(two, model.nc_j, 2),
-                                "balanced_operations": parallel_operations(self.assembly, model.nc_j, 2)}}
+                "region_bodies": region_bodies(serial),
+                "operations": merge_operations(serial, model.nc_j, model=model),
+                "balanced_operations": merge_operations(self.assembly, model.nc_j, model=model),
+                "two_threads": {"two_parts": bool(two.partition),
+                                "region_bodies": region_bodies(two),
+                                "operations": parallel_operations(two, model.nc_j, 2, model),
+                                "balanced_operations": parallel_operations(self.assembly, model.nc_j, 2, model)}}
 
     def as_dict(self, model: Model) -> dict:
         tree = self.assembly

@@ -152,9 +152,60 @@ def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, s
                         blk2[d, c] = blk[c, d]
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy):
+    """Body i in an articulated-body region (treesolve): its bias wrench about its joint
+    point, ``W = X^T w = [f; n + l x f]`` (``l`` from the joint point to the centre of
+    mass), and, if ``blocks``, its inertia there, ``X^T M X = [[m 1, -m ~l], [m ~l, J - m ~l ~l]]``,
+    and the world inverse inertia (for the accelerations)."""
+    IA, W = hy[2], hy[3]
+    l0 = x[i, 0] - P[i, 0]
+    l1 = x[i, 1] - P[i, 1]
+    l2 = x[i, 2] - P[i, 2]
+    rb = rhs_body[i]
+    W[i, 0] = rb[0]
+    W[i, 1] = rb[1]
+    W[i, 2] = rb[2]
+    W[i, 3] = rb[3] + l1 * rb[2] - l2 * rb[1]
+    W[i, 4] = rb[4] + l2 * rb[0] - l0 * rb[2]
+    W[i, 5] = rb[5] + l0 * rb[1] - l1 * rb[0]
+    if not blocks:
+        return
+    _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
+    A = IA[i]
+    _world_inertia(R[i], inertia[i], A[3:, 3:])
+    m = mass[i]
+    ll = l0 * l0 + l1 * l1 + l2 * l2
+    for a in range(3):
+        for b in range(3):
+            A[a, b] = m if a == b else 0.0
+    A[3, 3] += m * (ll - l0 * l0)
+    A[4, 4] += m * (ll - l1 * l1)
+    A[5, 5] += m * (ll - l2 * l2)
+    A[3, 4] -= m * l0 * l1
+    A[4, 3] -= m * l0 * l1
+    A[3, 5] -= m * l0 * l2
+    A[5, 3] -= m * l0 * l2
+    A[4, 5] -= m * l1 * l2
+    A[5, 4] -= m * l1 * l2
+    # m ~l below, -m ~l above (its transpose)
+    A[3, 0] = 0.0
+    A[3, 1] = -m * l2
+    A[3, 2] = m * l1
+    A[4, 0] = m * l2
+    A[4, 1] = 0.0
+    A[4, 2] = -m * l0
+    A[5, 0] = -m * l1
+    A[5, 1] = m * l0
+    A[5, 2] = 0.0
+    for a in range(3):
+        for b in range(3):
+            A[a, 3 + b] = A[3 + b, a]
+
+
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
-            blocks):
+            blocks, hy):
     """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
     wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given.
 
@@ -162,16 +213,23 @@ def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
     dca, hdca's two phases and its Python-side reaction pass share one specialisation
     (numba compiles one per literal value; docs/performance.md, "Compile time")."""
     nb = ix[0]
+    in_region = ix[34]
     if nb >= ix[24]:
         for i in prange(nb):
             if dca_rhs:
                 _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
-            _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
+            if in_region[i] >= 0:
+                _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy)
+            else:
+                _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
     else:
         for i in range(nb):
             if dca_rhs:
                 _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
-            _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
+            if in_region[i] >= 0:
+                _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy)
+            else:
+                _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -371,19 +429,48 @@ def _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot):
             + S[col, 5] * d5
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _region_acceleration(i, x, P, xa, A):
+    """Spatial acceleration about the COM of body i in an articulated-body region: its
+    joint point's, ``xa[i]`` (treesolve's disassembly), shifted to the COM.  Not from the
+    forces: the net moment on a slender body about its axis is the small difference of
+    its joints' moments, each with round-off relative to the whole subtree's, and its
+    small inertia about that axis would magnify that difference (docs/derivations.md,
+    "The articulated-body regions")."""
+    l0 = x[i, 0] - P[i, 0]
+    l1 = x[i, 1] - P[i, 1]
+    l2 = x[i, 2] - P[i, 2]
+    w0, w1, w2 = xa[i, 3], xa[i, 4], xa[i, 5]
+    A[i, 0] = xa[i, 0] + w1 * l2 - w2 * l1
+    A[i, 1] = xa[i, 1] + w2 * l0 - w0 * l2
+    A[i, 2] = xa[i, 2] + w0 * l1 - w1 * l0
+    A[i, 3] = w0
+    A[i, 4] = w1
+    A[i, 5] = w2
+
+
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot):
-    """Body spatial accelerations about the COM from the handle forces, then vdot."""
+def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy):
+    """Body spatial accelerations about the COM from the handle forces (in a region: from
+    its recursion), then vdot."""
     nb = ix[0]
+    in_region = ix[34]
+    xa = hy[8]
     parent, v_adr = mk[0], mk[3]
     if nb >= ix[24]:
         for i in prange(nb):
-            _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
+            if in_region[i] >= 0:
+                _region_acceleration(i, x, P, xa, A)
+            else:
+                _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
         for i in prange(nb):
             _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
     else:
         for i in range(nb):
-            _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
+            if in_region[i] >= 0:
+                _region_acceleration(i, x, P, xa, A)
+            else:
+                _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
         for i in range(nb):
             _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
 
@@ -434,7 +521,7 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
 @njit(cache=True, nogil=True, _nrt=False)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
               q, v, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
-              Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot):
+              Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot, hy):
     """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
 
     Compiled without reference counting (``_nrt=False``) although some passes allocate
@@ -452,11 +539,11 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     if ncut > 0:
         _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
     _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, np.bool_(True),
-            np.bool_(True))
-    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
-    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
-    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0)
-    _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot)
+            np.bool_(True), hy)
+    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+    _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
 
 
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
@@ -481,6 +568,10 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
     (6-D handles, the joints' constraint rows, unit-row selection), the singularity
     watch, springs, the position-level workspace, and quaternion renormalisation."""
 
+    #: assemble the tree's articulated-body regions by the recursion in inertia form
+    #: (treesolve, docs/derivations.md "The articulated-body regions"); False: merge by merge
+    articulated_regions = True
+
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
         m = model
@@ -489,7 +580,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.fa = force_arrays(m)
         threads = getattr(settings, "threads", None)
         self.tree = cheaper_tree(m, m.nc_j, treesolve.run_threads(m.nb, threads))
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads, regions=self.articulated_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
         self.spring_joints = spring_joints(m)
@@ -501,6 +592,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
         self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
         self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
+        self.hy = self.lay.hybrid(self.S, self.P)  # the passes' articulated-body regions
 
     def post_step(self, t, y):
         y = y.copy()
@@ -576,7 +668,7 @@ class DCAFormulation(TreeFormulation):
         tail = (self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0,
                 self.phi, self.alpha, self.beta, lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr,
                 lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL, self.rhs_body, self.Jinv_w,
-                self._scratch, self.A, self.vdot)
+                self._scratch, self.A, self.vdot, self.hy)
         return head, tail
 
     def _solve(self, t, q, v, check=True):

@@ -83,7 +83,7 @@ def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
 @njit(cache=True, nogil=True, _nrt=False)
 def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
-            scratch, Vh, v):
+            scratch, Vh, v, hy):
     """Velocities ``v`` and impulses ``lam`` from (q, p*): eqs. (H1)-(H2)."""
     nb = ix[0]
     row_adr = ix[19]
@@ -97,12 +97,12 @@ def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut
         g0[r] = 0.0
     _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, impulses)
     _leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch,
-            np.bool_(False), np.bool_(True))
-    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol)
-    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0)
-    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0)
+            np.bool_(False), np.bool_(True), hy)
+    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
     # body twists about the COM and joint velocities (the DCA recovery, no c term)
-    _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v)
+    _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -236,7 +236,7 @@ def _loads(nb, Fext, Wcut, Wdot, V, Q):
 @njit(cache=True, nogil=True, _nrt=False)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
               spring_cut, q, p, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
-              Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot):
+              Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot, hy):
     """One HDCA evaluation, both phases in one call (docs/derivations.md, "HDCA").
 
     Compiled without reference counting (``_nrt=False``) although some passes allocate
@@ -247,7 +247,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_ad
     nb = ix[0]
     _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
-            scratch, Vh, v)
+            scratch, Vh, v, hy)
     # phase 2: velocities, applied loads, articulated external loads, eq. (H3)
     fk_velocities(mk, x, P, S, v, V, c)
     tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
@@ -326,7 +326,7 @@ class HDCAFormulation(TreeFormulation):
         tail = (self.x, self.R, self.P, self.S, self.V0, self.c0, self.V, self.c, self.Fext, self.jq, self.jq_ref,
                 lay.G, lay.g0, self.phi, lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks,
                 lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL, self.impulses, self.Jinv_w,
-                self._scratch, self.Vh, self.v, self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot)
+                self._scratch, self.Vh, self.v, self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot, self.hy)
         return head, tail
 
     def _solve(self, t, q, p, check=True):
@@ -365,12 +365,12 @@ class HDCAFormulation(TreeFormulation):
             _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
                       row_adr, 0.0, 0.0)
         _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
-                lay.bv, self.rhs_body, self.Jinv_w, self._scratch, True, False)
+                lay.bv, self.rhs_body, self.Jinv_w, self._scratch, True, False, self.hy)
         treesolve.assemble_biases6(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
-                                  lay.y0, lay.scr, 1.0)
-        treesolve.disassemble6(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0)
+                                  lay.y0, lay.scr, 1.0, self.hy)
+        treesolve.disassemble6(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0, self.hy)
         _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
-                       self.Jinv_w, self.A, self.vdot)
+                       self.Jinv_w, self.A, self.vdot, self.hy)
 
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay

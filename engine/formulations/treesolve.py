@@ -52,7 +52,7 @@ from numba import njit, prange
 
 from .. import config
 from ..model import Model
-from ..topology import AssemblyTree
+from ..topology import AssemblyTree, articulated_regions
 
 #: per-body passes go parallel from this many bodies on
 PARALLEL_MIN_BODIES = 64
@@ -122,6 +122,20 @@ class TreeLayout:
     #: joints' translational parts), else -1: G Phi is then a signed row copy.
     #: Set by the formulation when it knows its rows' structure; -1 is always safe.
     sel: np.ndarray
+    # articulated-body regions (dca, hdca; docs/derivations.md, "The articulated-body regions")
+    IA: np.ndarray  # (nb, 6, 6) articulated inertia of the body's subtree about its joint point
+    W: np.ndarray  # (nb, 6) its bias wrench
+    U: np.ndarray  # (nv, 6) I S per freedom of the joint to the parent
+    Dinv: np.ndarray  # (nb, 3, 3) (S^T I S)^-1
+    sz: np.ndarray  # (nv,) S^T (W - I c)
+    cperp: np.ndarray  # (nb, 6) the joint's constant term c = -G_succ^T g0
+    xa: np.ndarray  # (nb, 6) handle quantity at the joint point, disassembly
+    LA: np.ndarray  # (n_regions, 6, 6) Cholesky factor of each region root's inertia; scratch
+
+    def hybrid(self, S: np.ndarray, P: np.ndarray) -> tuple:
+        """The passes' last argument: the regions' workspace with the formulation's motion
+        subspaces ``S`` and joint points ``P`` (arrays it writes in place)."""
+        return (S, P, self.IA, self.W, self.U, self.Dinv, self.sz, self.cperp, self.xa, self.LA)
 
     @property
     def GA(self) -> np.ndarray:  # view: rows on the pred end
@@ -180,9 +194,12 @@ def subtree_partition(tree: AssemblyTree, min_subtrees: int = SUBTREES):
 
 
 def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray,
-                 threads: int | None = None) -> TreeLayout:
+                 threads: int | None = None, regions: bool = False) -> TreeLayout:
     """Index arrays for ``tree`` with ``rows_per_joint[j]`` constraint rows per joint,
-    for a run with the settings' ``threads`` (:func:`body_parallel_from`)."""
+    for a run with the settings' ``threads`` (:func:`body_parallel_from`); ``regions``:
+    assemble the articulated-body regions (:func:`topology.articulated_regions`) in
+    inertia form -- for 6-vector handles whose tree-joint rows are ``G_succ = T^T``,
+    ``G_pred = -T^T`` with ``T`` orthonormal and ``T^T S = 0`` (dca, hdca)."""
     nb, nm = tree.nb, tree.n_merges
     rows = np.asarray(rows_per_joint, dtype=np.int64)
     row_adr = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
@@ -210,12 +227,19 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         sub_start, sub_merges, top_merges = tree.partition
     else:
         sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if cut else nm + 1)
+    # regions lie in the parts of the cut tree whether or not this run cuts it: the same
+    # tree then gives the same arithmetic on any number of threads
+    region_of, regions_list = (articulated_regions(model, tree, tree.partition or subtree_partition(tree))
+                               if regions and nd == 6 else (np.full(nm, -1, dtype=np.int64), []))
+    reg = _region_arrays(model, tree, region_of, regions_list)
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
         tree.node_pair_start, tree.h_joint, tree.h_side, tree.h_src, tree.if_start, tree.if_joint,
         tree.if_left, tree.if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows,
         sub_start, sub_merges, top_merges, body_parallel_from(nb, threads),
-    )
+    ) + reg
+    nv = int(model.nv_j[:nb].sum()) if regions_list else 0
+    nbr = nb if regions_list else 0
     return TreeLayout(
         nd=nd, ix=ix, n_rows=n_rows, tree=tree,
         Phi=np.zeros((tree.n_pairs, nd, nd)), bv=np.zeros((tree.n_slots, nd)),
@@ -225,7 +249,43 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         r0=np.zeros(nR), y0=np.zeros(nR),
         scr=np.zeros((max(nm, 1), nd + 3 * int(m_nr.max(initial=0)) + nd * nd)),
         sel=np.full(n_rows, -1, dtype=np.int64),
+        IA=np.zeros((nbr, 6, 6)), W=np.zeros((nbr, 6)), U=np.zeros((nv, 6)), Dinv=np.zeros((nbr, 3, 3)),
+        sz=np.zeros(nv), cperp=np.zeros((nbr, 6)), xa=np.zeros((nbr, 6)), LA=np.zeros((len(regions_list), 6, 6)),
     )
+
+
+def _region_arrays(model: Model, tree: AssemblyTree, region_of: np.ndarray, regions: list) -> tuple:
+    """``ix[25:35]``: per merge the region it heads (-1 none, -2 inside one); the regions'
+    bodies tips first (``reg_start``, ``reg_body``) and head merges; per body its parent,
+    the handle slots of its joint to the parent on itself and on the parent (as leaves),
+    the joint's first freedom and freedom count, and its region (-1: none)."""
+    nb = tree.nb
+    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    reg_start = i64(np.concatenate([[0], np.cumsum([len(r) for r in regions])]))
+    reg_body = i64([b for r in regions for b in r])
+    reg_head = np.zeros(len(regions), dtype=np.int64)
+    for m in np.flatnonzero(region_of >= 0):
+        reg_head[region_of[m]] = m
+    in_region = np.full(nb, -1, dtype=np.int64)
+    slot_in = np.full(nb, -1, dtype=np.int64)
+    slot_out = np.full(nb, -1, dtype=np.int64)
+    for r, bodies in enumerate(regions):
+        for b in bodies:
+            in_region[b] = r
+            slot_in[b] = _leaf_slot(tree, b, b)
+            if model.parent[b] >= 0 and b != bodies[-1]:
+                slot_out[b] = _leaf_slot(tree, model.parent[b], b)
+    return (i64(region_of), reg_start, reg_body, reg_head, i64(model.parent[:nb]), slot_in, slot_out,
+            i64(model.v_adr[:nb]), i64(model.nv_j[:nb]), in_region)
+
+
+def _leaf_slot(tree: AssemblyTree, body: int, joint: int) -> int:
+    """The handle slot of ``joint`` on ``body`` as a leaf."""
+    s0 = tree.node_h_start[body]
+    for h in range(tree.node_nh[body]):
+        if tree.h_joint[s0 + h] == joint:
+            return int(s0 + h)
+    raise ValueError(f"joint {joint} is not a handle of body {body}")
 
 
 # ------------------------------------------------------------------ small algebra
@@ -414,7 +474,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
     constant of the calling pass: :func:`_passes`) columns, which the compiler unrolls and
     vectorises, and zero entries of G skipped."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
     n = nb + m
     Ln = left[m]
     Rn = right[m]
@@ -500,7 +560,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
     nd = Phi.shape[1]
     n = nb + m
     Ln = left[m]
@@ -713,7 +773,7 @@ def _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd):
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
     nd = bv.shape[1]
     n = nb + m
     Ln = left[m]
@@ -761,7 +821,7 @@ def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
     nd = Fh.shape[1]
     n = nb + m
     Ln = left[m]
@@ -817,6 +877,336 @@ def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
                         Fh[sr, d] += G[wr, r + a, d] * la
 
 
+# ------------------------------------------------------ articulated-body regions
+# A region (topology.articulated_regions) is a subtree of the spanning tree whose only
+# handle is the joint to its root.  Its bodies obey, about their joint points,
+# ``I x = F + W`` (x the handle quantity, F the handle force; a leaf's I = X^T M X and
+# W = X^T w for its wrench w at the centre of mass).  The recursion eliminates each
+# joint c to parent p with its nv freedoms (x_c = x_p + c + S s, S^T F_c = 0):
+#     U = I_c S,  D = S^T U,  I_p += Y^T (I_c - U D^-1 U^T) Y,
+#     W_p += Y^T (z - U D^-1 S^T z),  z = W_c - I_c c,
+# with Y the shift from P_p to P_c, and hands the merges above the root's relation
+# ``x = I^-1 F + I^-1 W``; on the way down  s = D^-1 (S^T z - U^T Y x_p),
+# x_c = Y x_p + c + S s,  F_c = I_c x_c - W_c  (docs/derivations.md, "The
+# articulated-body regions").  ``c = -G_succ^T g0`` is the joint's constant term: its
+# part along S does not matter, and the constraint rows carry the rest.
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _ax(S, c, q, va, nvj, k):
+    """Entry k of freedom q of joint c in the region basis: a spherical joint's unit
+    angular axes (its S spans the same space, with three nonzero entries per column),
+    else the joint's motion subspace column."""
+    if nvj[c] == 3:
+        return 1.0 if k == 3 + q else 0.0
+    return S[va[c] + q, k]
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _inv_small(D, n):
+    """In-place inverse of the symmetric positive definite n x n (n <= 3) D[:n, :n]."""
+    if n == 1:
+        D[0, 0] = 1.0 / D[0, 0]
+    elif n == 2:
+        a, b, d = D[0, 0], D[0, 1], D[1, 1]
+        det = a * d - b * b
+        D[0, 0] = d / det
+        D[1, 1] = a / det
+        D[0, 1] = -b / det
+        D[1, 0] = -b / det
+    elif n == 3:
+        a, b, c = D[0, 0], D[0, 1], D[0, 2]
+        e, f, i = D[1, 1], D[1, 2], D[2, 2]
+        A = e * i - f * f
+        B = c * f - b * i
+        C = b * f - c * e
+        E = a * i - c * c
+        F = b * c - a * f
+        II = a * e - b * b
+        det = a * A + b * B + c * C
+        D[0, 0] = A / det
+        D[0, 1] = B / det
+        D[0, 2] = C / det
+        D[1, 0] = B / det
+        D[1, 1] = E / det
+        D[1, 2] = F / det
+        D[2, 0] = C / det
+        D[2, 1] = F / det
+        D[2, 2] = II / det
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _chol_solve6(L, b, x):
+    """x = (L L^T)^-1 b for the 6 x 6 lower factor L (x may alias b)."""
+    for i in range(6):
+        t = b[i]
+        for k in range(i):
+            t -= L[i, k] * x[k]
+        x[i] = t / L[i, i]
+    for i in range(5, -1, -1):
+        t = x[i]
+        for k in range(i + 1, 6):
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _region_matrices(rg, ix, Phi, hy):
+    """Matrix pass of region ``rg``: articulated inertias tips first, then the head
+    node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``)."""
+    nb, node_pair_start = ix[0], ix[6]
+    reg_start, reg_body, reg_head, parent, va, nvj = ix[26], ix[27], ix[28], ix[29], ix[32], ix[33]
+    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy
+    T = LA[rg]  # scratch until the root's factor goes there
+    k0 = reg_start[rg]
+    k1 = reg_start[rg + 1]
+    for k in range(k0, k1 - 1):
+        c = reg_body[k]
+        p = parent[c]
+        n = nvj[c]
+        v0 = va[c]
+        Ic = IA[c]
+        D = Dinv[c]
+        for q in range(n):  # U = I S
+            for a in range(6):
+                t = 0.0
+                for b in range(6):
+                    sb = _ax(S, c, q, va, nvj, b)
+                    if sb != 0.0:
+                        t += Ic[a, b] * sb
+                U[v0 + q, a] = t
+        for q in range(n):  # D = S^T U
+            for r in range(q, n):
+                t = 0.0
+                for b in range(6):
+                    sb = _ax(S, c, q, va, nvj, b)
+                    if sb != 0.0:
+                        t += sb * U[v0 + r, b]
+                D[q, r] = t
+                D[r, q] = t
+        _inv_small(D, n)
+        for a in range(6):  # T = I - U D^-1 U^T
+            w0 = 0.0
+            w1 = 0.0
+            w2 = 0.0
+            for q in range(n):
+                u = U[v0 + q, a]
+                w0 += u * D[q, 0]
+                w1 += u * D[q, 1]
+                w2 += u * D[q, 2]
+            for b in range(a, 6):
+                t = Ic[a, b]
+                if n > 0:
+                    t -= w0 * U[v0, b]
+                if n > 1:
+                    t -= w1 * U[v0 + 1, b]
+                if n > 2:
+                    t -= w2 * U[v0 + 2, b]
+                T[a, b] = t
+                T[b, a] = t
+        if n == 3:
+            # a spherical joint passes no moment: the angular rows and columns vanish exactly,
+            # where the subtraction leaves round-off of the size eps |I| cond(D) -- which a
+            # slender parent's small axial inertia would see magnified
+            for a in range(6):
+                for b in range(3, 6):
+                    T[a, b] = 0.0
+                    T[b, a] = 0.0
+        # I_p += Y^T T Y, d = P_c - P_p: [[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]], B12 = A12 - A11 ~d
+        d0 = P[c, 0] - P[p, 0]
+        d1 = P[c, 1] - P[p, 1]
+        d2 = P[c, 2] - P[p, 2]
+        Ip = IA[p]
+        for r in range(3):
+            # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
+            g0_ = T[3 + r, 1] * d2 - T[3 + r, 2] * d1
+            g1_ = T[3 + r, 2] * d0 - T[3 + r, 0] * d2
+            g2_ = T[3 + r, 0] * d1 - T[3 + r, 1] * d0
+            T[3 + r, 3] -= g0_
+            T[3 + r, 4] -= g1_
+            T[3 + r, 5] -= g2_
+        for r in range(3):
+            m0, m1, m2 = T[r, 0], T[r, 1], T[r, 2]
+            T[r, 3] -= m1 * d2 - m2 * d1
+            T[r, 4] -= m2 * d0 - m0 * d2
+            T[r, 5] -= m0 * d1 - m1 * d0
+        for col in range(3):  # + ~d B12, column by column
+            b0, b1, b2 = T[0, 3 + col], T[1, 3 + col], T[2, 3 + col]
+            T[3, 3 + col] += d1 * b2 - d2 * b1
+            T[4, 3 + col] += d2 * b0 - d0 * b2
+            T[5, 3 + col] += d0 * b1 - d1 * b0
+        for a in range(3):
+            for b in range(3):
+                Ip[a, b] += T[a, b]
+                Ip[a, 3 + b] += T[a, 3 + b]
+                Ip[3 + a, b] += T[b, 3 + a]
+                Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+    root = reg_body[k1 - 1]
+    L = LA[rg]
+    A = IA[root]
+    for i in range(6):  # Cholesky of the root's articulated inertia
+        for j in range(i + 1):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, i] = np.sqrt(t)
+            else:
+                L[i, j] = t / L[j, j]
+        for j in range(i + 1, 6):
+            L[i, j] = 0.0
+    blk = node_pair_start[nb + reg_head[rg]]
+    for col in range(6):  # Phi = I^-1, column by column
+        for i in range(6):
+            Phi[blk, i, col] = 1.0 if i == col else 0.0
+        _chol_solve6(L, Phi[blk, :, col], Phi[blk, :, col])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _region_biases(rg, ix, bv, G, g0, hy):
+    """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
+    own), then the head node's ``b = I^-1 W`` of the root."""
+    nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
+    reg_start, reg_body, reg_head, parent, va, nvj = ix[26], ix[27], ix[28], ix[29], ix[32], ix[33]
+    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy
+    k0 = reg_start[rg]
+    k1 = reg_start[rg + 1]
+    for k in range(k0, k1 - 1):
+        c = reg_body[k]
+        p = parent[c]
+        n = nvj[c]
+        v0 = va[c]
+        cp = cperp[c]
+        for a in range(6):
+            cp[a] = 0.0
+        for rr in range(row_adr[c], row_adr[c] + rows[c]):
+            gg = g0[rr]
+            if gg != 0.0:
+                for a in range(6):
+                    cp[a] -= G[1, rr, a] * gg
+        z = xa[c]  # scratch here: z = W_c - I_c c
+        Ic = IA[c]
+        for a in range(6):
+            t = W[c, a]
+            for b in range(6):
+                t -= Ic[a, b] * cp[b]
+            z[a] = t
+        for q in range(n):
+            t = 0.0
+            for b in range(6):
+                sb = _ax(S, c, q, va, nvj, b)
+                if sb != 0.0:
+                    t += sb * z[b]
+            sz[v0 + q] = t
+        D = Dinv[c]
+        for q in range(n):  # z -= U D^-1 S^T z
+            t = 0.0
+            for r in range(n):
+                t += D[q, r] * sz[v0 + r]
+            for a in range(6):
+                z[a] -= U[v0 + q, a] * t
+        if n == 3:  # no moment through a spherical joint (as in _region_matrices)
+            z[3] = 0.0
+            z[4] = 0.0
+            z[5] = 0.0
+        d0 = P[c, 0] - P[p, 0]
+        d1 = P[c, 1] - P[p, 1]
+        d2 = P[c, 2] - P[p, 2]
+        W[p, 0] += z[0]
+        W[p, 1] += z[1]
+        W[p, 2] += z[2]
+        W[p, 3] += z[3] + d1 * z[2] - d2 * z[1]
+        W[p, 4] += z[4] + d2 * z[0] - d0 * z[2]
+        W[p, 5] += z[5] + d0 * z[1] - d1 * z[0]
+    root = reg_body[k1 - 1]
+    _chol_solve6(LA[rg], W[root], bv[node_h_start[nb + reg_head[rg]]])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _region_down(rg, ix, Fh, G, lam, hy):
+    """Disassembly of region ``rg`` from its handle force: root first, each body's handle
+    quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``."""
+    nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
+    reg_start, reg_body, reg_head, parent = ix[26], ix[27], ix[28], ix[29]
+    slot_in, slot_out, va, nvj = ix[30], ix[31], ix[32], ix[33]
+    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy
+    k0 = reg_start[rg]
+    k1 = reg_start[rg + 1]
+    root = reg_body[k1 - 1]
+    sN = node_h_start[nb + reg_head[rg]]
+    xr = xa[root]
+    for a in range(6):
+        Fh[slot_in[root], a] = Fh[sN, a]
+        xr[a] = Fh[sN, a] + W[root, a]
+    _chol_solve6(LA[rg], xr, xr)
+    for k in range(k1 - 2, k0 - 1, -1):
+        c = reg_body[k]
+        p = parent[c]
+        n = nvj[c]
+        v0 = va[c]
+        d0 = P[c, 0] - P[p, 0]
+        d1 = P[c, 1] - P[p, 1]
+        d2 = P[c, 2] - P[p, 2]
+        xp = xa[p]
+        xc = xa[c]
+        # x_p shifted to P_c: [a + alpha x d; alpha]
+        xc[0] = xp[0] + xp[4] * d2 - xp[5] * d1
+        xc[1] = xp[1] + xp[5] * d0 - xp[3] * d2
+        xc[2] = xp[2] + xp[3] * d1 - xp[4] * d0
+        xc[3] = xp[3]
+        xc[4] = xp[4]
+        xc[5] = xp[5]
+        e0 = 0.0
+        e1 = 0.0
+        e2 = 0.0
+        for q in range(n):  # e = S^T z - U^T x
+            t = sz[v0 + q]
+            for a in range(6):
+                t -= U[v0 + q, a] * xc[a]
+            if q == 0:
+                e0 = t
+            elif q == 1:
+                e1 = t
+            else:
+                e2 = t
+        D = Dinv[c]
+        for a in range(6):
+            xc[a] += cperp[c, a]
+        for q in range(n):  # x_c += S D^-1 e
+            sq = D[q, 0] * e0
+            if n > 1:
+                sq += D[q, 1] * e1
+            if n > 2:
+                sq += D[q, 2] * e2
+            for b in range(6):
+                sb = _ax(S, c, q, va, nvj, b)
+                if sb != 0.0:
+                    xc[b] += sb * sq
+        Ic = IA[c]
+        si = slot_in[c]
+        so = slot_out[c]
+        for a in range(6):  # F_c, in the outboard handle's slot for now
+            t = -W[c, a]
+            for b in range(6):
+                t += Ic[a, b] * xc[b]
+            Fh[so, a] = t
+        # the multipliers, and F_c = G_succ^T lambda: the joint's force exactly in its
+        # constraint space (no moment through a spherical joint, none about a hinge's axis),
+        # where I_c x_c - W_c has round-off along S that a slender body's small inertia
+        # about its axis would turn into a large error in its acceleration
+        for a in range(6):
+            Fh[si, a] = 0.0
+        for rr in range(row_adr[c], row_adr[c] + rows[c]):
+            t = 0.0
+            for a in range(6):
+                t += G[1, rr, a] * Fh[so, a]
+            lam[rr] = t
+            for a in range(6):
+                Fh[si, a] += G[1, rr, a] * t
+        for a in range(6):
+            Fh[so, a] = -Fh[si, a]
+
+
 # ----------------------------------------------------------------- level passes
 
 
@@ -826,62 +1216,103 @@ def _one_joint_merge(m, ix, nd):
     return ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= nd
 
 
-def _passes(nd: int):
+@njit(cache=True, nogil=True, _nrt=False)
+def _no_region_matrices(rg, ix, Phi, hy):
+    """Stands for :func:`_region_matrices` in passes without regions (index-3's)."""
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _no_region(rg, ix, a, b, c, hy):
+    """Stands for :func:`_region_biases` and :func:`_region_down` in passes without regions."""
+
+
+def _passes(nd: int, regions: bool):
     """The three tree passes for blocks of size ``nd``, a compile-time constant of each
     (a closure variable): LLVM sees the one-joint kernels' nd loops with constant trip
     counts and unrolls and vectorises them (index-3's matrix pass at 128 links 156 -> 94
     us, dca's 1024-body evaluation 1632 -> 1211 us).  One set per size, so a formulation
     compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
-    general kernels."""
+    general kernels.  With ``regions`` the passes take the regions' workspace ``hy``
+    (:meth:`TreeLayout.hybrid`) and assemble each articulated-body region by its
+    recursion where its head merge would be (merges inside it are skipped)."""
+    if regions:
+        region_matrices, region_biases, region_down = _region_matrices, _region_biases, _region_down
+    else:
+        region_matrices, region_biases, region_down = _no_region_matrices, _no_region, _no_region
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+    def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy=None):
         """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
         subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
         ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
         definite (index-3's ``delta`` blocks)."""
-        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        sub_start, sub_merges, top_merges, region_of = ix[21], ix[22], ix[23], ix[25]
         if sub_start.shape[0] > 1:  # no parallel region at all for small trees
             for s in prange(sub_start.shape[0] - 1):
                 for k in range(sub_start[s], sub_start[s + 1]):
                     m = sub_merges[k]
-                    if _one_joint_merge(m, ix, nd):
+                    rg = region_of[m]
+                    if rg >= 0:
+                        region_matrices(rg, ix, Phi, hy)
+                    elif rg == -2:
+                        continue
+                    elif _one_joint_merge(m, ix, nd):
                         _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
                     else:
                         _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
         for k in range(top_merges.shape[0]):
             m = top_merges[k]
-            if _one_joint_merge(m, ix, nd):
+            rg = region_of[m]
+            if rg >= 0:
+                region_matrices(rg, ix, Phi, hy)
+            elif rg == -2:
+                continue
+            elif _one_joint_merge(m, ix, nd):
                 _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
             else:
                 _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+    def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy=None):
         """Bias pass, leaves to root (the leaves' bv already filled)."""
-        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        sub_start, sub_merges, top_merges, region_of = ix[21], ix[22], ix[23], ix[25]
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
                 for k in range(sub_start[s], sub_start[s + 1]):
                     m = sub_merges[k]
-                    if _one_joint_merge(m, ix, nd):
+                    rg = region_of[m]
+                    if rg >= 0:
+                        region_biases(rg, ix, bv, G, g0, hy)
+                    elif rg == -2:
+                        continue
+                    elif _one_joint_merge(m, ix, nd):
                         _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
                     else:
                         _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
         for k in range(top_merges.shape[0]):
             m = top_merges[k]
-            if _one_joint_merge(m, ix, nd):
+            rg = region_of[m]
+            if rg >= 0:
+                region_biases(rg, ix, bv, G, g0, hy)
+            elif rg == -2:
+                continue
+            elif _one_joint_merge(m, ix, nd):
                 _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
             else:
                 _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def disassemble(ix, Fh, G, sel, lam, Y, y0):
+    def disassemble(ix, Fh, G, sel, lam, Y, y0, hy=None):
         """Root to leaves: every joint's multipliers and every handle's force."""
-        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        sub_start, sub_merges, top_merges, region_of = ix[21], ix[22], ix[23], ix[25]
         for k in range(top_merges.shape[0] - 1, -1, -1):
             m = top_merges[k]
-            if _one_joint_merge(m, ix, nd):
+            rg = region_of[m]
+            if rg >= 0:
+                region_down(rg, ix, Fh, G, lam, hy)
+            elif rg == -2:
+                continue
+            elif _one_joint_merge(m, ix, nd):
                 _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
             else:
                 _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
@@ -889,7 +1320,12 @@ def _passes(nd: int):
             for s in prange(sub_start.shape[0] - 1):
                 for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
                     m = sub_merges[k]
-                    if _one_joint_merge(m, ix, nd):
+                    rg = region_of[m]
+                    if rg >= 0:
+                        region_down(rg, ix, Fh, G, lam, hy)
+                    elif rg == -2:
+                        continue
+                    elif _one_joint_merge(m, ix, nd):
                         _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
                     else:
                         _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
@@ -898,8 +1334,8 @@ def _passes(nd: int):
 
 
 #: the passes for 6-vectors (dca, hdca) and for Euler-parameter coordinates (index-3)
-assemble_matrices6, assemble_biases6, disassemble6 = _passes(6)
-assemble_matrices7, assemble_biases7, disassemble7 = _passes(7)
+assemble_matrices6, assemble_biases6, disassemble6 = _passes(6, True)
+assemble_matrices7, assemble_biases7, disassemble7 = _passes(7, False)
 
 
 # ------------------------------------------------------- singular configurations

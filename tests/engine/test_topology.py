@@ -11,8 +11,9 @@ import pytest
 from engine import generators as gen
 from engine.mechfile import load
 from engine.model import build_model
-from engine.topology import (absolute_counts, analyze, build_assembly_tree, cheaper_tree, merge_operations,
-                             parallel_operations, serial_assembly_tree, two_part_assembly_tree)
+from engine.topology import (_merge_ops, absolute_counts, analyze, articulated_regions, build_assembly_tree,
+                             cheaper_tree, merge_operations, parallel_operations, serial_assembly_tree,
+                             two_part_assembly_tree)
 
 from .conftest import EXAMPLES, example_path
 
@@ -203,14 +204,96 @@ def test_two_part_tree(spec):
 
 
 def test_two_threads_take_the_two_part_tree_where_its_busier_thread_does_less():
-    chain = build_model(gen.chain(1024, "revolute"))
-    assert cheaper_tree(chain, chain.nc_j, threads=2).partition  # 851 k against 1561 k operations
-    assert not cheaper_tree(chain, chain.nc_j, threads=4).partition  # four threads share the balanced tree
-    assert (parallel_operations(two_part_assembly_tree(chain), chain.nc_j, 2)
-            < parallel_operations(build_assembly_tree(chain), chain.nc_j, 2))
+    """The tips-first side of a two-part tree is one articulated-body region, whose
+    recursion costs a revolute body 255 operations where the merges cost 1661: the
+    balance puts 90 % of a revolute chain there (60 % of a spherical one, 471 against
+    765), and its busier thread then does fewer operations than one thread over the
+    tips-first tree -- which four threads take too, the balanced tree's regions being
+    small."""
+    for kind, share in (("revolute", 0.9), ("spherical", 0.6)):
+        chain = build_model(gen.chain(1024, kind))
+        two = cheaper_tree(chain, chain.nc_j, threads=2)
+        sub_start = two.partition[0]
+        assert len(sub_start) == 3
+        _, regions = articulated_regions(chain, two, two.partition)
+        assert [len(r) for r in regions] == [sub_start[1] + 1]  # side A's merges join its bodies
+        assert abs(len(regions[0]) - share * chain.nb) <= 1
+        serial = serial_assembly_tree(chain)
+        assert parallel_operations(two, chain.nc_j, 2, chain) < merge_operations(serial, chain.nc_j, model=chain)
+        for other in (build_assembly_tree(chain), serial, two_part_assembly_tree(chain)):
+            assert parallel_operations(two, chain.nc_j, 2, chain) <= parallel_operations(other, chain.nc_j, 2, chain)
+        assert np.array_equal(cheaper_tree(chain, chain.nc_j, threads=4).left, two.left)
     for spec in (gen.fourbar(), gen.ladder(40)):  # loops: the balanced tree
         assert two_part_assembly_tree(build_model(spec)) is None
         assert not cheaper_tree(build_model(spec), build_model(spec).nc_j, threads=2).partition
+
+
+REGION_CASES = ([gen.chain(n, "revolute") for n in (2, 7, 64)] + [gen.joint_zoo(), gen.fourbar(), gen.ladder(5)]
+                + [gen.random_mechanism(s, 12, loops=s % 3) for s in range(12)])
+
+
+@pytest.mark.parametrize("spec", REGION_CASES, ids=lambda s: s.name)
+def test_articulated_regions(spec):
+    """Over every tree a tree solve may take, a region is a whole subtree of the spanning
+    tree (two bodies or more, none at a cut joint) whose only handle is the joint to its
+    root, on the root's side; its merges are exactly those under its head, all in one part
+    of the tree's cut; regions are disjoint; and the merges they skip cost nothing."""
+    from engine.formulations.treesolve import subtree_partition
+
+    model = build_model(spec)
+    at_cut = {b for j in range(model.nb, model.nj) for b in (model.pred[j], model.succ[j]) if b >= 0}
+    trees = [build_assembly_tree(model), serial_assembly_tree(model)] + \
+        [t for t in (two_part_assembly_tree(model),) if t is not None]
+    for tree in trees:
+        nb = tree.nb
+        partition = tree.partition or subtree_partition(tree)
+        part = {int(m): k for k in range(len(partition[0]) - 1)
+                for m in partition[1][partition[0][k]:partition[0][k + 1]]}
+        region_of, regions = articulated_regions(model, tree, partition)
+        seen = set()
+        for r, bodies in enumerate(regions):
+            head = int(np.flatnonzero(region_of == r)[0])
+            root = bodies[-1]
+            subtree = {root} | {b for b in range(nb) if _is_below(model, b, root)}
+            assert set(bodies) == subtree and len(bodies) >= 2 and not set(bodies) & at_cut
+            assert bodies == sorted(bodies, reverse=True)  # tips first
+            assert set(tree.body_sets[nb + head]) == subtree
+            s0 = tree.node_h_start[nb + head]
+            assert tree.node_nh[nb + head] == 1 and tree.h_joint[s0] == root and tree.h_side[s0] == 1
+            under = _merges_under(tree, head)
+            assert all(region_of[m] == -2 for m in under if m != head)
+            assert len({part.get(m, -1) for m in under}) == 1
+            assert not set(bodies) & seen
+            seen |= set(bodies)
+        heads = np.flatnonzero(region_of >= 0)
+        assert (region_of == -2).sum() == sum(len(_merges_under(tree, int(m))) - 1 for m in heads)
+        ops = _merge_ops(tree, model.nc_j, 6, model, partition)
+        assert (ops[region_of == -2] == 0).all() and (ops[region_of >= 0] > 0).all()
+
+
+def _is_below(model, b, root):
+    while b >= 0:
+        b = model.parent[b]
+        if b == root:
+            return True
+    return False
+
+
+def _merges_under(tree, m):
+    out, stack = [], [m]
+    while stack:
+        k = stack.pop()
+        out.append(k)
+        stack += [c - tree.nb for c in (tree.left[k], tree.right[k]) if c >= tree.nb]
+    return out
+
+
+def test_a_chain_on_one_thread_is_one_region():
+    """Tips first, a chain's root merges with ground, then with the rest: one region."""
+    chain = build_model(gen.chain(100, "revolute"))
+    tree = cheaper_tree(chain, chain.nc_j, threads=1)
+    _, regions = articulated_regions(chain, tree)
+    assert regions == [list(range(99, 0, -1))]
 
 
 def test_info_cli_json_and_text():

@@ -163,6 +163,13 @@ def _balanced_tree_always(monkeypatch):
     monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, threads, balanced=None: build_assembly_tree(model))
 
 
+def _merges_only(monkeypatch):
+    """Make dca and hdca assemble every node merge by merge (no articulated-body region)."""
+    from engine.formulations.dca import TreeFormulation
+
+    monkeypatch.setattr(TreeFormulation, "articulated_regions", False)
+
+
 @pytest.mark.parametrize("n", [100, 256])
 def test_threads_give_identical_results_on_one_tree(n, monkeypatch):
     """One thread: plain body loops, and below 256 bodies an uncut tree (no parallel
@@ -193,9 +200,11 @@ SERIAL_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spheric
 def test_the_serial_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     """On one thread an open mechanism is assembled tips first when that costs fewer
     operations (topology.cheaper_tree): another order of the same eliminations, so the
-    same right-hand side up to round-off, at a random state."""
+    same right-hand side up to round-off, at a random state.  Merges only: the regions
+    assemble in another form (test_articulated_regions_agree_with_the_merges)."""
     from engine.topology import build_assembly_tree
 
+    _merges_only(monkeypatch)
     model = build_model(spec)
     serial = Simulation(model, Settings(formulation=form, threads=1)).formulation
     _balanced_tree_always(monkeypatch)
@@ -204,6 +213,47 @@ def test_the_serial_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     y = _random_tree_state(model, np.random.default_rng(7))
     a, b = serial.rhs(0.0, y), balanced.rhs(0.0, y)
     assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
+
+
+REGION_CASES = (SERIAL_TREES + [gen.chain(n, kind, planar=False, inertia=(0.1, 0.1, 0.1))
+                                 for n, kind in ((100, "spherical"), (40, "revolute"))]
+                + [gen.random_mechanism(s, 14, loops=1) for s in range(4)])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("spec", REGION_CASES, ids=lambda s: s.name)
+def test_articulated_regions_agree_with_the_merges(spec, threads, monkeypatch):
+    """A tree solve assembles each articulated-body region (topology.articulated_regions:
+    every open chain on one thread is one) by the recursion in inertia form instead of
+    merge by merge, over the same tree: the same right-hand side to 1e-12 relative, at a
+    random state (loops: their closed initial state).  On the slender rods of the
+    generator's chains (2222 times more compliant about their axis than across) the
+    regions are also no less accurate than the merges, measured against ``rcr`` (an
+    independent recursion in joint coordinates)."""
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs two numba threads")
+    model = build_model(spec)
+    moments = [np.linalg.eigvalsh(np.array(b.inertia)) for b in spec.bodies]
+    slender = min(m[0] / m[-1] for m in moments) < 1e-2
+    old = numba.get_num_threads()
+    try:
+        for form in ("dca", "hdca"):
+            with_regions = Simulation(model, Settings(formulation=form, threads=threads)).formulation
+            with monkeypatch.context() as mp:
+                _merges_only(mp)
+                merges = Simulation(model, Settings(formulation=form, threads=threads)).formulation
+            assert np.array_equal(merges.tree.left, with_regions.tree.left)
+            if not model.ncut:
+                assert len(with_regions.lay.ix[26]) > 1  # at least one region
+            y = merges.initial_state() if model.ncut else _random_tree_state(model, np.random.default_rng(13))
+            a, b = with_regions.rhs(0.0, y), merges.rhs(0.0, y)
+            scale = max(1.0, np.abs(b).max())
+            assert np.abs(a - b).max() <= 1e-12 * scale, form
+            if slender and form == "dca":
+                ref = Simulation(model, Settings(formulation="rcr")).formulation.rhs(0.0, y)
+                assert np.abs(a - ref).max() <= np.abs(b - ref).max() + 1e-12 * scale
+    finally:
+        numba.set_num_threads(old)
 
 
 TWO_PART_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spherical"), (257, "revolute"))]
@@ -215,9 +265,10 @@ TWO_PART_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spher
 def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     """On two threads an open mechanism is assembled in two halves, in parallel, when its
     busier thread does fewer operations (topology.cheaper_tree): the same right-hand side
-    as over the balanced tree, up to round-off."""
+    as over the balanced tree, up to round-off (merges only, as above)."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two numba threads")
+    _merges_only(monkeypatch)
     model = build_model(spec)
     old = numba.get_num_threads()
     try:
