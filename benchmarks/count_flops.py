@@ -112,7 +112,9 @@ def dca_counts(n: int, kind: str) -> dict:
     f.mk = tuple(counting(a) for a in f.mk)
     f.fa = tuple(counting(a) for a in f.fa)
     lay = f.lay
-    _convert(lay, ("Phi", "bv", "Fh", "G", "g0", "lam", "Kf", "Ks", "Y", "E", "r0", "y0", "scr"))
+    _convert(lay, ("Phi", "bv", "Fh", "G", "g0", "lam", "Kf", "Ks", "Y", "E", "r0", "y0", "scr",
+                   "IA", "W", "U", "Dinv", "sz", "cperp", "xa", "LA"))
+    f.hy = lay.hybrid(f.S, f.P)  # the articulated-body regions' workspace, counted
     q, v = counting(y[: model.nq].copy()), counting(y[model.nq:].copy())
     out = {}
     for name, call in passes(f, q, v).items():

@@ -203,33 +203,45 @@ def _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, block
             A[a, 3 + b] = A[3 + b, a]
 
 
+#: the per-body loops run in parallel as this many chunks, each a call of the loop's
+#: serial kernel (``_leaves_over``, ``_accelerations_over``): the per-body code is then
+#: compiled once, not once in the parallel region's body and again in the serial loop
+BODY_CHUNKS = 16
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _leaves_over(i0, i1, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                 dca_rhs, blocks, hy):
+    """:func:`_leaves` for bodies ``i0 .. i1 - 1``."""
+    in_region = hy[19]
+    for i in range(i0, i1):
+        if dca_rhs:
+            _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
+        if in_region[i] >= 0:
+            _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy)
+        else:
+            _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
+
+
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
             blocks, hy):
     """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
-    wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given.
+    wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given.  A
+    body in an articulated-body region gets its inertia and bias wrench about its joint
+    point instead of mobility blocks (:func:`_region_leaf`).
 
     The flags are runtime bools: kernels pass ``np.bool_(...)``, never the literals, so
     dca, hdca's two phases and its Python-side reaction pass share one specialisation
     (numba compiles one per literal value; docs/performance.md, "Compile time")."""
     nb = ix[0]
-    in_region = ix[34]
     if nb >= ix[24]:
-        for i in prange(nb):
-            if dca_rhs:
-                _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
-            if in_region[i] >= 0:
-                _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy)
-            else:
-                _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
-    else:
-        for i in range(nb):
-            if dca_rhs:
-                _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
-            if in_region[i] >= 0:
-                _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy)
-            else:
-                _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
+        for k in prange(BODY_CHUNKS):
+            _leaves_over(k * nb // BODY_CHUNKS, (k + 1) * nb // BODY_CHUNKS, ix, mass, inertia, inertia_inv, x, R,
+                         V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs, blocks, hy)
+    else:  # 0 * nb: an int64 as in the chunks (one specialisation)
+        _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
+                     scratch, dca_rhs, blocks, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -449,30 +461,35 @@ def _region_acceleration(i, x, P, xa, A):
     A[i, 5] = w2
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _accelerations_over(phase, i0, i1, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy):
+    """:func:`_accelerations` for bodies ``i0 .. i1 - 1``: phase 0 the bodies'
+    accelerations, phase 1 (every body's done) their joints'."""
+    nb = ix[0]
+    parent, v_adr = mk[0], mk[3]
+    in_region = hy[19]
+    xa = hy[8]
+    for i in range(i0, i1):
+        if phase == 1:
+            _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
+        elif in_region[i] >= 0:
+            _region_acceleration(i, x, P, xa, A)
+        else:
+            _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
+
+
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy):
     """Body spatial accelerations about the COM from the handle forces (in a region: from
     its recursion), then vdot."""
     nb = ix[0]
-    in_region = ix[34]
-    xa = hy[8]
-    parent, v_adr = mk[0], mk[3]
-    if nb >= ix[24]:
-        for i in prange(nb):
-            if in_region[i] >= 0:
-                _region_acceleration(i, x, P, xa, A)
-            else:
-                _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
-        for i in prange(nb):
-            _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
-    else:
-        for i in range(nb):
-            if in_region[i] >= 0:
-                _region_acceleration(i, x, P, xa, A)
-            else:
-                _body_acceleration(i, ix, x, P, Fh, rhs_body, mass, Jinv_w, A)
-        for i in range(nb):
-            _joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
+    for phase in range(2):
+        if nb >= ix[24]:
+            for k in prange(BODY_CHUNKS):
+                _accelerations_over(phase, k * nb // BODY_CHUNKS, (k + 1) * nb // BODY_CHUNKS, ix, mk, x, P, S, c,
+                                    Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        else:
+            _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=True)

@@ -131,11 +131,20 @@ class TreeLayout:
     cperp: np.ndarray  # (nb, 6) the joint's constant term c = -G_succ^T g0
     xa: np.ndarray  # (nb, 6) handle quantity at the joint point, disassembly
     LA: np.ndarray  # (n_regions, 6, 6) Cholesky factor of each region root's inertia; scratch
+    reg: tuple  # the regions' index arrays (_region_arrays)
+
+    @property
+    def n_regions(self) -> int:
+        return self.LA.shape[0]
 
     def hybrid(self, S: np.ndarray, P: np.ndarray) -> tuple:
-        """The passes' last argument: the regions' workspace with the formulation's motion
-        subspaces ``S`` and joint points ``P`` (arrays it writes in place)."""
-        return (S, P, self.IA, self.W, self.U, self.Dinv, self.sz, self.cperp, self.xa, self.LA)
+        """The passes' last argument ``hy``: the regions' workspace with the formulation's
+        motion subspaces ``S`` and joint points ``P`` (arrays it writes in place), then
+        their index arrays: ``hy[10:20]`` = region_of, reg_start, reg_body, reg_head,
+        parent, slot_in, slot_out, va, nvj, in_region (:func:`_region_arrays`).  Apart from
+        the layout's ``ix``: index-3's kernels, which take ``ix`` everywhere, compile
+        without them."""
+        return (S, P, self.IA, self.W, self.U, self.Dinv, self.sz, self.cperp, self.xa, self.LA) + self.reg
 
     @property
     def GA(self) -> np.ndarray:  # view: rows on the pred end
@@ -231,13 +240,12 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     # tree then gives the same arithmetic on any number of threads
     region_of, regions_list = (articulated_regions(model, tree, tree.partition or subtree_partition(tree))
                                if regions and nd == 6 else (np.full(nm, -1, dtype=np.int64), []))
-    reg = _region_arrays(model, tree, region_of, regions_list)
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
         tree.node_pair_start, tree.h_joint, tree.h_side, tree.h_src, tree.if_start, tree.if_joint,
         tree.if_left, tree.if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows,
         sub_start, sub_merges, top_merges, body_parallel_from(nb, threads),
-    ) + reg
+    )
     nv = int(model.nv_j[:nb].sum()) if regions_list else 0
     nbr = nb if regions_list else 0
     return TreeLayout(
@@ -251,11 +259,12 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         sel=np.full(n_rows, -1, dtype=np.int64),
         IA=np.zeros((nbr, 6, 6)), W=np.zeros((nbr, 6)), U=np.zeros((nv, 6)), Dinv=np.zeros((nbr, 3, 3)),
         sz=np.zeros(nv), cperp=np.zeros((nbr, 6)), xa=np.zeros((nbr, 6)), LA=np.zeros((len(regions_list), 6, 6)),
+        reg=_region_arrays(model, tree, region_of, regions_list),
     )
 
 
 def _region_arrays(model: Model, tree: AssemblyTree, region_of: np.ndarray, regions: list) -> tuple:
-    """``ix[25:35]``: per merge the region it heads (-1 none, -2 inside one); the regions'
+    """``hy[10:20]`` (:meth:`TreeLayout.hybrid`): per merge the region it heads (-1 none, -2 inside one); the regions'
     bodies tips first (``reg_start``, ``reg_body``) and head merges; per body its parent,
     the handle slots of its joint to the parent on itself and on the parent (as leaves),
     the joint's first freedom and freedom count, and its region (-1: none)."""
@@ -474,7 +483,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
     constant of the calling pass: :func:`_passes`) columns, which the compiler unrolls and
     vectorises, and zero entries of G skipped."""
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     n = nb + m
     Ln = left[m]
     Rn = right[m]
@@ -560,7 +569,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     nd = Phi.shape[1]
     n = nb + m
     Ln = left[m]
@@ -773,7 +782,7 @@ def _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd):
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     nd = bv.shape[1]
     n = nb + m
     Ln = left[m]
@@ -821,7 +830,7 @@ def _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 @njit(cache=True, nogil=True, _nrt=False)
 def _merge_down(m, ix, Fh, G, sel, lam, Y, y0):
     nb, left, right, level_start, node_nh, node_h_start, node_pair_start, h_joint, h_side, h_src, \
-        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix[:25]
+        if_start, if_joint, if_left, if_right, if_roff, m_nr, m_K, m_R, m_E, row_adr, rows, _s0, _s1, _s2, _p = ix
     nd = Fh.shape[1]
     n = nb + m
     Ln = left[m]
@@ -955,8 +964,8 @@ def _region_matrices(rg, ix, Phi, hy):
     """Matrix pass of region ``rg``: articulated inertias tips first, then the head
     node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``)."""
     nb, node_pair_start = ix[0], ix[6]
-    reg_start, reg_body, reg_head, parent, va, nvj = ix[26], ix[27], ix[28], ix[29], ix[32], ix[33]
-    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy
+    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy[:10]
+    reg_start, reg_body, reg_head, parent, va, nvj = hy[11], hy[12], hy[13], hy[14], hy[17], hy[18]
     T = LA[rg]  # scratch until the root's factor goes there
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
@@ -1067,8 +1076,8 @@ def _region_biases(rg, ix, bv, G, g0, hy):
     """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
     own), then the head node's ``b = I^-1 W`` of the root."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
-    reg_start, reg_body, reg_head, parent, va, nvj = ix[26], ix[27], ix[28], ix[29], ix[32], ix[33]
-    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy
+    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy[:10]
+    reg_start, reg_body, reg_head, parent, va, nvj = hy[11], hy[12], hy[13], hy[14], hy[17], hy[18]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     for k in range(k0, k1 - 1):
@@ -1127,9 +1136,9 @@ def _region_down(rg, ix, Fh, G, lam, hy):
     """Disassembly of region ``rg`` from its handle force: root first, each body's handle
     quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
-    reg_start, reg_body, reg_head, parent = ix[26], ix[27], ix[28], ix[29]
-    slot_in, slot_out, va, nvj = ix[30], ix[31], ix[32], ix[33]
-    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy
+    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy[:10]
+    reg_start, reg_body, reg_head, parent = hy[11], hy[12], hy[13], hy[14]
+    slot_in, slot_out, va, nvj = hy[15], hy[16], hy[17], hy[18]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     root = reg_body[k1 - 1]
@@ -1216,6 +1225,18 @@ def _one_joint_merge(m, ix, nd):
     return ix[10][m + 1] - ix[10][m] == 1 and ix[15][m] <= nd
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _region_at(m, hy):
+    """The region merge m heads, -2 inside one, -1 none."""
+    return hy[10][m]
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _no_region_at(m, hy):
+    """Passes without regions: no merge is in one."""
+    return -1
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _no_region_matrices(rg, ix, Phi, hy):
     """Stands for :func:`_region_matrices` in passes without regions (index-3's)."""
@@ -1236,33 +1257,18 @@ def _passes(nd: int, regions: bool):
     (:meth:`TreeLayout.hybrid`) and assemble each articulated-body region by its
     recursion where its head merge would be (merges inside it are skipped)."""
     if regions:
-        region_matrices, region_biases, region_down = _region_matrices, _region_biases, _region_down
+        region_matrices, region_biases, region_down, region_at = (_region_matrices, _region_biases, _region_down,
+                                                                  _region_at)
     else:
-        region_matrices, region_biases, region_down = _no_region_matrices, _no_region, _no_region
+        region_matrices, region_biases, region_down, region_at = (_no_region_matrices, _no_region, _no_region,
+                                                                  _no_region_at)
 
-    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy=None):
-        """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
-        subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
-        ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
-        definite (index-3's ``delta`` blocks)."""
-        sub_start, sub_merges, top_merges, region_of = ix[21], ix[22], ix[23], ix[25]
-        if sub_start.shape[0] > 1:  # no parallel region at all for small trees
-            for s in prange(sub_start.shape[0] - 1):
-                for k in range(sub_start[s], sub_start[s + 1]):
-                    m = sub_merges[k]
-                    rg = region_of[m]
-                    if rg >= 0:
-                        region_matrices(rg, ix, Phi, hy)
-                    elif rg == -2:
-                        continue
-                    elif _one_joint_merge(m, ix, nd):
-                        _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
-                    else:
-                        _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-        for k in range(top_merges.shape[0]):
-            m = top_merges[k]
-            rg = region_of[m]
+    @njit(cache=True, nogil=True, _nrt=False)
+    def matrices_over(merges, k0, k1, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy):
+        """The matrix pass over ``merges[k0:k1]``, in order (a region by its head)."""
+        for k in range(k0, k1):
+            m = merges[k]
+            rg = region_at(m, hy)
             if rg >= 0:
                 region_matrices(rg, ix, Phi, hy)
             elif rg == -2:
@@ -1272,26 +1278,12 @@ def _passes(nd: int, regions: bool):
             else:
                 _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
-    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy=None):
-        """Bias pass, leaves to root (the leaves' bv already filled)."""
-        sub_start, sub_merges, top_merges, region_of = ix[21], ix[22], ix[23], ix[25]
-        if sub_start.shape[0] > 1:
-            for s in prange(sub_start.shape[0] - 1):
-                for k in range(sub_start[s], sub_start[s + 1]):
-                    m = sub_merges[k]
-                    rg = region_of[m]
-                    if rg >= 0:
-                        region_biases(rg, ix, bv, G, g0, hy)
-                    elif rg == -2:
-                        continue
-                    elif _one_joint_merge(m, ix, nd):
-                        _merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
-                    else:
-                        _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-        for k in range(top_merges.shape[0]):
-            m = top_merges[k]
-            rg = region_of[m]
+    @njit(cache=True, nogil=True, _nrt=False)
+    def biases_over(merges, k0, k1, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy):
+        """The bias pass over ``merges[k0:k1]``, in order."""
+        for k in range(k0, k1):
+            m = merges[k]
+            rg = region_at(m, hy)
             if rg >= 0:
                 region_biases(rg, ix, bv, G, g0, hy)
             elif rg == -2:
@@ -1301,13 +1293,12 @@ def _passes(nd: int, regions: bool):
             else:
                 _merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
 
-    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def disassemble(ix, Fh, G, sel, lam, Y, y0, hy=None):
-        """Root to leaves: every joint's multipliers and every handle's force."""
-        sub_start, sub_merges, top_merges, region_of = ix[21], ix[22], ix[23], ix[25]
-        for k in range(top_merges.shape[0] - 1, -1, -1):
-            m = top_merges[k]
-            rg = region_of[m]
+    @njit(cache=True, nogil=True, _nrt=False)
+    def down_over(merges, k0, k1, ix, Fh, G, sel, lam, Y, y0, hy):
+        """The disassembly over ``merges[k0:k1]``, in reverse order."""
+        for k in range(k1 - 1, k0 - 1, -1):
+            m = merges[k]
+            rg = region_at(m, hy)
             if rg >= 0:
                 region_down(rg, ix, Fh, G, lam, hy)
             elif rg == -2:
@@ -1316,19 +1307,44 @@ def _passes(nd: int, regions: bool):
                 _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
             else:
                 _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+
+    # Each pass calls its loop above once per subtree and once for the top (from
+    # ``sub_start[0]`` = 0, an int64 like the subtrees' bounds: one specialisation): the
+    # merge kernels are then compiled once per pass, not once in the parallel region's
+    # body and again in the serial loop (compile time, docs/performance.md).
+
+    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
+    def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy=None):
+        """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
+        subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
+        ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
+        definite (index-3's ``delta`` blocks)."""
+        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        if sub_start.shape[0] > 1:  # no parallel region at all for small trees
+            for s in prange(sub_start.shape[0] - 1):
+                matrices_over(sub_merges, sub_start[s], sub_start[s + 1], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E,
+                              scr, eps, sgn, tol, hy)
+        matrices_over(top_merges, sub_start[0], top_merges.shape[0], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn,
+                      tol, hy)
+
+    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
+    def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy=None):
+        """Bias pass, leaves to root (the leaves' bv already filled)."""
+        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                for k in range(sub_start[s + 1] - 1, sub_start[s] - 1, -1):
-                    m = sub_merges[k]
-                    rg = region_of[m]
-                    if rg >= 0:
-                        region_down(rg, ix, Fh, G, lam, hy)
-                    elif rg == -2:
-                        continue
-                    elif _one_joint_merge(m, ix, nd):
-                        _merge_down_one(m, ix, Fh, G, lam, Y, y0, nd)
-                    else:
-                        _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
+                biases_over(sub_merges, sub_start[s], sub_start[s + 1], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
+                            scr, sgn, hy)
+        biases_over(top_merges, sub_start[0], top_merges.shape[0], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy)
+
+    @njit(cache=True, nogil=True, _nrt=False, parallel=True)
+    def disassemble(ix, Fh, G, sel, lam, Y, y0, hy=None):
+        """Root to leaves: every joint's multipliers and every handle's force."""
+        sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
+        down_over(top_merges, sub_start[0], top_merges.shape[0], ix, Fh, G, sel, lam, Y, y0, hy)
+        if sub_start.shape[0] > 1:
+            for s in prange(sub_start.shape[0] - 1):
+                down_over(sub_merges, sub_start[s], sub_start[s + 1], ix, Fh, G, sel, lam, Y, y0, hy)
 
     return assemble_matrices, assemble_biases, disassemble
 
