@@ -959,21 +959,28 @@ def _chol_solve6(L, b, x):
         x[i] = t / L[i, i]
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _region_step(k, hy):
+    """Entry k of the regions' body list: the body c, its parent p, its joint's freedom
+    count and first freedom, and d = P_c - P_p (the shift from the parent's joint point)."""
+    P, reg_body, parent, va, nvj = hy[1], hy[12], hy[14], hy[17], hy[18]
+    c = reg_body[k]
+    p = parent[c]
+    return c, p, nvj[c], va[c], P[c, 0] - P[p, 0], P[c, 1] - P[p, 1], P[c, 2] - P[p, 2]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _region_matrices(rg, ix, Phi, hy):
     """Matrix pass of region ``rg``: articulated inertias tips first, then the head
     node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``)."""
     nb, node_pair_start = ix[0], ix[6]
-    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy[:10]
-    reg_start, reg_body, reg_head, parent, va, nvj = hy[11], hy[12], hy[13], hy[14], hy[17], hy[18]
+    S, IA, U, Dinv, LA = hy[0], hy[2], hy[4], hy[5], hy[9]
+    reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
     T = LA[rg]  # scratch until the root's factor goes there
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     for k in range(k0, k1 - 1):
-        c = reg_body[k]
-        p = parent[c]
-        n = nvj[c]
-        v0 = va[c]
+        c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         Ic = IA[c]
         D = Dinv[c]
         for q in range(n):  # U = I S
@@ -1022,9 +1029,6 @@ def _region_matrices(rg, ix, Phi, hy):
                     T[a, b] = 0.0
                     T[b, a] = 0.0
         # I_p += Y^T T Y, d = P_c - P_p: [[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]], B12 = A12 - A11 ~d
-        d0 = P[c, 0] - P[p, 0]
-        d1 = P[c, 1] - P[p, 1]
-        d2 = P[c, 2] - P[p, 2]
         Ip = IA[p]
         for r in range(3):
             # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
@@ -1076,15 +1080,12 @@ def _region_biases(rg, ix, bv, G, g0, hy):
     """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
     own), then the head node's ``b = I^-1 W`` of the root."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
-    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy[:10]
-    reg_start, reg_body, reg_head, parent, va, nvj = hy[11], hy[12], hy[13], hy[14], hy[17], hy[18]
+    S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
+    reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     for k in range(k0, k1 - 1):
-        c = reg_body[k]
-        p = parent[c]
-        n = nvj[c]
-        v0 = va[c]
+        c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         cp = cperp[c]
         for a in range(6):
             cp[a] = 0.0
@@ -1118,9 +1119,6 @@ def _region_biases(rg, ix, bv, G, g0, hy):
             z[3] = 0.0
             z[4] = 0.0
             z[5] = 0.0
-        d0 = P[c, 0] - P[p, 0]
-        d1 = P[c, 1] - P[p, 1]
-        d2 = P[c, 2] - P[p, 2]
         W[p, 0] += z[0]
         W[p, 1] += z[1]
         W[p, 2] += z[2]
@@ -1136,9 +1134,9 @@ def _region_down(rg, ix, Fh, G, lam, hy):
     """Disassembly of region ``rg`` from its handle force: root first, each body's handle
     quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
-    S, P, IA, W, U, Dinv, sz, cperp, xa, LA = hy[:10]
-    reg_start, reg_body, reg_head, parent = hy[11], hy[12], hy[13], hy[14]
-    slot_in, slot_out, va, nvj = hy[15], hy[16], hy[17], hy[18]
+    S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
+    reg_start, reg_body, reg_head, slot_in, slot_out, va, nvj = (hy[11], hy[12], hy[13], hy[15], hy[16], hy[17],
+                                                                 hy[18])
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     root = reg_body[k1 - 1]
@@ -1149,13 +1147,7 @@ def _region_down(rg, ix, Fh, G, lam, hy):
         xr[a] = Fh[sN, a] + W[root, a]
     _chol_solve6(LA[rg], xr, xr)
     for k in range(k1 - 2, k0 - 1, -1):
-        c = reg_body[k]
-        p = parent[c]
-        n = nvj[c]
-        v0 = va[c]
-        d0 = P[c, 0] - P[p, 0]
-        d1 = P[c, 1] - P[p, 1]
-        d2 = P[c, 2] - P[p, 2]
+        c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         xp = xa[p]
         xc = xa[c]
         # x_p shifted to P_c: [a + alpha x d; alpha]
