@@ -3,7 +3,7 @@
 Each pass of :func:`engine.formulations.dca._evaluate` is called on its own, with the
 formulation's own arrays after one full evaluation at a random state, and timed as
 the best of several batches (one thread).  Also timed: the whole ``_evaluate`` (one
-kernel call), and ``rhs`` (``_evaluate`` + ``ode_rates`` + the Python between them).
+kernel call, ``ode_rates`` in it), and ``rhs`` (``_evaluate`` + the Python around it).
 "Python" is ``rhs`` minus the sum of its kernels.  The flop counts are those of
 ``docs/performance.md``, "A dca right-hand side, pass by pass" (counted from the loops).
 
@@ -88,7 +88,8 @@ def profile(n: int, kind: str) -> dict:
     out = {}
     for name, call in passes(f, q, v).items():
         out[name] = _time_call(call) * 1e6
-    out["_evaluate (one kernel)"] = _time_call(lambda: f._solve(0.0, q, v, check=False)) * 1e6
+    rates = np.empty_like(y)
+    out["_evaluate (one kernel)"] = _time_call(lambda: f._kernel(y, rates)) * 1e6
     out["rhs"] = _time_call(lambda: f.rhs(0.0, y)) * 1e6
     kern = sum(out[k] for k in passes(f, q, v))
     out["python and calls"] = out["rhs"] - kern

@@ -31,30 +31,32 @@ def _plain(a: np.ndarray) -> bool:
 
 
 class StateKernel:
-    """``kernel(*head, q, v, *tail)``: a kernel called on every evaluation with the same
-    workspace (``head``, ``tail``: allocated once, written in place) and the state's two
-    halves.  After the first call it calls numba's compiled entry point for these
-    argument types directly, skipping the dispatcher's type resolution of every array
-    in the workspace (about a hundred: 2 us of a 64-body evaluation, docs/performance.md,
-    "Fixed cost per call").  A ``q`` or ``v`` of another array type (a strided,
-    read-only or non-float64 state) goes through the dispatcher, as before."""
+    """``kernel(*head, y, out, *tail)``: a kernel called on every evaluation with the same
+    workspace (``head``, ``tail``: allocated once, written in place), the state ``y`` and
+    the array ``out`` its right-hand side goes to (empty: the workspace only), and
+    returns what the kernel returns.  After the
+    first call it calls numba's compiled entry point for these argument types directly,
+    skipping the dispatcher's type resolution of every array in the workspace (about a
+    hundred: 2 us of a 64-body evaluation, docs/performance.md, "Fixed cost per call").
+    A ``y`` of another array type (a strided, read-only or non-float64 state) goes
+    through the dispatcher, as before."""
 
     def __init__(self, kernel, head: tuple, tail: tuple):
         self.kernel, self.head, self.tail = kernel, head, tail
         self.entry = None  # the compiled function, once bound
         self._bound = False
 
-    def __call__(self, q: np.ndarray, v: np.ndarray):
-        if self.entry is not None and _plain(q) and _plain(v):
-            return self.entry(*self.head, q, v, *self.tail)
-        out = self.kernel(*self.head, q, v, *self.tail)
-        if not self._bound and _plain(q) and _plain(v):
+    def __call__(self, y: np.ndarray, out: np.ndarray):
+        if self.entry is not None and _plain(y) and _plain(out):
+            return self.entry(*self.head, y, out, *self.tail)
+        res = self.kernel(*self.head, y, out, *self.tail)
+        if not self._bound and _plain(y) and _plain(out):
             self._bound = True
             from numba import typeof
 
-            sig = tuple(typeof(a) for a in (*self.head, q, v, *self.tail))
+            sig = tuple(typeof(a) for a in (*self.head, y, out, *self.tail))
             self.entry = self.kernel.overloads[sig].entry_point if sig in self.kernel.overloads else None
-        return out
+        return res
 
 
 def check_consistent(t: float, residual: float, scale: float) -> None:

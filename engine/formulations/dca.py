@@ -31,6 +31,7 @@ from ..forces import force_arrays, spring_joints, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
+    ode_rates,
 )
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 from ..spatial import shift_motion
@@ -537,7 +538,7 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
-              q, v, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
+              y, out, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
               Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot, hy):
     """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
 
@@ -545,9 +546,17 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     scratch (those are ``_nrt=True`` themselves and free it before they return; none
     returns an array): numba then unboxes each of the ~100 array arguments without
     creating, and at the end releasing, a reference-counted record for it -- 3-4 us of a
-    call whatever the size (docs/performance.md, "Fixed cost per call")."""
+    call whatever the size (docs/performance.md, "Fixed cost per call").
+
+    ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if it
+    is as long as ``y``; an empty ``out`` (``_NO_RATES``) fills the workspace only.  The
+    rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second kernel
+    call they cost 1 us a right-hand side.  Returns whether v and vdot are all finite."""
     nb = ix[0]
     row_adr = ix[19]
+    nq = y.shape[0] - vdot.shape[0]
+    q = y[:nq]
+    v = y[nq:]
     fk_positions(mk, q, x, R, P)
     motion_subspace(mk, q, R, S)
     fk_velocities(mk, x, P, S, v, V, c)
@@ -561,6 +570,9 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
     treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
     _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+    if out.shape[0] != y.shape[0]:
+        return True
+    return ode_rates(mk, q, v, vdot, out)
 
 
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
@@ -578,6 +590,10 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- formulation
+
+#: the evaluation kernels' ``out`` when only the workspace is wanted (no right-hand side)
+_NO_RATES = np.empty(0)
+
 
 
 class TreeFormulation(treesolve.SingularityWatch, Formulation):
@@ -676,7 +692,7 @@ class DCAFormulation(TreeFormulation):
 
     # ---------------------------------------------------------------- passes
     def _kernel_args(self) -> tuple[tuple, tuple]:
-        """``_evaluate``'s arguments before and after (q, v), gathered once (``StateKernel``):
+        """``_evaluate``'s arguments before and after (y, out), gathered once (``StateKernel``):
         every array is allocated in ``__init__`` and only ever written in place, and
         looking up 46 attributes on every right-hand side cost 2 us (docs/performance.md)."""
         m, lay = self.model, self.lay
@@ -688,10 +704,10 @@ class DCAFormulation(TreeFormulation):
                 self._scratch, self.A, self.vdot, self.hy)
         return head, tail
 
-    def _solve(self, t, q, v, check=True):
-        """One evaluation into the workspace; ``check``: refuse non-finite accelerations
-        (``rhs`` checks them in :meth:`_rates` instead)."""
-        self._kernel(q, v)
+    def _solve(self, t, y, check=True):
+        """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
+        accelerations."""
+        self._kernel(y, _NO_RATES)
         if check and not np.isfinite(self.vdot).all():
             raise SingularSystemError(t, self.not_finite)
 
@@ -702,15 +718,15 @@ class DCAFormulation(TreeFormulation):
 
     def rhs(self, t, y):
         self.nfev += 1
-        nq = self.model.nq
-        q, v = y[:nq], y[nq:]
-        self._solve(t, q, v, check=False)
-        return self._rates(t, y, q, v, self.vdot)
+        out = np.empty_like(y)
+        if not self._kernel(y, out):
+            raise SingularSystemError(t, self.not_finite)
+        return out
 
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay
         q, v = y[: m.nq], y[m.nq:]
-        self._solve(t, q, v)
+        self._solve(t, y)
         check_consistent(t, *self.closure_residual())
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]

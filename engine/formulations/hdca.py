@@ -28,13 +28,13 @@ from ..errors import SingularSystemError
 from ..forces import tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, fk_velocities, motion_subspace,
+    classical_accelerations, fk_positions, fk_velocities, motion_subspace, ode_rates,
     subtree_sums,
 )
 from ..model import UNIVERSAL, Model
 from . import treesolve
 from .base import Evaluation, StateKernel, check_consistent
-from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
+from .dca import _NO_RATES, TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -235,7 +235,7 @@ def _loads(nb, Fext, Wcut, Wdot, V, Q):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
-              spring_cut, q, p, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
+              spring_cut, y, out, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
               Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot, hy):
     """One HDCA evaluation, both phases in one call (docs/derivations.md, "HDCA").
 
@@ -243,8 +243,14 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_ad
     scratch (those are ``_nrt=True`` themselves and free it before they return; none
     returns an array): numba then unboxes each of the ~100 array arguments without
     creating, and at the end releasing, a reference-counted record for it -- 3-4 us of a
-    call whatever the size (docs/performance.md, "Fixed cost per call")."""
+    call whatever the size (docs/performance.md, "Fixed cost per call").
+
+    ``y`` = (q, p) is the state; the right-hand side (qdot, pdot) goes to ``out`` if it
+    is as long as ``y`` (as dca's).  Returns whether v and pdot are all finite."""
     nb = ix[0]
+    nq = y.shape[0] - pdot.shape[0]
+    q = y[:nq]
+    p = y[nq:]
     _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
             scratch, Vh, v, hy)
@@ -256,6 +262,9 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_ad
     _loads(nb, Fext, Wcut, Wdot, V, Q)
     subtree_sums(mk[0], x, P, Q, Qbar)
     _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix[19], ix[20], Qbar, pdot, ix[24])
+    if out.shape[0] != y.shape[0]:
+        return True
+    return ode_rates(mk, q, v, pdot, out)
 
 
 class HDCAFormulation(TreeFormulation):
@@ -319,7 +328,7 @@ class HDCAFormulation(TreeFormulation):
 
     # ---------------------------------------------------------------- passes
     def _kernel_args(self) -> tuple[tuple, tuple]:
-        """``_evaluate``'s arguments before and after (q, p), gathered once (as dca's)."""
+        """``_evaluate``'s arguments before and after (y, out), gathered once (as dca's)."""
         m, lay = self.model, self.lay
         head = (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
                 m.v_adr, m.nv_j, m.ncut, self.spring_tree, self.cut_spring)
@@ -329,17 +338,16 @@ class HDCAFormulation(TreeFormulation):
                 self._scratch, self.Vh, self.v, self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot, self.hy)
         return head, tail
 
-    def _solve(self, t, q, p, check=True):
-        """One evaluation into the workspace; ``check``: refuse non-finite velocities or
-        momentum rates (``rhs`` checks them in :meth:`_rates` instead)."""
-        self._kernel(q, p)
+    def _solve(self, t, y, check=True):
+        """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
+        velocities or momentum rates."""
+        self._kernel(y, _NO_RATES)
         if check and not (np.isfinite(self.v).all() and np.isfinite(self.pdot).all()):
             raise SingularSystemError(t, self.not_finite)
 
     def velocities(self, t, y) -> np.ndarray:
         """Joint velocities of the state (q, p*)."""
-        m = self.model
-        self._solve(t, y[: m.nq], y[m.nq:])
+        self._solve(t, y)
         return self.v.copy()
 
     @property
@@ -349,10 +357,10 @@ class HDCAFormulation(TreeFormulation):
 
     def rhs(self, t, y):
         self.nfev += 1
-        m = self.model
-        q, p = y[: m.nq], y[m.nq:]
-        self._solve(t, q, p, check=False)
-        return self._rates(t, y, q, self.v, self.pdot)
+        out = np.empty_like(y)
+        if not self._kernel(y, out):
+            raise SingularSystemError(t, self.not_finite)
+        return out
 
     # ------------------------------------------------------------- reactions
     def _acceleration_pass(self):
@@ -375,7 +383,7 @@ class HDCAFormulation(TreeFormulation):
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay
         q, p = y[: m.nq], y[m.nq:]
-        self._solve(t, q, p)
+        self._solve(t, y)
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
         lam_vel = self.lay.lam.copy()

@@ -366,30 +366,33 @@ def test_a_non_finite_right_hand_side_is_refused(name):
 
 
 def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compiled_for():
-    """base.StateKernel: bound after the first call with a plain state; a strided or
-    read-only state goes through numba's dispatcher, with the same result."""
+    """base.StateKernel: bound after the first call with a plain state and output; a
+    strided or read-only state goes through numba's dispatcher, with the same result."""
     from engine.formulations.base import StateKernel
 
     @numba.njit
-    def kernel(w, q, v, out):
-        for i in range(q.shape[0]):
-            out[i] = w[i] * q[i] + v[i]
+    def kernel(w, y, out, seen):
+        for i in range(y.shape[0]):
+            out[i] = w[i] * y[i]
+        seen[0] += 1.0
+        return out.shape[0] == y.shape[0]
 
-    w, out = np.arange(4.0), np.zeros(4)
-    k = StateKernel(kernel, (w,), (out,))
+    w, seen = np.arange(8.0), np.zeros(1)
+    k = StateKernel(kernel, (w,), (seen,))
     y = np.arange(8.0)
-    k(y[:4], y[4:])
+    out = np.empty(8)
+    assert k(y, out)
     assert k.entry is not None
     expected = out.copy()
     strided = np.zeros((8, 2))
     strided[:, 0] = y
-    col = strided[:, 0]
     ro = y.copy()
     ro.flags.writeable = False
-    for state in (col, ro):
+    for state in (strided[:, 0], ro):
         out[:] = 0.0
-        k(state[:4], state[4:])
+        assert k(state, out)
         assert np.array_equal(out, expected)
+    assert seen[0] == 3
     assert len(kernel.overloads) == 3  # the plain one, the strided one, the read-only one
 
 
