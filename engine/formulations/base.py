@@ -16,11 +16,13 @@ import numpy as np
 
 from .. import config, start_parallel_backend
 from ..errors import SingularSystemError
-from ..kinematics import ode_rates
 from ..model import Model
 
 
 _F64 = np.dtype(np.float64)
+
+#: an evaluation kernel's ``out`` when only the workspace is wanted (no right-hand side)
+NO_RATES = np.empty(0)
 
 
 def _plain(a: np.ndarray) -> bool:
@@ -31,30 +33,34 @@ def _plain(a: np.ndarray) -> bool:
 
 
 class StateKernel:
-    """``kernel(*head, y, out, *tail)``: a kernel called on every evaluation with the same
-    workspace (``head``, ``tail``: allocated once, written in place), the state ``y`` and
-    the array ``out`` its right-hand side goes to (empty: the workspace only), and
-    returns what the kernel returns.  After the
-    first call it calls numba's compiled entry point for these argument types directly,
-    skipping the dispatcher's type resolution of every array in the workspace (about a
-    hundred: 2 us of a 64-body evaluation, docs/performance.md, "Fixed cost per call").
-    A ``y`` of another array type (a strided, read-only or non-float64 state) goes
-    through the dispatcher, as before."""
+    """``kernel(*head, *state, *tail)``: a kernel called on every evaluation with the same
+    workspace (``head``, ``tail``: allocated once, written in place) and the arrays of
+    ``state`` (the state vector or its halves, and the array its right-hand side goes
+    to); returns what the kernel returns.  After the first call it calls numba's
+    compiled entry point for these argument types directly, skipping the dispatcher's
+    type resolution of every array in the workspace (about a hundred: 2 us of a 64-body
+    evaluation, docs/performance.md, "Fixed cost per call").  A state of another array
+    type (strided, read-only or non-float64) goes through the dispatcher, as before."""
 
     def __init__(self, kernel, head: tuple, tail: tuple):
         self.kernel, self.head, self.tail = kernel, head, tail
         self.entry = None  # the compiled function, once bound
         self._bound = False
 
-    def __call__(self, y: np.ndarray, out: np.ndarray):
-        if self.entry is not None and _plain(y) and _plain(out):
-            return self.entry(*self.head, y, out, *self.tail)
-        res = self.kernel(*self.head, y, out, *self.tail)
-        if not self._bound and _plain(y) and _plain(out):
+    def __call__(self, *state: np.ndarray):
+        plain = True
+        for a in state:  # a loop: all() over a generator costs more than the check
+            if not _plain(a):
+                plain = False
+                break
+        if plain and self.entry is not None:
+            return self.entry(*self.head, *state, *self.tail)
+        res = self.kernel(*self.head, *state, *self.tail)
+        if not self._bound and plain:
             self._bound = True
             from numba import typeof
 
-            sig = tuple(typeof(a) for a in (*self.head, y, out, *self.tail))
+            sig = tuple(typeof(a) for a in (*self.head, *state, *self.tail))
             self.entry = self.kernel.overloads[sig].entry_point if sig in self.kernel.overloads else None
         return res
 
@@ -150,17 +156,6 @@ class Formulation(ABC):
 
     #: what a non-finite right-hand side means for this formulation (SingularSystemError)
     not_finite = "the right-hand side is not finite"
-
-    def _rates(self, t: float, y: np.ndarray, q: np.ndarray, v: np.ndarray, second: np.ndarray) -> np.ndarray:
-        """An ODE formulation's right-hand side ``(qdot; second)`` of state ``y``: ``qdot``
-        from the joint velocities ``v`` (quaternion rates for spherical joints), ``second``
-        the rate of the state's second half (vdot, or hdca's pdot); refuses a non-finite
-        ``v`` or ``second``.  One kernel call (:func:`~engine.kinematics.ode_rates`): on a
-        small mechanism each numpy call here was a tenth of the whole evaluation."""
-        out = np.empty_like(y)
-        if not ode_rates(self.mk, q, v, second, out):
-            raise SingularSystemError(t, self.not_finite)
-        return out
 
     def step(self, t: float, y: np.ndarray, dt: float) -> np.ndarray:  # pragma: no cover
         raise TypeError(f"{self.name} is not a stepping formulation")

@@ -37,7 +37,7 @@ from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSA
 from ..spatial import shift_motion
 from ..topology import cheaper_tree
 from . import treesolve
-from .base import Evaluation, Formulation, StateKernel, check_consistent
+from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
 
 
 # --------------------------------------------------------------------- kernels
@@ -549,7 +549,7 @@ def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut
     call whatever the size (docs/performance.md, "Fixed cost per call").
 
     ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if it
-    is as long as ``y``; an empty ``out`` (``_NO_RATES``) fills the workspace only.  The
+    is as long as ``y``; an empty ``out`` (``NO_RATES``) fills the workspace only.  The
     rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second kernel
     call they cost 1 us a right-hand side.  Returns whether v and vdot are all finite."""
     nb = ix[0]
@@ -590,9 +590,6 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- formulation
-
-#: the evaluation kernels' ``out`` when only the workspace is wanted (no right-hand side)
-_NO_RATES = np.empty(0)
 
 
 
@@ -707,7 +704,7 @@ class DCAFormulation(TreeFormulation):
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
         accelerations."""
-        self._kernel(y, _NO_RATES)
+        self._kernel(y, NO_RATES)
         if check and not np.isfinite(self.vdot).all():
             raise SingularSystemError(t, self.not_finite)
 
@@ -724,7 +721,7 @@ class DCAFormulation(TreeFormulation):
         return out
 
     def evaluate(self, t, y) -> Evaluation:
-        m, lay = self.model, self.lay
+        m = self.model
         q, v = y[: m.nq], y[m.nq:]
         self._solve(t, y)
         check_consistent(t, *self.closure_residual())

@@ -49,6 +49,7 @@ from numba import njit
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
+from .base import StateKernel
 from .rcr import (
     Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
     loop_structure, overlapping_groups, partition_from_choice,
@@ -213,11 +214,7 @@ def _positions(mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, q, x, R,
     ``_nrt=False``, as rcr's right-hand-side kernels: its array arguments unbox without a
     reference-counted record each; the callees that allocate are ``_nrt=True``."""
     K.position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
-    for k in range(jr_k.shape[0]):
-        phi[jr_row[k]] = 0.0
-    for k in range(jr_k.shape[0]):
-        Kval[jr_k[k]] = jr_val[k]
-        phi[jr_row[k]] += jr_val[k] * (q[jr_q[k]] - jr_q0[k])
+    K.joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval)
     return K.block_qr(lx, colscale, Kval, Qf, tau)
 
 
@@ -271,6 +268,7 @@ class EmbeddingFormulation(RCRFormulation):
             self.gam = np.zeros(nrow)
             self.zero_rows = np.zeros(nrow)
             self.w = np.zeros(nrow)
+            self._bound_kernels = None  # they gathered the arrays above replace
 
     # ------------------------------------------------------------- partition
     def _partition_at(self, q: np.ndarray) -> Partition:
@@ -321,11 +319,11 @@ class EmbeddingFormulation(RCRFormulation):
                    np.asarray(jr[2], dtype=np.int64), np.asarray(jr[3], dtype=np.float64),
                    np.asarray(jr[4], dtype=np.float64))
 
-    def _positions(self, q):
-        p = self.part
-        return _positions(self.mk, self.ca, p.lx, *self.jr, self.model.nb, self.model.nv_j, q, self.x, self.R,
-                          self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi, p.colscale,
-                          self.Kval, self.Qf, self.tau, self.pos)
+    def _positions_kernel(self) -> StateKernel:
+        m, p = self.model, self.part
+        return StateKernel(_positions, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j),
+                           (self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
+                            p.colscale, self.Kval, self.Qf, self.tau, self.pos))
 
     @property
     def projects(self) -> bool:

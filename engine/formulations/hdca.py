@@ -33,8 +33,8 @@ from ..kinematics import (
 )
 from ..model import UNIVERSAL, Model
 from . import treesolve
-from .base import Evaluation, StateKernel, check_consistent
-from .dca import _NO_RATES, TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
+from .base import NO_RATES, Evaluation, StateKernel, check_consistent
+from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -341,7 +341,7 @@ class HDCAFormulation(TreeFormulation):
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
         velocities or momentum rates."""
-        self._kernel(y, _NO_RATES)
+        self._kernel(y, NO_RATES)
         if check and not (np.isfinite(self.v).all() and np.isfinite(self.pdot).all()):
             raise SingularSystemError(t, self.not_finite)
 

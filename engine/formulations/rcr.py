@@ -40,11 +40,11 @@ from ..errors import SimulationError, SingularSystemError
 from ..forces import force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, kin_arrays, motion_subspace, normalize_quaternions,
+    classical_accelerations, fk_positions, kin_arrays, normalize_quaternions,
 )
 from ..model import Model
 from . import rcr_kernels as K
-from .base import Evaluation, Formulation, check_consistent
+from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
 from .dense import reactions_from_multipliers
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
@@ -437,6 +437,7 @@ class RCRFormulation(Formulation):
     def _use(self, part: Partition) -> None:
         m = self.model
         self.part = part
+        self._bound_kernels = None  # their workspace changes with the partition
         d = max(part.dmax, 0)
         self.Kval = np.zeros(max(part.nk_tot, 1))  # block loop Jacobians, _blocks
         self.Qf = np.zeros(max(part.nq_tot, 1))  # Householder factors of the dependent columns, _blocks
@@ -462,33 +463,47 @@ class RCRFormulation(Formulation):
         y = np.concatenate([q, v])
         return self._close(0.0, y, check=False)
 
-    def _positions(self, q):
-        p = self.part
-        return K._positions_and_blocks(self.mk, self.ca, p.lx, self.model.nb, self.model.nv_j, q, self.x, self.R,
-                                       self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
-                                       p.colscale, self.Kval, self.Qf, self.tau, self.pos)
+    def _kernels(self) -> tuple[StateKernel, StateKernel]:
+        """The right-hand side's two kernels with this partition's workspace, bound
+        (:class:`StateKernel`; rebuilt after :meth:`_use`): positions and blocks, called
+        with ``q``; ``K.dynamics``, called with ``q``, ``v`` and the output array."""
+        if self._bound_kernels is None:
+            m, p = self.model, self.part
+            dyn = StateKernel(
+                K.dynamics, (self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree,
+                             self.cut_spring),
+                (self.x, self.R, self.P, self.S, self.S6, self.V, self.c, self.Ab, self.Ao, self.co, self.Fext,
+                 self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi, self.gam, self.zero_rows, p.colscale,
+                 self.Kval, self.Qf, self.tau, self.w, self.I6, self.p6, self.N, self.g, self.Gam, self.beta,
+                 self.U, self.Dl, self.u, self.Ucl, self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6,
+                 self.zero_v))
+            self._bound_kernels = (self._positions_kernel(), dyn)
+        return self._bound_kernels
 
-    def _solve(self, t, q, v, check=True):
-        """One evaluation into the workspace; ``check``: refuse non-finite speeds or
-        accelerations (``rhs`` checks them in :meth:`_rates` instead)."""
+    def _positions_kernel(self) -> StateKernel:
         m, p = self.model, self.part
-        self.block_conditioning = self._positions(q)
-        ok = K.dynamics(
-            self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree, self.cut_spring,
-            q, v, self.x, self.R, self.P, self.S, self.S6, self.V, self.c, self.Ab, self.Ao, self.co,
-            self.Fext, self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi, self.gam, self.zero_rows,
-            p.colscale, self.Kval, self.Qf, self.tau, self.w, self.I6, self.p6, self.N, self.g, self.Gam,
-            self.beta, self.U, self.Dl, self.u, self.Ucl, self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6,
-            self.zero_v)
+        return StateKernel(K._positions_and_blocks, (self.mk, self.ca, p.lx, m.nb, m.nv_j),
+                           (self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
+                            p.colscale, self.Kval, self.Qf, self.tau, self.pos))
+
+    def _positions(self, q):
+        return self._kernels()[0](q)
+
+    def _solve(self, t, q, v, check=True, out=NO_RATES):
+        """One evaluation into the workspace, and the right-hand side into ``out`` if it is
+        as long as the state; ``check``: refuse non-finite speeds or accelerations."""
+        positions, dynamics = self._kernels()
+        self.block_conditioning = positions(q)
+        ok = dynamics(q, v, out)
         if not ok or (check and not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all())):
             raise SingularSystemError(t, self.not_finite)
 
     def rhs(self, t, y):
         self.nfev += 1
-        m = self.model
-        q, v = y[: m.nq], y[m.nq:]
-        self._solve(t, q, v, check=False)
-        return self._rates(t, y, q, self.v, self.vdot)
+        nq = self.model.nq
+        out = np.empty_like(y)
+        self._solve(t, y[:nq], y[nq:], False, out)
+        return out
 
     # ------------------------------------------------------------ projection
     @property

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from ..forces import tree_applied_forces
-from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_subspace
+from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_subspace, ode_rates
 from ..model import SPHERICAL
 from ..spatial import quat_mul
 from .dca import _cut_rows
@@ -247,9 +247,22 @@ def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g
     :func:`dynamics`, the two kernels of a right-hand side, are ``_nrt=False``: numba
     then unboxes their array arguments without a reference-counted record each (as
     dca's ``_evaluate``); the passes below that allocate scratch are ``_nrt=True`` and
-    free it before they return."""
+    free it before they return.  (Not one kernel: numba would compile ``dynamics``'s
+    code a second time into it, 4.4 s more cold compile, +31 % for rcr's own kernels.)"""
     position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
     return block_qr(lx, colscale, Kval, Qf, tau)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval):
+    """``embedding``'s constant joint-space rows (gears, paper 003 eq. 37) into the block
+    matrices: entry k puts ``jr_val[k]`` at ``Kval[jr_k[k]]`` and adds
+    ``jr_val[k] (q[jr_q[k]] - jr_q0[k])`` to the row's residual (``rcr``: no entries)."""
+    for k in range(jr_k.shape[0]):
+        phi[jr_row[k]] = 0.0
+    for k in range(jr_k.shape[0]):
+        Kval[jr_k[k]] = jr_val[k]
+        phi[jr_row[k]] += jr_val[k] * (q[jr_q[k]] - jr_q0[k])
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -563,12 +576,15 @@ def _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, 
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, x, R, P, S, S6,
-             V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w,
+def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, out, x, R, P, S,
+             S6, V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w,
              I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, v, vdot, t6, zero_v):
     """The rest of one RCR right-hand side after :func:`_positions_and_blocks` (docs/rcr.md):
     velocity closure, kinematics, loop maps, the recursive triangularisation and forward
-    substitution.  Returns False if a cluster's reduced inertia is not positive definite."""
+    substitution; then, if ``out`` is as long as the state (q, v_in), the right-hand side
+    (qdot of the closed speeds ``v``, ``vdot``) into it, in the same call
+    (:func:`~engine.kinematics.ode_rates`).  Returns False if a cluster's reduced inertia
+    is not positive definite or a rate is not finite."""
     parent, v_adr, pred, succ = mk[0], mk[3], mk[4], mk[5]
     nb = parent.shape[0]
     nj = pred.shape[0]
@@ -599,8 +615,12 @@ def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut
             _solve_blocks(lx, cl, Kval, Qf, tau, colscale, col, zero_rows, w)
         _cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, N, g, Gam, beta)
     _body_terms(mass, inertia, x, R, V, Fext, I6, p6)
-    return _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot,
-                     t6)
+    if not _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot,
+                     t6):
+        return False
+    if out.shape[0] != q.shape[0] + v_in.shape[0]:
+        return True
+    return ode_rates(mk, q, v, vdot, out)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
