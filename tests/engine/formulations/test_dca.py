@@ -351,7 +351,7 @@ def test_parallel_regions_follow_the_runs_threads(spec, threads, cut, parallel_l
     assert (ix[0] >= ix[24]) == parallel_loops
 
 
-@pytest.mark.parametrize("name", ["dca", "hdca", "rcr"])
+@pytest.mark.parametrize("name", ["dca", "hdca", "rcr", "embedding"])
 def test_a_non_finite_right_hand_side_is_refused(name):
     """rhs checks its output in the same kernel that writes it (kinematics.ode_rates)."""
     from engine.errors import SingularSystemError
