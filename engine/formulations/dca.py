@@ -592,7 +592,6 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------- formulation
 
 
-
 class TreeFormulation(treesolve.SingularityWatch, Formulation):
     """What ``dca`` and ``hdca`` share: kernel arrays, the assembly tree and its layout
     (6-D handles, the joints' constraint rows, unit-row selection), the singularity
