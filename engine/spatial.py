@@ -182,19 +182,38 @@ def crf(V, F, out):
     out[5] = v0 * f1 - v1 * f0 + w0 * n1 - w1 * n0
 
 
+@njit(cache=True, nogil=True, inline='always')
+def shift_force_by(F, l0, l1, l2, out):
+    """:func:`shift_force` with ``l`` = (l0, l1, l2) given as scalars (kernels that
+    compute it in place, with no array to hold it).  ``out`` may be ``F``."""
+    f0, f1, f2 = F[0], F[1], F[2]
+    out[0] = f0
+    out[1] = f1
+    out[2] = f2
+    out[3] = F[3] + l1 * f2 - l2 * f1
+    out[4] = F[4] + l2 * f0 - l0 * f2
+    out[5] = F[5] + l0 * f1 - l1 * f0
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def shift_force(F, l, out):
     """Wrench ``F`` about point B re-expressed about point A, with l = B - A.
 
     ``[f; n + l x f]`` -- the transform called S_12 in paper 001 eq. (14).
     """
-    f0, f1, f2 = F[0], F[1], F[2]
-    out[0] = f0
-    out[1] = f1
-    out[2] = f2
-    out[3] = F[3] + l[1] * f2 - l[2] * f1
-    out[4] = F[4] + l[2] * f0 - l[0] * f2
-    out[5] = F[5] + l[0] * f1 - l[1] * f0
+    shift_force_by(F, l[0], l[1], l[2], out)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def shift_motion_by(V, l0, l1, l2, out):
+    """:func:`shift_motion` with ``l`` = (l0, l1, l2) given as scalars.  ``out`` may be ``V``."""
+    w0, w1, w2 = V[3], V[4], V[5]
+    out[0] = V[0] + w1 * l2 - w2 * l1
+    out[1] = V[1] + w2 * l0 - w0 * l2
+    out[2] = V[2] + w0 * l1 - w1 * l0
+    out[3] = w0
+    out[4] = w1
+    out[5] = w2
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -203,13 +222,7 @@ def shift_motion(V, l, out):
 
     ``[v + w x l; w]`` -- the transpose of :func:`shift_force`.
     """
-    w0, w1, w2 = V[3], V[4], V[5]
-    out[0] = V[0] + w1 * l[2] - w2 * l[1]
-    out[1] = V[1] + w2 * l[0] - w0 * l[2]
-    out[2] = V[2] + w0 * l[1] - w1 * l[0]
-    out[3] = w0
-    out[4] = w1
-    out[5] = w2
+    shift_motion_by(V, l[0], l[1], l[2], out)
 
 
 @njit(cache=True, nogil=True, _nrt=True)

@@ -34,7 +34,7 @@ from ..kinematics import (
     ode_rates,
 )
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
-from ..spatial import shift_motion
+from ..spatial import shift_force_by, shift_motion, shift_motion_by
 from ..topology import cheaper_tree
 from . import treesolve
 from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
@@ -163,13 +163,7 @@ def _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, block
     l0 = x[i, 0] - P[i, 0]
     l1 = x[i, 1] - P[i, 1]
     l2 = x[i, 2] - P[i, 2]
-    rb = rhs_body[i]
-    W[i, 0] = rb[0]
-    W[i, 1] = rb[1]
-    W[i, 2] = rb[2]
-    W[i, 3] = rb[3] + l1 * rb[2] - l2 * rb[1]
-    W[i, 4] = rb[4] + l2 * rb[0] - l0 * rb[2]
-    W[i, 5] = rb[5] + l0 * rb[1] - l1 * rb[0]
+    shift_force_by(rhs_body[i], l0, l1, l2, W[i])
     if not blocks:
         return
     _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
@@ -450,16 +444,7 @@ def _region_acceleration(i, x, P, xa, A):
     its joints' moments, each with round-off relative to the whole subtree's, and its
     small inertia about that axis would magnify that difference (docs/derivations.md,
     "The articulated-body regions")."""
-    l0 = x[i, 0] - P[i, 0]
-    l1 = x[i, 1] - P[i, 1]
-    l2 = x[i, 2] - P[i, 2]
-    w0, w1, w2 = xa[i, 3], xa[i, 4], xa[i, 5]
-    A[i, 0] = xa[i, 0] + w1 * l2 - w2 * l1
-    A[i, 1] = xa[i, 1] + w2 * l0 - w0 * l2
-    A[i, 2] = xa[i, 2] + w0 * l1 - w1 * l0
-    A[i, 3] = w0
-    A[i, 4] = w1
-    A[i, 5] = w2
+    shift_motion_by(xa[i], x[i, 0] - P[i, 0], x[i, 1] - P[i, 1], x[i, 2] - P[i, 2], A[i])
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -27,7 +27,7 @@ from numba import njit, prange
 from ..constraints import joint_constraint
 from ..forces import _point_and_velocity, _world, applied_forces, joint_coordinates_from_poses
 from ..model import F_JOINT_SPRING, REVOLUTE
-from ..spatial import quat_to_rot
+from ..spatial import quat_to_rot, shift_force_by
 from . import treesolve
 from .treesolve import PARALLEL_MIN_BODIES
 
@@ -588,15 +588,7 @@ def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
         for k in range(r, r + nc_j[j]):
             for c in range(6):
                 w[c] -= Gb[k, c] * lam[k]
-        l0 = x[b, 0] - P[j, 0]
-        l1 = x[b, 1] - P[j, 1]
-        l2 = x[b, 2] - P[j, 2]
-        out[j, 0] = w[0]
-        out[j, 1] = w[1]
-        out[j, 2] = w[2]
-        out[j, 3] = w[3] + l1 * w[2] - l2 * w[1]
-        out[j, 4] = w[4] + l2 * w[0] - l0 * w[2]
-        out[j, 5] = w[5] + l0 * w[1] - l1 * w[0]
+        shift_force_by(w, x[b, 0] - P[j, 0], x[b, 1] - P[j, 1], x[b, 2] - P[j, 2], out[j])
 
 
 # ------------------------------------------------------------------ geometric stiffness
