@@ -109,7 +109,8 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="index3 Newton iterations [%(default)s]")
     p.add_argument("--newton-tol", type=_float, default=config.DEFAULT_NEWTON_TOL, metavar="X",
                    help="index3 Newton tolerance on |dq| [%(default)s]")
-    p.add_argument("--threads", type=_int, metavar="N", help="engine threads [all cores]")
+    p.add_argument("--threads", type=_int, metavar="N",
+                   help="engine threads [all cores; dca and hdca: one on an open chain of fewer than 512 bodies]")
     p.add_argument("--out", metavar="FILE.csv", help="results file [stdout]")
     p.add_argument("--projection", choices=("on", "off"),
                    help="dense: project onto the constraints at every output instant [on with loops]")

@@ -143,21 +143,22 @@ class Simulation:
     """A model, resolved settings, a formulation and an integrator."""
 
     @staticmethod
-    def _set_threads(model: Model, threads: int | None) -> None:
-        """numba's threads for this run: the settings' (all cores when None), but one below
-        ``PARALLEL_MIN_BODIES`` bodies, where no kernel opens a parallel region -- idle
-        threads there only wait for cores (measured: index3 on the four-bar, 1 s, with
-        two threads on a busy machine 10.6 s, with one 1.35 s; the results are the same)."""
+    def _set_threads(model: Model, settings: Settings) -> None:
+        """numba's threads for this run, as many as the formulation's kernels will use
+        (:meth:`Formulation.run_threads`): the settings' (all cores when None), but one
+        below ``PARALLEL_MIN_BODIES`` bodies, where no kernel opens a parallel region --
+        idle threads there only wait for cores (measured: index3 on the four-bar, 1 s,
+        with two threads on a busy machine 10.6 s, with one 1.35 s; the results are the
+        same) -- and, left automatic, one where dca's and hdca's second thread costs more
+        than it gives."""
         import numba
 
-        from .formulations.treesolve import run_threads
-
-        numba.set_num_threads(run_threads(model.nb, threads))
+        numba.set_num_threads(REGISTRY[settings.formulation].run_threads(model, settings))
 
     def __init__(self, model: Model, settings: Settings | None = None):
         self.model = model
         self.settings = resolve_settings(model, settings or Settings())
-        self._set_threads(model, self.settings.threads)
+        self._set_threads(model, self.settings)
         self.formulation = REGISTRY[self.settings.formulation](model, self.settings)
         self.recorder = Recorder(model)
         #: the pipeline's branch and health monitor (None: switched off)

@@ -196,7 +196,8 @@ def default_t_end(model: Model | None) -> float:
 
 def automatic_threads() -> int:
     """The engine's thread count when the user leaves it automatic: every core but one,
-    which stays free for the live plots and the 3-D view.  On 2 cores, a parallel pass
+    which stays free for the live plots and the 3-D view (fewer where the engine's
+    automatic choice is fewer: :meth:`SolverModel.resolved`).  On 2 cores, a parallel pass
     sharing both with the display waits at every fork/join: the 128-link run took
     1.72 s with 2 threads against 0.80 s with 1 (headless: 0.69 s and 0.81 s;
     tests/app/qt/test_responsiveness.py)."""
@@ -281,6 +282,6 @@ class SolverModel:
             s = resolve_settings(self._model, self._settings)
         except SettingsError as exc:
             return None, panel_wording(str(exc))
-        if s.threads is None:
-            s = s.replace(threads=automatic_threads())
+        if s.threads is None:  # every core but one, and one where the engine's own choice is one
+            s = s.replace(threads=min(automatic_threads(), _forms.REGISTRY[s.formulation].run_threads(self._model, s)))
         return s, ""

@@ -140,6 +140,15 @@ class Formulation(ABC):
         self.nfev = 0
 
     @classmethod
+    def run_threads(cls, model: Model, settings) -> int:
+        """numba threads for a run of this formulation on ``model``: the settings'
+        ``threads`` (all cores when None), but one below ``PARALLEL_MIN_BODIES`` bodies
+        (:func:`treesolve.run_threads`)."""
+        from .treesolve import run_threads
+
+        return run_threads(model.nb, getattr(settings, "threads", None))
+
+    @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
         """Whether this formulation can run ``model``, and if not, why.
 

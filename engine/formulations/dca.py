@@ -592,8 +592,8 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.mk = kin_arrays(m)
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
-        threads = getattr(settings, "threads", None)
-        self.tree = cheaper_tree(m, m.nc_j, treesolve.run_threads(m.nb, threads))
+        threads = self.run_threads(m, settings)
+        self.tree = cheaper_tree(m, m.nc_j, threads)
         self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads, regions=self.articulated_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
@@ -607,6 +607,21 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
         self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
         self.hy = self.lay.hybrid(self.S, self.P)  # the passes' articulated-body regions
+
+    @classmethod
+    def run_threads(cls, model: Model, settings) -> int:
+        """As :meth:`Formulation.run_threads`; but left automatic (``threads`` None), one
+        thread on an unbranched open chain shorter than ``CHAIN_PARALLEL_MIN_BODIES``:
+        there the root-first half's merges, and a parallel region per pass, cost more
+        than the second thread gives (docs/performance.md, "Automatic threads").  A
+        thread count the user sets is taken as it is."""
+        threads = getattr(settings, "threads", None)
+        n = treesolve.run_threads(model.nb, threads)
+        if threads is None and n > 1 and model.nb < treesolve.CHAIN_PARALLEL_MIN_BODIES and not model.ncut:
+            parent = model.parent[: model.nb]
+            if (parent < 0).sum() == 1 and np.bincount(parent[parent >= 0], minlength=1).max() <= 1:
+                return 1
+        return n
 
     def post_step(self, t, y):
         y = y.copy()

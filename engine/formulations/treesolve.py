@@ -69,6 +69,14 @@ def run_threads(nb: int, threads: int | None) -> int:
     return 1 if nb < PARALLEL_MIN_BODIES else max(n, 1)
 
 
+#: left automatic, dca and hdca run an unbranched open chain on one thread below this
+#: many bodies: two threads (the chain's two halves, :func:`topology.two_part_assembly_tree`)
+#: took 1.31-1.36 x the time of one at 64 bodies, 1.11-1.16 x at 128, 1.02-1.03 x at 256 and
+#: 0.93-0.96 x at 512, while random trees of 128 and 256 bodies took 0.84-0.85 x
+#: (``benchmarks/thread_choice.py``; docs/performance.md, "Automatic threads")
+CHAIN_PARALLEL_MIN_BODIES = 512
+
+
 def body_parallel_from(nb: int, threads: int | None) -> np.int64:
     """``ix[24]``: the body count from which the per-body loops (leaves, accelerations,
     hdca's impulses and momentum rates) open a parallel region -- never on one thread,

@@ -100,3 +100,20 @@ def test_a_geared_mechanism_offers_only_the_formulations_that_honour_gears():
     assert infos["dense"].ok
     for name in ("dca", "hdca", "index3", "rcr"):
         assert not infos[name].ok and "'reduction'" in infos[name].reason and "dense" in infos[name].reason
+
+
+def test_automatic_threads_take_the_engines_choice_where_it_is_fewer(monkeypatch):
+    """Left automatic, the panel gives the engine every core but one -- and one thread to
+    dca on a chain shorter than treesolve.CHAIN_PARALLEL_MIN_BODIES, which the engine
+    runs on one thread (docs/performance.md, "Automatic threads")."""
+    import app.session.solver as solver
+    from engine.formulations.treesolve import run_threads
+
+    monkeypatch.setattr(solver, "cpu_count", lambda: 8)
+    m = SolverModel()
+    m.set_model(build_model(g.chain(128, "revolute", planar=True)), reset=True)
+    m.update(formulation="dca")
+    assert m.resolved()[0].threads == 1
+    m.set_model(build_model(g.random_mechanism(0, 128, loops=0)), reset=True)
+    m.update(formulation="dca")
+    assert m.resolved()[0].threads == min(7, run_threads(128, None))

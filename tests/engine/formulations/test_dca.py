@@ -285,6 +285,38 @@ def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch)
         numba.set_num_threads(old)
 
 
+@pytest.mark.parametrize("form", ["dca", "hdca"])
+def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
+    """Left automatic, dca and hdca run an unbranched chain shorter than
+    ``CHAIN_PARALLEL_MIN_BODIES`` on one thread, over the tree and layout of
+    ``--threads 1``; a longer chain, a branched tree and a chain with a thread count the
+    user set keep every thread asked for (docs/performance.md, "Automatic threads")."""
+    from engine.formulations import REGISTRY
+    from engine.formulations.treesolve import CHAIN_PARALLEL_MIN_BODIES, run_threads
+
+    cls = REGISTRY[form]
+    cores = run_threads(CHAIN_PARALLEL_MIN_BODIES, None)  # every numba thread
+    short = build_model(gen.chain(128, "revolute", planar=True))
+    long = build_model(gen.chain(CHAIN_PARALLEL_MIN_BODIES, "spherical", planar=False))
+    tree = build_model(gen.random_mechanism(0, 128, loops=0))
+    assert (tree.parent[: tree.nb] < 0).sum() > 1 or np.bincount(tree.parent[tree.parent >= 0]).max() > 1
+    assert cls.run_threads(short, Settings(formulation=form)) == 1
+    assert cls.run_threads(short, Settings(formulation=form, threads=2)) == min(2, cores)
+    assert cls.run_threads(long, Settings(formulation=form)) == cores
+    assert cls.run_threads(tree, Settings(formulation=form)) == cores
+    assert REGISTRY["index3"].run_threads(short, Settings(formulation="index3")) == cores
+    old = numba.get_num_threads()
+    try:
+        auto = Simulation(short, Settings(formulation=form))
+        assert numba.get_num_threads() == 1
+        one = Simulation(short, Settings(formulation=form, threads=1)).formulation
+        assert np.array_equal(auto.formulation.tree.left, one.tree.left)
+        assert np.array_equal(auto.formulation.lay.ix[21], one.lay.ix[21])  # no parallel parts
+        assert auto.formulation.lay.ix[24] == one.lay.ix[24]  # no parallel body loops
+    finally:
+        numba.set_num_threads(old)
+
+
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "fourbar-crank-rocker", "loop-8", "slider-crank"])
 def test_loop_conditioning_is_the_dense_measure(name):
     """With one loop, the closing merge's K is J M^-1 J^T, so its Cholesky factor has the
