@@ -2,12 +2,13 @@
 
 Each pass of :func:`engine.formulations.dca._evaluate` is called on its own, with the
 formulation's own arrays after one full evaluation at a random state, and timed as
-the best of several batches (one thread).  Also timed: the whole ``_evaluate`` (one
+the best of several batches (one thread, or ``--threads``: the tree and parallel
+regions of that many).  Also timed: the whole ``_evaluate`` (one
 kernel call, ``ode_rates`` in it), and ``rhs`` (``_evaluate`` + the Python around it).
 "Python" is ``rhs`` minus the sum of its kernels.  The flop counts are those of
 ``docs/performance.md``, "A dca right-hand side, pass by pass" (counted from the loops).
 
-    python benchmarks/profile_dca.py [--sizes 64 128 256 512 1024] [--kinds spherical revolute]
+    python benchmarks/profile_dca.py [--sizes 64 128 256 512 1024] [--kinds spherical revolute] [--threads 2]
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ def machine_reference(nr: int, n: int = 1024) -> float:
     return 2 * nr * 36 * n / t * 1e-9
 
 
-def profile(n: int, kind: str) -> dict:
-    f, y = chain_formulation("dca", n, kind)
-    numba.set_num_threads(1)
+def profile(n: int, kind: str, threads: int = 1) -> dict:
+    f, y = chain_formulation("dca", n, kind, threads)
+    numba.set_num_threads(threads)
     model = f.model
     q, v = y[: model.nq].copy(), y[model.nq:].copy()
     f.rhs(0.0, y)
@@ -100,12 +101,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512, 1024])
     ap.add_argument("--kinds", nargs="+", default=["spherical", "revolute"])
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     res = {}
     for kind in a.kinds:
         for n in a.sizes:
-            res[f"{kind}-{n}"] = profile(n, kind)
+            res[f"{kind}-{n}"] = profile(n, kind, a.threads)
     names = list(next(iter(res.values())))
     print("| pass | " + " | ".join(res) + " |")
     print("|---|" + "---:|" * len(res))
