@@ -21,7 +21,6 @@ import time
 
 import numba
 import numpy as np
-from llvmlite import ir  # noqa: F401  (numba's code generator, used through builder)
 from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
