@@ -618,7 +618,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         threads = getattr(settings, "threads", None)
         n = treesolve.run_threads(model.nb, threads)
         if threads is None and n > 1 and model.nb < treesolve.CHAIN_PARALLEL_MIN_BODIES and not model.ncut:
-            parent = model.parent[: model.nb]
+            parent = model.parent
             if (parent < 0).sum() == 1 and np.bincount(parent[parent >= 0], minlength=1).max() <= 1:
                 return 1
         return n

@@ -49,7 +49,6 @@ from numba import njit
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
-from .base import StateKernel
 from .rcr import (
     Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
     loop_structure, overlapping_groups, partition_from_choice,
@@ -237,6 +236,7 @@ class EmbeddingFormulation(RCRFormulation):
               "crosses such configurations (--formulation dense).")
 
     honours_couplings = True
+    _positions_entry = staticmethod(_positions)
     #: gear pairs (paper 003 section 5.1) this instance embeds besides the file's couplings
     #: (tests embed invented pairs this way)
     gears: tuple = ()
@@ -318,12 +318,6 @@ class EmbeddingFormulation(RCRFormulation):
         self.jr = (np.asarray(jr[0], dtype=np.int64), np.asarray(jr[1], dtype=np.int64),
                    np.asarray(jr[2], dtype=np.int64), np.asarray(jr[3], dtype=np.float64),
                    np.asarray(jr[4], dtype=np.float64))
-
-    def _positions_kernel(self) -> StateKernel:
-        m, p = self.model, self.part
-        return StateKernel(_positions, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j),
-                           (self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
-                            p.colscale, self.Kval, self.Qf, self.tau, self.pos))
 
     @property
     def projects(self) -> bool:

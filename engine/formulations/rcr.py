@@ -368,6 +368,10 @@ class RCRFormulation(Formulation):
                "coordinates restored by Newton after every step; linear cost on ladders.")
     #: joint-space rows (gear pairs) after the cut-joint rows: none in rcr (embedding has them)
     njr: int = 0
+    #: the right-hand side's kernel of positions and blocks, and the arrays it takes between
+    #: ``lx`` and ``nb`` (embedding's: its joint-space rows, ``jr``)
+    _positions_entry = staticmethod(K._positions_and_blocks)
+    jr: tuple = ()
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
@@ -482,7 +486,7 @@ class RCRFormulation(Formulation):
 
     def _positions_kernel(self) -> StateKernel:
         m, p = self.model, self.part
-        return StateKernel(K._positions_and_blocks, (self.mk, self.ca, p.lx, m.nb, m.nv_j),
+        return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j),
                            (self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
                             p.colscale, self.Kval, self.Qf, self.tau, self.pos))
 
