@@ -94,12 +94,8 @@ def only_b(out, w):
 
 @njit(nogil=True)
 def one_thread(M, out, w):
-    acc = 0.0
-    for k in range(M.shape[0]):
-        acc += _step_a(k, M, out)
-    for k in range(M.shape[0]):
-        acc += _step_b(k, out, w)
-    return acc
+    """A, then B, on one thread."""
+    return only_a(M, out) + only_b(out, w)
 
 
 @njit(parallel=True, nogil=True)
