@@ -17,6 +17,7 @@ import numpy as np
 from .. import config, start_parallel_backend
 from ..errors import SingularSystemError
 from ..model import Model
+from .workspace import pack
 
 
 _F64 = np.dtype(np.float64)
@@ -33,17 +34,21 @@ def _plain(a: np.ndarray) -> bool:
 
 
 class StateKernel:
-    """``kernel(*head, *state, *tail)``: a kernel called on every evaluation with the same
-    workspace (``head``, ``tail``: allocated once, written in place) and the arrays of
-    ``state`` (the state vector or its halves, and the array its right-hand side goes
-    to); returns what the kernel returns.  After the first call it calls numba's
-    compiled entry point for these argument types directly, skipping the dispatcher's
-    type resolution of every array in the workspace (about a hundred: 2 us of a 64-body
-    evaluation, docs/performance.md, "Fixed cost per call").  A state of another array
-    type (strided, read-only or non-float64) goes through the dispatcher, as before."""
+    """``kernel(desc, proto, *state)``: a kernel called on every evaluation with the same
+    workspace -- a tuple of arrays allocated once and written in place, handed over as
+    one table (:mod:`.workspace`: the kernel's first line is ``... = unpack(desc, proto)``)
+    -- and the arrays of ``state`` (the state vector or its halves, and the array its
+    right-hand side goes to); returns what the kernel returns.  After the first call it
+    calls numba's compiled entry point for these argument types directly, skipping the
+    dispatcher's type resolution.  Unboxing a hundred workspace arrays on every call,
+    and resolving their types, cost a right-hand side 2-4 us (docs/performance.md, "The
+    workspace as one argument").  A state of another array type (strided, read-only or
+    non-float64) goes through the dispatcher, as before.  The kernel holds the workspace
+    (its table holds only addresses)."""
 
-    def __init__(self, kernel, head: tuple, tail: tuple):
-        self.kernel, self.head, self.tail = kernel, head, tail
+    def __init__(self, kernel, workspace: tuple):
+        self.kernel, self.workspace = kernel, workspace
+        self.desc, self.proto = pack(workspace)
         self.entry = None  # the compiled function, once bound
         self._bound = False
 
@@ -54,13 +59,13 @@ class StateKernel:
                 plain = False
                 break
         if plain and self.entry is not None:
-            return self.entry(*self.head, *state, *self.tail)
-        res = self.kernel(*self.head, *state, *self.tail)
+            return self.entry(self.desc, self.proto, *state)
+        res = self.kernel(self.desc, self.proto, *state)
         if not self._bound and plain:
             self._bound = True
             from numba import typeof
 
-            sig = tuple(typeof(a) for a in (*self.head, *state, *self.tail))
+            sig = (typeof(self.desc), typeof(self.proto), *(typeof(a) for a in state))
             self.entry = self.kernel.overloads[sig].entry_point if sig in self.kernel.overloads else None
         return res
 

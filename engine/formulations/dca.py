@@ -38,6 +38,7 @@ from ..spatial import shift_force_by, shift_motion, shift_motion_by
 from ..topology import cheaper_tree
 from . import treesolve
 from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
+from .workspace import unpack
 
 
 # --------------------------------------------------------------------- kernels
@@ -522,21 +523,23 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut,
-              y, out, x, R, P, S, V, c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel,
-              Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, rhs_body, Jinv_w, scratch, A, vdot, hy):
+def _evaluate(desc, proto, y, out):
     """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
 
-    Compiled without reference counting (``_nrt=False``) although some passes allocate
-    scratch (those are ``_nrt=True`` themselves and free it before they return; none
-    returns an array): numba then unboxes each of the ~100 array arguments without
-    creating, and at the end releasing, a reference-counted record for it -- 3-4 us of a
-    call whatever the size (docs/performance.md, "Fixed cost per call").
+    The workspace comes as one table (``desc``, ``proto``: :mod:`.workspace`,
+    :meth:`DCAFormulation._workspace` lists it): unboxing its ~120 arrays one by one cost
+    about 1.8 us a call whatever the size (docs/performance.md, "The workspace as one
+    argument").  Compiled without reference counting (``_nrt=False``) although some
+    passes allocate scratch (those are ``_nrt=True`` themselves and free it before they
+    return; none returns an array): the workspace's arrays are plain views.
 
     ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if it
     is as long as ``y``; an empty ``out`` (``NO_RATES``) fills the workspace only.  The
     rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second kernel
     call they cost 1 us a right-hand side.  Returns whether v and vdot are all finite."""
+    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
+     Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+     rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
     nb = ix[0]
     row_adr = ix[19]
     nq = y.shape[0] - vdot.shape[0]
@@ -671,7 +674,7 @@ class DCAFormulation(TreeFormulation):
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
-        self._kernel = StateKernel(_evaluate, *self._kernel_args())
+        self._kernel = StateKernel(_evaluate, self._workspace())
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -687,18 +690,16 @@ class DCAFormulation(TreeFormulation):
         return np.concatenate([q, v])
 
     # ---------------------------------------------------------------- passes
-    def _kernel_args(self) -> tuple[tuple, tuple]:
-        """``_evaluate``'s arguments before and after (y, out), gathered once (``StateKernel``):
-        every array is allocated in ``__init__`` and only ever written in place, and
-        looking up 46 attributes on every right-hand side cost 2 us (docs/performance.md)."""
+    def _workspace(self) -> tuple:
+        """``_evaluate``'s workspace, in the order it unpacks it, gathered once
+        (``StateKernel``): every array is allocated in ``__init__`` and only ever written
+        in place."""
         m, lay = self.model, self.lay
-        head = (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.ncut,
-                self.spring_tree, self.cut_spring)
-        tail = (self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0,
-                self.phi, self.alpha, self.beta, lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr,
-                lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL, self.rhs_body, self.Jinv_w,
-                self._scratch, self.A, self.vdot, self.hy)
-        return head, tail
+        return (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.ncut,
+                self.spring_tree, self.cut_spring, self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.jq,
+                self.jq_ref, lay.G, lay.g0, self.phi, self.alpha, self.beta, lay.Phi, lay.bv, lay.Fh, lay.lam,
+                lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL,
+                self.rhs_body, self.Jinv_w, self._scratch, self.A, self.vdot, self.hy)
 
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite

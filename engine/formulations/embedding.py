@@ -49,6 +49,7 @@ from numba import njit
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
+from .workspace import unpack
 from .rcr import (
     Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
     loop_structure, overlapping_groups, partition_from_choice,
@@ -203,15 +204,16 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _positions(mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi,
-               colscale, Kval, Qf, tau, pos):
+def _positions(desc, proto, q):
     """Kinematics at q; every aggregated body's rows Y over its hinge velocities -- loop
     rows (eqs. 58-59, from the cut joints' closure rows) and constant joint-space rows
     (eq. 37: entry k puts ``jr_val[k]`` at ``Kval[jr_k[k]]`` and adds
     ``jr_val[k] (q[jr_q[k]] - jr_q0[k])`` to the row's residual); the QR factors of the
     dependent blocks Y1 (eq. 60).  Returns the smallest conditioning of the Y1.
-    ``_nrt=False``, as rcr's right-hand-side kernels: its array arguments unbox without a
-    reference-counted record each; the callees that allocate are ``_nrt=True``."""
+    Its workspace comes as one table and it is ``_nrt=False``, as rcr's right-hand-side
+    kernels; the callees that allocate are ``_nrt=True``."""
+    (mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
+     tau, pos) = unpack(desc, proto)
     K.position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
     K.joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval)
     return K.block_qr(lx, colscale, Kval, Qf, tau)

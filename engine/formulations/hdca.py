@@ -34,6 +34,7 @@ from ..kinematics import (
 from ..model import UNIVERSAL, Model
 from . import treesolve
 from .base import NO_RATES, Evaluation, StateKernel, check_consistent
+from .workspace import unpack
 from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
 
 
@@ -234,19 +235,18 @@ def _loads(nb, Fext, Wcut, Wdot, V, Q):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _evaluate(mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree,
-              spring_cut, y, out, x, R, P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf,
-              Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot, hy):
+def _evaluate(desc, proto, y, out):
     """One HDCA evaluation, both phases in one call (docs/derivations.md, "HDCA").
 
-    Compiled without reference counting (``_nrt=False``) although some passes allocate
-    scratch (those are ``_nrt=True`` themselves and free it before they return; none
-    returns an array): numba then unboxes each of the ~100 array arguments without
-    creating, and at the end releasing, a reference-counted record for it -- 3-4 us of a
-    call whatever the size (docs/performance.md, "Fixed cost per call").
+    The workspace comes as one table (:mod:`.workspace`; :meth:`HDCAFormulation._workspace`
+    lists it) and the kernel is compiled without reference counting, as dca's
+    ``_evaluate`` (docs/performance.md, "The workspace as one argument").
 
     ``y`` = (q, p) is the state; the right-hand side (qdot, pdot) goes to ``out`` if it
     is as long as ``y`` (as dca's).  Returns whether v and pdot are all finite."""
+    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree, spring_cut, x, R,
+     P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+     impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot, hy) = unpack(desc, proto)
     nb = ix[0]
     nq = y.shape[0] - pdot.shape[0]
     q = y[:nq]
@@ -299,7 +299,7 @@ class HDCAFormulation(TreeFormulation):
         self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), _leaves
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
-        self._kernel = StateKernel(_evaluate, *self._kernel_args())
+        self._kernel = StateKernel(_evaluate, self._workspace())
 
     # ----------------------------------------------------------------- state
     def initial_state(self) -> np.ndarray:
@@ -327,16 +327,15 @@ class HDCAFormulation(TreeFormulation):
         return np.concatenate([q, p])
 
     # ---------------------------------------------------------------- passes
-    def _kernel_args(self) -> tuple[tuple, tuple]:
-        """``_evaluate``'s arguments before and after (y, out), gathered once (as dca's)."""
+    def _workspace(self) -> tuple:
+        """``_evaluate``'s workspace, in the order it unpacks it, gathered once (as dca's)."""
         m, lay = self.model, self.lay
-        head = (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr,
-                m.v_adr, m.nv_j, m.ncut, self.spring_tree, self.cut_spring)
-        tail = (self.x, self.R, self.P, self.S, self.V0, self.c0, self.V, self.c, self.Fext, self.jq, self.jq_ref,
-                lay.G, lay.g0, self.phi, lay.Phi, lay.bv, lay.Fh, lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks,
-                lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL, self.impulses, self.Jinv_w,
-                self._scratch, self.Vh, self.v, self.Wcut, self.Wdot, self.Q, self.Qbar, self.pdot, self.hy)
-        return head, tail
+        return (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.v_adr,
+                m.nv_j, m.ncut, self.spring_tree, self.cut_spring, self.x, self.R, self.P, self.S, self.V0, self.c0,
+                self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0, self.phi, lay.Phi, lay.bv, lay.Fh,
+                lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr,
+                config.PIVOT_RTOL, self.impulses, self.Jinv_w, self._scratch, self.Vh, self.v, self.Wcut, self.Wdot,
+                self.Q, self.Qbar, self.pdot, self.hy)
 
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite

@@ -46,6 +46,7 @@ from ..model import Model
 from . import rcr_kernels as K
 from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
 from .dense import reactions_from_multipliers
+from .workspace import pack
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
 #: makes the monitor look for a better partition
@@ -210,9 +211,10 @@ def _numeric_loop_jacobian(model: Model, q: np.ndarray, structure):
     x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
     S, S6 = np.zeros((m.nv, 6)), np.zeros((m.nv, 6))
     Kval = np.zeros(max(int(lx[14][-1]), 1))
-    K._positions_and_blocks(kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, q, x, R, P, S, S6, np.zeros((m.nb, 6)),
-                            np.zeros((ncr, 6)), np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv), Kval,
-                            np.zeros(1), np.zeros(2), np.zeros(m.nv, dtype=np.int64))
+    ws = (kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, x, R, P, S, S6, np.zeros((m.nb, 6)), np.zeros((ncr, 6)),
+          np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv), Kval, np.zeros(1), np.zeros(2),
+          np.zeros(m.nv, dtype=np.int64))
+    K._positions_and_blocks(*pack(ws), q)
     Kmat = np.zeros((ncr, m.nv))
     rstart, rows, cstart, cols, kofs = lx[8], lx[9], lx[10], lx[11], lx[14]
     for b in range(rstart.shape[0] - 1):
@@ -475,20 +477,19 @@ class RCRFormulation(Formulation):
             m, p = self.model, self.part
             dyn = StateKernel(
                 K.dynamics, (self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree,
-                             self.cut_spring),
-                (self.x, self.R, self.P, self.S, self.S6, self.V, self.c, self.Ab, self.Ao, self.co, self.Fext,
-                 self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi, self.gam, self.zero_rows, p.colscale,
-                 self.Kval, self.Qf, self.tau, self.w, self.I6, self.p6, self.N, self.g, self.Gam, self.beta,
-                 self.U, self.Dl, self.u, self.Ucl, self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6,
-                 self.zero_v))
+                             self.cut_spring, self.x, self.R, self.P, self.S, self.S6, self.V, self.c, self.Ab,
+                             self.Ao, self.co, self.Fext, self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi,
+                             self.gam, self.zero_rows, p.colscale, self.Kval, self.Qf, self.tau, self.w, self.I6,
+                             self.p6, self.N, self.g, self.Gam, self.beta, self.U, self.Dl, self.u, self.Ucl,
+                             self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6, self.zero_v))
             self._bound_kernels = (self._positions_kernel(), dyn)
         return self._bound_kernels
 
     def _positions_kernel(self) -> StateKernel:
         m, p = self.model, self.part
-        return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j),
-                           (self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0, self.phi,
-                            p.colscale, self.Kval, self.Qf, self.tau, self.pos))
+        return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j, self.x, self.R,
+                                                   self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0,
+                                                   self.phi, p.colscale, self.Kval, self.Qf, self.tau, self.pos))
 
     def _positions(self, q):
         return self._kernels()[0](q)

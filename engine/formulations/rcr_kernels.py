@@ -42,6 +42,7 @@ from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_s
 from ..model import SPHERICAL
 from ..spatial import quat_mul
 from .dca import _cut_rows
+from .workspace import unpack
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -241,14 +242,15 @@ def _origin_columns(v_adr, nv_j, P, S, S6):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _positions_and_blocks(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
-                          tau, pos):
+def _positions_and_blocks(desc, proto, q):
     """Kinematics at q, closure rows, block matrices and their factors.  This and
-    :func:`dynamics`, the two kernels of a right-hand side, are ``_nrt=False``: numba
-    then unboxes their array arguments without a reference-counted record each (as
-    dca's ``_evaluate``); the passes below that allocate scratch are ``_nrt=True`` and
-    free it before they return.  (Not one kernel: numba would compile ``dynamics``'s
-    code a second time into it, 4.4 s more cold compile, +31 % for rcr's own kernels.)"""
+    :func:`dynamics`, the two kernels of a right-hand side, take their workspace as one
+    table (:mod:`.workspace`; ``RCRFormulation._kernels`` lists it) and are
+    ``_nrt=False``, as dca's ``_evaluate``; the passes below that allocate scratch are
+    ``_nrt=True`` and free it before they return.  (Not one kernel: numba would compile
+    ``dynamics``'s code a second time into it, 4.4 s more cold compile, +31 % for rcr's
+    own kernels.)"""
+    (mk, ca, lx, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf, tau, pos) = unpack(desc, proto)
     position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
     return block_qr(lx, colscale, Kval, Qf, tau)
 
@@ -576,15 +578,16 @@ def _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, 
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def dynamics(mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, q, v_in, out, x, R, P, S,
-             S6, V, c, Ab, Ao, co, Fext, jq, jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w,
-             I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, v, vdot, t6, zero_v):
+def dynamics(desc, proto, q, v_in, out):
     """The rest of one RCR right-hand side after :func:`_positions_and_blocks` (docs/rcr.md):
     velocity closure, kinematics, loop maps, the recursive triangularisation and forward
     substitution; then, if ``out`` is as long as the state (q, v_in), the right-hand side
     (qdot of the closed speeds ``v``, ``vdot``) into it, in the same call
     (:func:`~engine.kinematics.ode_rates`).  Returns False if a cluster's reduced inertia
     is not positive definite or a rate is not finite."""
+    (mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, x, R, P, S, S6, V, c, Ab, Ao, co, Fext, jq,
+     jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl,
+     Dcl, ucl, a, v, vdot, t6, zero_v) = unpack(desc, proto)
     parent, v_adr, pred, succ = mk[0], mk[3], mk[4], mk[5]
     nb = parent.shape[0]
     nj = pred.shape[0]

@@ -401,16 +401,18 @@ def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compi
     """base.StateKernel: bound after the first call with a plain state and output; a
     strided or read-only state goes through numba's dispatcher, with the same result."""
     from engine.formulations.base import StateKernel
+    from engine.formulations.workspace import unpack
 
     @numba.njit
-    def kernel(w, y, out, seen):
+    def kernel(desc, proto, y, out):
+        w, seen = unpack(desc, proto)
         for i in range(y.shape[0]):
             out[i] = w[i] * y[i]
         seen[0] += 1.0
         return out.shape[0] == y.shape[0]
 
     w, seen = np.arange(8.0), np.zeros(1)
-    k = StateKernel(kernel, (w,), (seen,))
+    k = StateKernel(kernel, (w, seen))
     y = np.arange(8.0)
     out = np.empty(8)
     assert k(y, out)

@@ -1,0 +1,112 @@
+"""A formulation's workspace handed to its evaluation kernel as one descriptor.
+
+An evaluation kernel reads and writes some 120 arrays (the model's, the layout's, the
+formulation's workspace).  Passed as arguments, each is unboxed by numba on every call
+-- a Python object inspected, a record filled -- which cost a right-hand side about
+1.8 us whatever the mechanism's size (docs/performance.md, "The workspace as one
+argument").  Since the workspace is allocated once and only ever written in place,
+its arrays' addresses, shapes and strides are fixed for the formulation's life: they
+are written once into an ``int64`` table (:func:`pack`), and the kernel rebuilds the
+same arrays from it (:func:`unpack`) -- the views numba would have unboxed, with the
+same types, so every pass compiles as before.
+
+    desc, proto = pack((mk, ix, x, alpha))       # once, in Python
+    mk, ix, x, alpha = unpack(desc, proto)       # first line of the kernel
+
+``proto`` is the numba type of the values; passed to a kernel, a numba type is a
+``TypeRef`` argument (unboxed for nothing) and the kernel is compiled for it, and :func:`unpack` walks it depth first as :func:`pack` walked the
+values.  The caller keeps the values alive (``StateKernel`` holds them): the table holds
+only addresses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types, typeof
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+#: the most dimensions of a workspace array
+MAX_NDIM = 4
+#: a row of the table: address, shape (MAX_NDIM), strides (MAX_NDIM); a scalar: its bits in column 0
+NCOL = 1 + 2 * MAX_NDIM
+
+
+def pack(values: tuple) -> tuple[np.ndarray, types.BaseTuple]:
+    """(table, numba type) of ``values``: a tuple of arrays, scalars (int64, float64, bool),
+    None and tuples of those.  Raises ``TypeError`` for anything else, or an array of more than
+    ``MAX_NDIM`` dimensions."""
+    proto = typeof(values)
+    rows: list[list[int]] = []
+
+    def walk(v):
+        if isinstance(v, tuple):
+            for w in v:
+                walk(w)
+            return
+        row = [0] * NCOL
+        if isinstance(v, np.ndarray):
+            if v.ndim > MAX_NDIM:
+                raise TypeError(f"pack: an array of {v.ndim} dimensions (at most {MAX_NDIM})")
+            row[0] = v.ctypes.data
+            row[1:1 + v.ndim] = v.shape
+            row[1 + MAX_NDIM:1 + MAX_NDIM + v.ndim] = v.strides
+        elif typeof(v) in (types.boolean, types.int64):
+            row[0] = int(v)
+        elif typeof(v) == types.float64:
+            row[0] = int(np.float64(v).view(np.int64))
+        elif v is not None:
+            raise TypeError(f"pack: cannot pass a {type(v).__name__} ({typeof(v)})")
+        rows.append(row)
+
+    walk(values)
+    return np.array(rows, dtype=np.int64).reshape(-1, NCOL), proto
+
+
+@intrinsic
+def unpack(typingctx, desc, proto):
+    """The values :func:`pack` described: arrays as views of the memory they had (no
+    reference counting: the caller owns them), scalars by value."""
+    target = proto.instance_type
+
+    def codegen(context, builder, sig, args):
+        base = make_array(sig.args[0])(context, builder, args[0]).data
+        i64 = ir.IntType(64)
+        row_of = iter(range(1 << 30))
+
+        def build(ty):
+            if isinstance(ty, types.BaseTuple):
+                return context.make_tuple(builder, ty, [build(t) for t in ty])
+            row = builder.gep(base, [ir.Constant(i64, next(row_of) * NCOL)])
+
+            def col(c):
+                return builder.load(builder.gep(row, [ir.Constant(i64, c)]))
+
+            if isinstance(ty, types.Array):
+                ary = make_array(ty)(context, builder)
+                dty = context.get_data_type(ty.dtype)
+                populate_array(
+                    ary, data=builder.inttoptr(col(0), dty.as_pointer()),
+                    shape=cgutils.pack_array(builder, [col(1 + d) for d in range(ty.ndim)], i64),
+                    strides=cgutils.pack_array(builder, [col(1 + MAX_NDIM + d) for d in range(ty.ndim)], i64),
+                    itemsize=ir.Constant(i64, context.get_abi_sizeof(dty)), meminfo=None)
+                return ary._getvalue()
+            if isinstance(ty, types.NoneType):
+                return context.get_dummy_value()
+            if isinstance(ty, types.Boolean):
+                return builder.icmp_unsigned("!=", col(0), ir.Constant(i64, 0))
+            if ty == types.float64:
+                return builder.bitcast(col(0), ir.DoubleType())
+            if ty == types.int64:
+                return col(0)
+            raise TypeError(f"unpack: cannot rebuild a {ty}")
+
+        return build(target)
+
+    if not isinstance(proto, types.TypeRef) or not isinstance(desc, types.Array) or desc.dtype != types.int64:
+        return None
+    if not isinstance(target, types.BaseTuple):
+        return None
+    return target(desc, proto), codegen
