@@ -52,6 +52,12 @@ class StateKernel:
         self.entry = None  # the compiled function, once bound
         self._bound = False
 
+    def __reduce__(self):
+        """Copied or pickled, a kernel is built again from its workspace (the copy's
+        arrays, shared with the rest of the copied formulation): its table holds
+        addresses, which another copy of the arrays does not have."""
+        return StateKernel, (self.kernel, self.workspace)
+
     def __call__(self, *state: np.ndarray):
         plain = True
         for a in state:  # a loop: all() over a generator costs more than the check

@@ -430,6 +430,27 @@ def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compi
     assert len(kernel.overloads) == 3  # the plain one, the strided one, the read-only one
 
 
+@pytest.mark.parametrize("name", ["dca", "hdca", "rcr", "embedding"])
+def test_a_copied_formulation_evaluates_into_its_own_arrays(name):
+    """The kernels' workspace table holds addresses (formulations.workspace): a deep copy
+    or a pickle of a formulation must evaluate into the copy's arrays, not the original's."""
+    import copy
+    import pickle
+
+    model = build_model(gen.ladder(2))
+    f = Simulation(model, Settings(formulation=name)).formulation
+    y = f.initial_state()
+    y[model.nq:] += 0.1
+    first = f.rhs(0.0, y)
+    x0 = f.x.copy()
+    for g in (copy.deepcopy(f), pickle.loads(pickle.dumps(f))):
+        f.x[:] = np.nan  # the original's workspace, poisoned
+        assert np.array_equal(g.rhs(0.0, y), first)
+        assert np.array_equal(g.x, x0)
+        assert np.isnan(f.x).all()
+        f.rhs(0.0, y)
+
+
 @pytest.mark.parametrize("name", ["dca", "hdca"])
 def test_dca_and_hdca_bind_their_kernel_on_the_first_right_hand_side(name):
     model = build_model(gen.chain(5, "spherical", planar=False))
