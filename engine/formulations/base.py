@@ -38,19 +38,26 @@ class StateKernel:
     workspace -- a tuple of arrays allocated once and written in place, handed over as
     one table (:mod:`.workspace`: the kernel's first line is ``... = unpack(desc, proto)``)
     -- and the arrays of ``state`` (the state vector or its halves, and the array its
-    right-hand side goes to); returns what the kernel returns.  After the first call it
-    calls numba's compiled entry point for these argument types directly, skipping the
-    dispatcher's type resolution.  Unboxing a hundred workspace arrays on every call,
-    and resolving their types, cost a right-hand side 2-4 us (docs/performance.md, "The
-    workspace as one argument").  A state of another array type (strided, read-only or
-    non-float64) goes through the dispatcher, as before.  The kernel holds the workspace
+    right-hand side goes to); returns what the kernel returns.  Unboxing a hundred
+    workspace arrays on every call cost a right-hand side about 1.8 us
+    (docs/performance.md, "The workspace as one argument").
+
+    It calls numba's compiled entry point for the state's array types directly: numba's
+    dispatcher resolves the type of ``proto`` (a type) in Python, 60 us a call.  The
+    entry for plain states (float64, C-contiguous, writable, aligned: slices of an
+    integrator's state vector) is checked for in a few attribute reads; a state of
+    another array type (strided, read-only, another dtype) is typed and its entry looked
+    up, compiled through the dispatcher the first time.  The kernel holds the workspace
     (its table holds only addresses)."""
 
     def __init__(self, kernel, workspace: tuple):
+        from numba import typeof
+
         self.kernel, self.workspace = kernel, workspace
         self.desc, self.proto = pack(workspace)
-        self.entry = None  # the compiled function, once bound
-        self._bound = False
+        self._head = (typeof(self.desc), typeof(self.proto))
+        self._entries = {}  # the state's types -> compiled entry point
+        self.entry = None  # the entry for plain states, once bound
 
     def __reduce__(self):
         """Copied or pickled, a kernel is built again from its workspace (the copy's
@@ -66,14 +73,18 @@ class StateKernel:
                 break
         if plain and self.entry is not None:
             return self.entry(self.desc, self.proto, *state)
-        res = self.kernel(self.desc, self.proto, *state)
-        if not self._bound and plain:
-            self._bound = True
-            from numba import typeof
+        from numba import typeof
 
-            sig = (typeof(self.desc), typeof(self.proto), *(typeof(a) for a in state))
-            self.entry = self.kernel.overloads[sig].entry_point if sig in self.kernel.overloads else None
-        return res
+        types = tuple(typeof(a) for a in state)
+        entry = self._entries.get(types)  # keyed without the head: hashing proto's type costs 40 us
+        if entry is None:
+            sig = (*self._head, *types)
+            if sig not in self.kernel.overloads:
+                self.kernel.compile(sig)
+            entry = self._entries[types] = self.kernel.overloads[sig].entry_point
+            if plain:
+                self.entry = entry
+        return entry(self.desc, self.proto, *state)
 
 
 def check_consistent(t: float, residual: float, scale: float) -> None:

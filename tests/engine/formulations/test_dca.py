@@ -399,7 +399,8 @@ def test_a_non_finite_right_hand_side_is_refused(name):
 
 def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compiled_for():
     """base.StateKernel: bound after the first call with a plain state and output; a
-    strided or read-only state goes through numba's dispatcher, with the same result."""
+    strided or read-only state is compiled for once and called through its own entry
+    point, with the same result."""
     from engine.formulations.base import StateKernel
     from engine.formulations.workspace import unpack
 
@@ -426,8 +427,11 @@ def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compi
         out[:] = 0.0
         assert k(state, out)
         assert np.array_equal(out, expected)
-    assert seen[0] == 3
+        assert k(state, out)  # again: through the entry point bound for its type
+        assert np.array_equal(out, expected)
+    assert seen[0] == 5
     assert len(kernel.overloads) == 3  # the plain one, the strided one, the read-only one
+    assert len(k._entries) == 3
 
 
 @pytest.mark.parametrize("name", ["dca", "hdca", "rcr", "embedding"])
