@@ -29,8 +29,7 @@ NO_RATES = np.empty(0)
 def _plain(a: np.ndarray) -> bool:
     """Whether ``a`` has the one array type a bound kernel was compiled for (float64,
     C-contiguous, writable, aligned: a slice of an integrator's state vector)."""
-    f = a.flags
-    return a.dtype == _F64 and f.c_contiguous and f.writeable and f.aligned
+    return a.dtype is _F64 and a.flags.carray
 
 
 class StateKernel:
@@ -66,15 +65,21 @@ class StateKernel:
         return StateKernel, (self.kernel, self.workspace)
 
     def __call__(self, *state: np.ndarray):
-        plain = True
-        for a in state:  # a loop: all() over a generator costs more than the check
-            if not _plain(a):
-                plain = False
-                break
-        if plain and self.entry is not None:
-            return self.entry(self.desc, self.proto, *state)
+        entry = self.entry
+        if entry is not None:
+            for a in state:  # _plain, inline: 0.2 us of a 4 us right-hand side
+                if a.dtype is not _F64 or not a.flags.carray:
+                    break
+            else:
+                return entry(self.desc, self.proto, *state)
+        return self._typed(state)
+
+    def _typed(self, state: tuple):
+        """Call with the entry point for ``state``'s array types, typed and bound the
+        first time (compiled through the dispatcher if need be)."""
         from numba import typeof
 
+        plain = all(_plain(a) for a in state)
         types = tuple(typeof(a) for a in state)
         entry = self._entries.get(types)  # keyed without the head: hashing proto's type costs 40 us
         if entry is None:

@@ -49,11 +49,11 @@ from numba import njit
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
-from .workspace import unpack
 from .rcr import (
     Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
     loop_structure, overlapping_groups, partition_from_choice,
 )
+from .workspace import unpack
 
 
 @dataclass(frozen=True)
