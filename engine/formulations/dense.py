@@ -182,10 +182,13 @@ def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, gamma, phi, Gs_a, Gs_b, gs):
+def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, Kabs, gamma, phi, Gs_a, Gs_b, gs):
     """Rows of every cut joint: K (loop Jacobian in tree velocities), gamma =
     -(Phi_ddot at the given body accelerations ``acc``), and Phi.  The body
-    Jacobians are walked along the tree path, column by column (no dense J)."""
+    Jacobians are walked along the tree path, column by column (no dense J).
+    ``Kabs``: each entry's sum of the magnitudes of the terms that make it, the scale of
+    its round-off -- a row whose terms cancel exactly (a loop joint redundant with the
+    tree, as a hinge beside a fixed joint) is round-off of that size, not a constraint."""
     jtype, pred, succ, c_adr, nc_j = ca[0], ca[1], ca[2], ca[10], ca[11]
     nj = jtype.shape[0]
     x0 = np.zeros(3)
@@ -194,6 +197,7 @@ def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, gamma, phi, G
     for a in range(K.shape[0]):
         for c in range(K.shape[1]):
             K[a, c] = 0.0
+            Kabs[a, c] = 0.0
     row = 0
     for j in range(nb, nj):
         n = nc_j[j]
@@ -225,19 +229,24 @@ def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, gamma, phi, G
                     j2 = S[col, 2] + s3 * l1 - s4 * l0
                     for r in range(n):
                         if side == 1:
-                            K[row + r, col] += Gs_b[r, 0] * j0 + Gs_b[r, 1] * j1 + Gs_b[r, 2] * j2 + \
+                            t = Gs_b[r, 0] * j0 + Gs_b[r, 1] * j1 + Gs_b[r, 2] * j2 + \
                                 Gs_b[r, 3] * s3 + Gs_b[r, 4] * s4 + Gs_b[r, 5] * s5
                         else:
-                            K[row + r, col] += Gs_a[r, 0] * j0 + Gs_a[r, 1] * j1 + Gs_a[r, 2] * j2 + \
+                            t = Gs_a[r, 0] * j0 + Gs_a[r, 1] * j1 + Gs_a[r, 2] * j2 + \
                                 Gs_a[r, 3] * s3 + Gs_a[r, 4] * s4 + Gs_a[r, 5] * s5
+                        K[row + r, col] += t
+                        Kabs[row + r, col] += abs(t)
                 i = parent[i]
         row += n
 
 
-def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float) -> np.ndarray:
+def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float, floor: float = 0.0) -> np.ndarray:
     """Filtered minimum-norm least squares: ``x = V diag(s^7 / (s^8 + mu^8)) U^T b``.
 
-    ``mu = mu_rel * s_max``.  For ``s >> mu`` this is the exact pseudo-inverse
+    ``mu = max(mu_rel * s_max, floor)``: ``floor`` is the size below which a singular
+    value is round-off whatever the largest one (:meth:`DenseFormulation._floor`; when
+    every row of A is round-off, a loop joint redundant with the tree, ``s_max`` is
+    round-off too and a filter relative to it would keep it).  For ``s >> mu`` this is the exact pseudo-inverse
     (relative error (mu/s)^8); dependent rows (redundant constraints: s ~ 0 on the
     closure, ~ the offset of a state off it) contribute nothing; and while a
     singular configuration is being crossed
@@ -250,7 +259,7 @@ def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float) -> np.ndarray:
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     if s[0] == 0.0:
         return np.zeros(A.shape[1])
-    r = s / (mu_rel * s[0])
+    r = s / max(mu_rel * s[0], floor)
     inv = 1.0 / np.where(s > 0, s, 1.0)
     f = np.where(r > 1e3, inv, inv * (r**8 / (r**8 + 1.0)))
     return Vt.T @ (f * (U.T @ b))
@@ -307,6 +316,7 @@ class DenseFormulation(Formulation):
         self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow
         self.ncr = ncut_rows + m.ng  # all constraint rows
         self.K = np.zeros((self.ncr, m.nv))  # loop Jacobian (cut rows), then gear rows
+        self.Kabs = np.zeros((ncut_rows, m.nv))  # round-off scale of the cut rows, _loop_rows
         self.gamma = np.zeros(self.ncr)
         self.phi = np.zeros(self.ncr)
         self.lam = np.zeros(self.ncr)
@@ -378,7 +388,7 @@ class DenseFormulation(Formulation):
         acc = classical_accelerations(self.V, A_bias)
         nc = self.ncut_rows
         _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S, acc,
-                   self.K[:nc], self.gamma[:nc], self.phi[:nc], self._Ga6, self._Gb6, self._g6)
+                   self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc], self._Ga6, self._Gb6, self._g6)
         self._gear_rows(q)
 
     def _gear_rows(self, q):
@@ -409,13 +419,14 @@ class DenseFormulation(Formulation):
         if self.ncr:
             self._loop_terms(A_bias, q)
             Kt = self._whitened_K(L)
+            floor = self._floor(L)
             # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
             # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
             # that a singular configuration amplifies round-off by 1/d, not 1/d^2
-            z = _lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel)
+            z = _lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel, floor)
             u = u0 - z
             vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
-            self.lam[:] = _lstsq(Kt.T, z, self.mu_rel)
+            self.lam[:] = _lstsq(Kt.T, z, self.mu_rel, floor)
             self.lam[self.ncut_rows:] *= self.gear_scale  # the gear rows' own multipliers
             # In a singular configuration the closure equations lose a direction: the
             # least-squares solution then gives the instantaneous dynamics of the freed
@@ -449,8 +460,8 @@ class DenseFormulation(Formulation):
         self._kinematics(q, v)
         nc = self.ncut_rows
         _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S,
-                   np.zeros((m.nb, 6)), self.K[:nc], self.gamma[:nc], self.phi[:nc], self._Ga6, self._Gb6,
-                   self._g6)
+                   np.zeros((m.nb, 6)), self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc], self._Ga6,
+                   self._Gb6, self._g6)
         self._gear_rows(q)
         self.M[:] = 0.0
         _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
@@ -490,6 +501,15 @@ class DenseFormulation(Formulation):
         """K L^-T: the loop Jacobian in mass-whitened velocity coordinates."""
         return scipy.linalg.solve_triangular(L, self.K.T, lower=True).T
 
+    def _floor(self, L) -> float:
+        """The singular value of the whitened K below which it is round-off:
+        ``REDUNDANT_RTOL`` times the whitened size of ``Kabs`` (the magnitudes of the terms
+        each entry sums).  Zero without cut joints (gear rows never cancel)."""
+        if not self.ncut_rows:
+            return 0.0
+        return config.REDUNDANT_RTOL * float(np.linalg.norm(scipy.linalg.solve_triangular(L, self.Kabs.T,
+                                                                                           lower=True)))
+
     def _project_state(self, q, v, iterations=config.PROJECTION_MAX_ITER):
         """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0.
 
@@ -500,14 +520,14 @@ class DenseFormulation(Formulation):
             if np.abs(self.phi).max(initial=0.0) < config.PROJECTION_TOL:
                 break
             L = self._cholesky()
-            u = -_lstsq(self._whitened_K(L), self.phi, self.mu_rel)
+            u = -_lstsq(self._whitened_K(L), self.phi, self.mu_rel, self._floor(L))
             q = self._apply_increment(q, scipy.linalg.solve_triangular(L, u, lower=True, trans="T"))
         else:
             self._cut_phi_K(q, v)
         L = self._cholesky()
         Kt = self._whitened_K(L)
         u = L.T @ v
-        u -= _lstsq(Kt, Kt @ u, self.mu_rel)
+        u -= _lstsq(Kt, Kt @ u, self.mu_rel, self._floor(L))
         v = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
         return q, v
 
@@ -529,10 +549,11 @@ class DenseFormulation(Formulation):
             return np.zeros(0)
         q, v = self._split(y)
         self._cut_phi_K(q, v)
-        s = np.linalg.svd(self._whitened_K(self._cholesky()), compute_uv=False)
+        L = self._cholesky()
+        s = np.linalg.svd(self._whitened_K(L), compute_uv=False)
         if s.size == 0 or s[0] == 0.0:
             return np.zeros(0)
-        return s[s > config.REDUNDANT_RTOL * s[0]]
+        return s[s > max(config.REDUNDANT_RTOL * s[0], self._floor(L))]
 
     def singularity(self, y) -> float:
         """Distance measure to a singular configuration: the smallest singular value of
