@@ -246,13 +246,13 @@ def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float, floor: float = 0.0) -> n
     ``mu = max(mu_rel * s_max, floor)``: ``floor`` is the size below which a singular
     value is round-off whatever the largest one (:meth:`DenseFormulation._floor`; when
     every row of A is round-off, a loop joint redundant with the tree, ``s_max`` is
-    round-off too and a filter relative to it would keep it).  For ``s >> mu`` this is the exact pseudo-inverse
-    (relative error (mu/s)^8); dependent rows (redundant constraints: s ~ 0 on the
-    closure, ~ the offset of a state off it) contribute nothing; and while a
-    singular configuration is being crossed
-    (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched off
-    smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu
-    instead of 1/s (docs/derivations.md, "Dense reference: singular configurations").
+    round-off too and a filter relative to it would keep it).  For ``s >> mu`` this is
+    the exact pseudo-inverse (relative error (mu/s)^8); dependent rows (redundant
+    constraints: s ~ 0 on the closure, ~ the offset of a state off it) contribute
+    nothing; and while a singular configuration is being crossed (``mu_rel =
+    DENSE_FILTER_RTOL``) the vanishing direction is switched off smoothly within ~mu of
+    it, so round-off is amplified by at most ~0.8/mu instead of 1/s (docs/derivations.md,
+    section 5, "The dense reference").
     """
     if A.size == 0:
         return np.zeros(A.shape[1])

@@ -14,12 +14,14 @@ same types, so every pass compiles as before.
     mk, ix, x, alpha = unpack(desc, proto)       # first line of the kernel
 
 ``proto`` is the numba type of the values; passed to a kernel, a numba type is a
-``TypeRef`` argument (unboxed for nothing) and the kernel is compiled for it, and :func:`unpack` walks it depth first as :func:`pack` walked the
-values.  The caller keeps the values alive (``StateKernel`` holds them): the table holds
-only addresses.
+``TypeRef`` argument (unboxed for nothing), the kernel is compiled for it, and
+:func:`unpack` walks it depth first as :func:`pack` walked the values.  The caller keeps
+the values alive (``StateKernel`` holds them): the table holds only addresses.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from llvmlite import ir
@@ -74,7 +76,7 @@ def unpack(typingctx, desc, proto):
     def codegen(context, builder, sig, args):
         base = make_array(sig.args[0])(context, builder, args[0]).data
         i64 = ir.IntType(64)
-        row_of = iter(range(1 << 30))
+        row_of = itertools.count()
 
         def build(ty):
             if isinstance(ty, types.BaseTuple):

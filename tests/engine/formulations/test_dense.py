@@ -118,8 +118,8 @@ def test_a_loop_joint_redundant_with_the_tree_exerts_nothing(seed):
     beside a fixed joint; seed 7: a ball joint whose rows the tree already holds): every
     row of K cancels to round-off, 1e-16.  A filter relative to K's own largest singular
     value kept that round-off as a constraint: accelerations off by 7.2 and 13 from
-    every other formulation (3.4 and 13 without the applied forces), and the run stopped at t = 0.01 s on an energy jump.  The
-    accelerations are those of the tree without c0."""
+    every other formulation (3.4 and 13 without the applied forces), and the run stopped
+    at t = 0.01 s on an energy jump.  The accelerations are those of the tree without c0."""
     import dataclasses
 
     spec = gen.random_mechanism(seed, 8, 1)
