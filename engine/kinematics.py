@@ -28,10 +28,16 @@ from .spatial import axis_angle_rot, crm, matmul3, quat_to_rot, shift_force, shi
 
 
 def kin_arrays(model: Model):
-    """The tuple of model arrays the kinematic kernels read."""
+    """The tuple of model arrays the kinematic kernels read, and their scratch: (8, 3, 3)
+    and (7, 6) arrays the body loops below work in, allocated here once rather than on
+    every call (each allocation, and each array a kernel compiled with reference counting
+    unpacks, cost a right-hand side tens of nanoseconds: docs/performance.md, "Reference
+    counting and scratch at the kernels' edges").  One tuple per user: two threads must
+    not share it."""
     return (
         model.parent, model.jtype, model.q_adr, model.v_adr, model.pred, model.succ,
         model.anchor_pred, model.anchor_succ, model.axis_pred, model.axis2_pred, model.R0_rel,
+        np.empty((8, 3, 3)), np.empty((7, 6)),
     )
 
 
@@ -66,21 +72,16 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
                 Rrel[i, k] = 1.0 if i == k else 0.0
 
 
-@njit(cache=True, nogil=True, _nrt=True)
-def fk_positions(mk, q, x, R, P):
-    """Body poses and joint points from tree coordinates ``q``."""
-    _fk_positions(mk, q, x, R, P, np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((2, 3, 3)),
-                  np.empty(3))
-
-
 # The loops over bodies run in kernels compiled without numba's reference counting
 # (``_nrt=False``): every array view they take (``R[p]``, ``q[qa:qa + 4]``) would
 # otherwise cost two atomic counter updates, which made a serial body loop about twice
 # as slow as the same loop in a parallel region (docs/performance.md, "Speed").  Such a
-# kernel cannot allocate: the wrapper above it does, once per call.
+# kernel cannot allocate: its scratch comes with ``mk`` (:func:`kin_arrays`).
 @njit(cache=True, nogil=True, _nrt=False)
-def _fk_positions(mk, q, x, R, P, Rrel, Rp, M, scratch, d):
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+def fk_positions(mk, q, x, R, P):
+    """Body poses and joint points from tree coordinates ``q``."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
+    Rrel, Rp, M, scratch, d = s33[0], s33[1], s33[2], s33[3:5], s33[5, 0]
     nb = parent.shape[0]
     nj = jtype.shape[0]
     for i in range(nb):
@@ -125,15 +126,11 @@ def _fk_positions(mk, q, x, R, P, Rrel, Rp, M, scratch, d):
                     + R[a, k, 2] * anchor_pred[j, 2]
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def motion_subspace(mk, q, R, S):
     """Columns of every tree joint's motion subspace, world frame, about its point."""
-    _motion_subspace(mk, q, R, S, np.empty(3), np.empty((3, 3)), np.empty(3))
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _motion_subspace(mk, q, R, S, aw, R1, t):
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
+    aw, R1, t = s33[6, 0], s33[7], s33[6, 1]
     nb = parent.shape[0]
     for i in range(nb):
         jt = jtype[i]
@@ -185,16 +182,11 @@ def _motion_subspace(mk, q, R, S, aw, R1, t):
                         S[va + c, 3 + k] = R[p, k, c]
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
-    w = np.empty((7, 6))  # scratch rows: Vp, Sv, Vi, l (3 entries), tmp, s0, s1
-    _fk_velocities(mk, x, P, S, v, V, c, w[0], w[1], w[2], w[3, :3], w[4], w[5], w[6])
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _fk_velocities(mk, x, P, S, v, V, c, Vp, Sv, Vi, l, tmp, s0, s1):
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
+    Vp, Sv, Vi, l, tmp, s0, s1 = s6[0], s6[1], s6[2], s6[3, :3], s6[4], s6[5], s6[6]
     nb = parent.shape[0]
     for i in range(nb):
         p = parent[i]
@@ -235,15 +227,13 @@ def _fk_velocities(mk, x, P, S, v, V, c, Vp, Sv, Vi, l, tmp, s0, s1):
         shift_motion(Vi, l, V[i])
 
 
-@njit(cache=True, nogil=True, _nrt=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def fk_accelerations(mk, x, P, S, c, vdot, A):
     """Spatial accelerations ``A`` about each COM from joint accelerations ``vdot``
     (``vdot = 0`` gives the velocity-product bias accelerations)."""
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
     nb = parent.shape[0]
-    Ap = np.empty(6)
-    Ai = np.empty(6)
-    l = np.empty(3)
+    Ap, Ai, l = s6[0], s6[1], s6[3, :3]
     for i in range(nb):
         p = parent[i]
         if p < 0:
@@ -297,7 +287,7 @@ def subtree_sums(parent, x, P, W, out):
 @njit(cache=True, nogil=True, _nrt=False)
 def qdot_from_v(mk, q, v, qd):
     """Time derivative of the tree coordinates (quaternion kinematics for spherical joints)."""
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
     nb = parent.shape[0]
     for i in range(nb):
         jt = jtype[i]
@@ -341,7 +331,7 @@ def ode_rates(mk, q, v, second, out):
 @njit(cache=True, nogil=True, _nrt=False)
 def normalize_quaternions(mk, q):
     """Renormalise the quaternion coordinates of spherical joints in place."""
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel = mk
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
     for i in range(parent.shape[0]):
         if jtype[i] == SPHERICAL:
             qa = q_adr[i]

@@ -21,6 +21,7 @@ from .workspace import pack
 
 
 _F64 = np.dtype(np.float64)
+_empty = np.empty
 
 #: an evaluation kernel's ``out`` when only the workspace is wanted (no right-hand side)
 NO_RATES = np.empty(0)
@@ -73,6 +74,17 @@ class StateKernel:
             else:
                 return entry(self.desc, self.proto, *state)
         return self._typed(state)
+
+    def rates(self, y: np.ndarray) -> tuple[np.ndarray, bool]:
+        """``kernel(desc, proto, y, out)`` into a new ``out`` as long as ``y``: (out, what
+        the kernel returned).  The right-hand side's own path: ``out`` is plain by
+        construction, so only ``y`` is checked (0.1-0.2 us less than ``np.empty_like``
+        and :meth:`__call__`'s loop over both)."""
+        out = _empty(y.shape[0])
+        entry = self.entry
+        if entry is not None and y.dtype is _F64 and y.flags.carray:
+            return out, entry(self.desc, self.proto, y, out)
+        return out, self._typed((y, out))
 
     def _typed(self, state: tuple):
         """Call with the entry point for ``state``'s array types, typed and bound the

@@ -715,8 +715,8 @@ class DCAFormulation(TreeFormulation):
 
     def rhs(self, t, y):
         self.nfev += 1
-        out = np.empty_like(y)
-        if not self._kernel(y, out):
+        out, finite = self._kernel.rates(y)
+        if not finite:
             raise SingularSystemError(t, self.not_finite)
         return out
 
