@@ -6,12 +6,13 @@ The reference takes ``hdca``'s own float64 kinematics (x, R, P, S: identical in 
 runs) as exact data and solves ``M v = p`` in ``decimal`` arithmetic: the joint-space
 mass matrix from composite spatial inertias about the world origin, a dense Cholesky
 solve, then each joint's impulse as the momentum of the bodies outboard of it, about
-its point.  So it measures the error of the solve alone.  On slender rods (the
-generator's chains: 2222 times more compliant about their axis) the state's random
-momenta give axial spins of ~1e4 rad/s, where a region's ``F_c = I_c x_c - W_c``
-(articulated inertia of the whole subtree times the joint point's velocity, less the
-articulated bias) loses digits the merges do not (docs/performance.md, "Tried and not
-kept: the root in the region").
+its point.  So it measures the error of the solve alone.  The last column gives the
+impulses that each run's own velocities imply, summed exactly: how ill-conditioned the
+step from velocities to impulses is.  On slender rods (the generator's chains: 2222
+times more compliant about their axis) the state's random momenta give axial spins of
+~1e4 rad/s, where the regions, which derive each joint's force from the velocities,
+lose digits that the merges, which solve for the impulses, do not (docs/performance.md,
+"Tried and not kept: the root in the region").
 
     python benchmarks/region_impulses.py [--n 100] [--kind spherical] [--seed 13]
 """
@@ -75,8 +76,9 @@ def hdca_phase1(model, y, regions: bool) -> dict:
                 regions=f.lay.n_regions)
 
 
-def reference(model, p, x, R, P, S) -> tuple[np.ndarray, np.ndarray]:
-    """(v, impulses) in 40-digit arithmetic from the float64 kinematics taken as exact."""
+def reference(model, p, x, R, P, S, v_given=None) -> tuple[np.ndarray, np.ndarray]:
+    """(v, impulses) in 40-digit arithmetic from the float64 kinematics taken as exact;
+    with ``v_given``, the impulses that those velocities imply (no solve)."""
     nb, nv, par, va, nvj = model.nb, model.nv, model.parent, model.v_adr, model.nv_j
     IO, SO = [], []
     for j in range(nb):  # spatial inertia about the origin, [linear; angular]
@@ -114,6 +116,9 @@ def reference(model, p, x, R, P, S) -> tuple[np.ndarray, np.ndarray]:
                     M[va[a] + r][va[b] + s] = val
                     M[va[b] + s][va[a] + r] = val
             a = par[a]
+    if v_given is not None:
+        v = dec(v_given)
+        return _impulses(model, SO, IO, v, P)
     L = [[ZERO] * nv for _ in range(nv)]
     for j in range(nv):
         Lj = L[j]
@@ -127,6 +132,12 @@ def reference(model, p, x, R, P, S) -> tuple[np.ndarray, np.ndarray]:
     v = [ZERO] * nv
     for i in range(nv - 1, -1, -1):
         v[i] = (z[i] - sum((L[k][i] * v[k] for k in range(i + 1, nv)), ZERO)) / L[i][i]
+    return _impulses(model, SO, IO, v, P)
+
+
+def _impulses(model, SO, IO, v, P) -> tuple[np.ndarray, np.ndarray]:
+    """(v, every tree joint's impulse about its point) from the velocities v, exactly."""
+    nb, par, va, nvj = model.nb, model.parent, model.v_adr, model.nv_j
     V = []
     for j in range(nb):  # body twists about the origin
         Vj = [sum((SO[j][r][c] * v[va[j] + c] for c in range(nvj[j])), ZERO) for r in range(6)]
@@ -160,11 +171,14 @@ def main(argv=None) -> int:
     v_ref, imp_ref = reference(model, y[model.nq:], r["x"], r["R"], r["P"], r["S"])
     print(f"{a.kind} chain of {a.n}, seed {a.seed}: max |v| {np.abs(v_ref).max():.3e}, "
           f"max |impulse| {np.abs(imp_ref).max():.3e}; error relative to each maximum")
-    print("| hdca | regions | v | impulses |\n|---|---:|---:|---:|")
+    print("(impulses from its v: those its velocities imply, summed exactly over each subtree)")
+    print("| hdca | regions | v | impulses | impulses from its v |\n|---|---:|---:|---:|---:|")
     for name, run in runs.items():
+        _, implied = reference(model, y[model.nq:], r["x"], r["R"], r["P"], r["S"], v_given=run["v"])
         ev = np.abs(run["v"] - v_ref).max() / np.abs(v_ref).max()
         ei = np.abs(run["impulse"] - imp_ref).max() / np.abs(imp_ref).max()
-        print(f"| {name} | {run['regions']} | {ev:.2e} | {ei:.2e} |")
+        eo = np.abs(implied - imp_ref).max() / np.abs(imp_ref).max()
+        print(f"| {name} | {run['regions']} | {ev:.2e} | {ei:.2e} | {eo:.2e} |")
     return 0
 
 
