@@ -1,0 +1,119 @@
+"""What each pass of a ``dca`` right-hand side costs in its place in the kernel, and its
+fixed part (issue 20's "per-body cost flat").
+
+``benchmarks/profile_dca.py`` calls each pass alone, from Python, so each figure carries a
+dispatcher call.  Here one kernel runs ``dca._evaluate``'s passes up to pass k, N times
+in a loop inside numba, for k = 0 .. 11; the differences of consecutive totals are the
+passes' costs with warm caches and no call from Python.  The fixed part of a pass is its
+64-body cost less 64 times its per-body cost from 64 to 256 bodies.
+
+    python benchmarks/pass_costs.py [--kind revolute] [--sizes 1 64 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+from engine.forces import tree_applied_forces  # noqa: E402
+from engine.formulations import treesolve  # noqa: E402
+from engine.formulations.dca import _accelerations, _leaves, _tree_rows  # noqa: E402
+from engine.formulations.workspace import unpack  # noqa: E402
+from engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
+from engine.studies.bench import chain_formulation  # noqa: E402
+
+PASSES = ("fk_positions", "motion_subspace", "fk_velocities", "applied_forces", "tree_rows", "leaves",
+          "matrix pass", "bias pass", "disassembly", "accelerations", "ode_rates")
+
+
+@njit(nogil=True, _nrt=False)
+def _prefix(N, stop, desc, proto, y, out):
+    """``N`` evaluations of ``_evaluate``'s first ``stop`` passes (a chain: no cut joints)."""
+    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
+     Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+     rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
+    nq = y.shape[0] - vdot.shape[0]
+    q = y[:nq]
+    v = y[nq:]
+    ok = True
+    for _ in range(N):
+        if stop > 0:
+            fk_positions(mk, q, x, R, P)
+        if stop > 1:
+            motion_subspace(mk, q, R, S)
+        if stop > 2:
+            fk_velocities(mk, x, P, S, v, V, c)
+        if stop > 3:
+            tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+        if stop > 4:
+            _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix[19])
+        if stop > 5:
+            _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                    np.bool_(True), np.bool_(True), hy)
+        if stop > 6:
+            treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+        if stop > 7:
+            treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+        if stop > 8:
+            treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+        if stop > 9:
+            _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        if stop > 10:
+            ok = ode_rates(mk, q, v, vdot, out)
+    return ok
+
+
+def pass_costs(n: int, kind: str, rounds: int = 7) -> np.ndarray:
+    """us per pass, in order, on the n-body chain (best of ``rounds`` batches)."""
+    f, y = chain_formulation("dca", n, kind, 1)
+    out = np.empty_like(y)
+    k = f._kernel
+    f.rhs(0.0, y)
+    N = max(200, 200000 // n)
+    totals = []
+    for stop in range(len(PASSES) + 1):
+        _prefix(10, stop, k.desc, k.proto, y, out)
+        best = np.inf
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            _prefix(N, stop, k.desc, k.proto, y, out)
+            best = min(best, (time.perf_counter() - t0) / N)
+        totals.append(best * 1e6)
+    return np.diff(totals)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kind", default="revolute", choices=["spherical", "revolute"])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 256])
+    a = ap.parse_args(argv)
+    numba.set_num_threads(1)
+    res = {n: pass_costs(n, a.kind) for n in a.sizes}
+    fixed = 64 in res and any(n > 64 for n in res)
+    big = max(a.sizes)
+    print(f"`dca`, {a.kind} chain, one thread, us per pass in its place in the kernel\n")
+    print("| pass | " + " | ".join(f"{n} bodies" for n in a.sizes) + (" | fixed part |" if fixed else " |"))
+    print("|---|" + "---:|" * (len(a.sizes) + fixed))
+    for i, name in enumerate(PASSES):
+        cells = [f"{res[n][i]:.3f}" for n in a.sizes]
+        if fixed:
+            slope = (res[big][i] - res[64][i]) / (big - 64)
+            cells.append(f"{res[64][i] - 64 * slope:.3f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    tot = [f"{res[n].sum():.2f}" for n in a.sizes]
+    if fixed:
+        tot.append(f"{res[64].sum() - 64 * (res[big].sum() - res[64].sum()) / (big - 64):.2f}")
+    print("| all | " + " | ".join(tot) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
