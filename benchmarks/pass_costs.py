@@ -36,7 +36,8 @@ PASSES = ("fk_positions", "motion_subspace", "fk_velocities", "applied_forces", 
 
 @njit(nogil=True, _nrt=False)
 def _prefix(N, stop, desc, proto, y, out):
-    """``N`` evaluations of ``_evaluate``'s first ``stop`` passes (a chain: no cut joints)."""
+    """``N`` evaluations of ``_evaluate``'s first ``stop`` passes (a chain: no cut joints).
+    The same passes, arguments and order as ``dca._evaluate``: keep the two in step."""
     (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
      Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
      rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)

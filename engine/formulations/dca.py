@@ -626,6 +626,15 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
                 return 1
         return n
 
+    def rhs(self, t, y):
+        """One evaluation (``self._kernel``: the subclass's ``_evaluate``, whose last pass
+        writes the rates) into a new array; ``not_finite`` says which rates were not."""
+        self.nfev += 1
+        out, finite = self._kernel.rates(y)
+        if not finite:
+            raise SingularSystemError(t, self.not_finite)
+        return out
+
     def post_step(self, t, y):
         y = y.copy()
         normalize_quaternions(self.mk, y[: self.model.nq])
@@ -712,13 +721,6 @@ class DCAFormulation(TreeFormulation):
         """(largest acceleration residual of any joint row, largest term) of the last solve."""
         m, lay = self.model, self.lay
         return _residual(self._row_ix, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1], lay.g0, m.nj)
-
-    def rhs(self, t, y):
-        self.nfev += 1
-        out, finite = self._kernel.rates(y)
-        if not finite:
-            raise SingularSystemError(t, self.not_finite)
-        return out
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -354,13 +354,6 @@ class HDCAFormulation(TreeFormulation):
         """Constraint impulses of the last evaluation (every joint's rows, tree-solve sign)."""
         return self.lay.lam
 
-    def rhs(self, t, y):
-        self.nfev += 1
-        out, finite = self._kernel.rates(y)
-        if not finite:
-            raise SingularSystemError(t, self.not_finite)
-        return out
-
     # ------------------------------------------------------------- reactions
     def _acceleration_pass(self):
         """lambda = sigma_dot: the acceleration-level bias pass and disassembly on the
