@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     chosen = dca_module.cheaper_tree
     configs = [("one thread", 1, chosen), ("two threads", 2, chosen),
                ("two threads, one-thread tree", 2,
-                lambda model, rows, threads, balanced=None: topology.serial_assembly_tree(model))]
+                lambda model, rows, threads, balanced=None, ground_last=False: topology.serial_assembly_tree(model, ground_last))]
     try:
         for kind in ("spherical", "revolute"):
             times: dict[str, list[float]] = {label: [] for label, _, _ in configs}

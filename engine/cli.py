@@ -289,7 +289,8 @@ def _info_text(model, topo) -> str:
     ser = d["serial_assembly"]
     if ser["tips_first"]:
         lines.append(f"one thread     dca and hdca assemble tips first: {ser['levels']} levels of one merge, "
-                     f"{ser['region_bodies']} of {d['bodies']} bodies by the articulated-body recursion, "
+                     f"{ser['region_bodies']} of {d['bodies']} bodies by the articulated-body recursion "
+                     f"(dca {ser['dca_region_bodies']}, with the joints to ground), "
                      f"{ser['operations']} operations in the matrix pass against {ser['balanced_operations']}")
     two = ser["two_threads"]
     if two["two_parts"]:

@@ -298,13 +298,16 @@ class _Merges:
         return len(self.sets) - 1
 
     def with_ground(self, i: int) -> int:
-        """Body i, merged with ground if it has ground joints."""
+        """Node i, merged with ground if it has ground joints."""
         return self.merge(i, -1) if any(self.pred[j] < 0 for j in self.handles[i]) else i
 
-    def subtree(self, root: int) -> int:
+    def subtree(self, root: int, ground_last: bool = False) -> int:
         """The subtree of the spanning tree at body ``root``, tips first: each body (in
         decreasing index order, so its children are done) with ground if it touches it,
-        then with each child's subassembly in turn."""
+        then with each child's subassembly in turn.  ``ground_last``: ``root`` merges with
+        ground after its children, so the subtree with its ground joints is the last
+        merge (what makes a chain hanging from ground one grounded articulated-body
+        region, :func:`articulated_regions`)."""
         bodies, stack = [], [root]
         while stack:
             b = stack.pop()
@@ -312,10 +315,11 @@ class _Merges:
             stack += self.children[b]
         node_of = {}
         for i in sorted(bodies, reverse=True):  # parent[i] < i
-            node = self.with_ground(i)
+            last = ground_last and i == root
+            node = i if last else self.with_ground(i)
             for c in self.children[i]:
                 node = self.merge(node, node_of[c])
-            node_of[i] = node
+            node_of[i] = self.with_ground(node) if last else node
         return node_of[root]
 
     def join_parts(self, parts: list[int]) -> list[int]:
@@ -347,7 +351,7 @@ class _Merges:
         )
 
 
-def serial_assembly_tree(model: Model) -> AssemblyTree:
+def serial_assembly_tree(model: Model, ground_last: bool = False) -> AssemblyTree:
     """The assembly tree that costs least on one thread: subtrees of the spanning tree,
     tips first (docs/derivations.md, "DCA: the assembly order").
 
@@ -357,9 +361,10 @@ def serial_assembly_tree(model: Model) -> AssemblyTree:
     so each merge updates one ``Phi`` block instead of three.  Every merge is its own
     level (nothing runs in parallel); parts still sharing cut joints at the end are
     merged pairwise.  Which tree a run uses is :func:`cheaper_tree`'s choice.
+    ``ground_last``: each part merges with ground last (:meth:`_Merges.subtree`).
     """
     mg = _Merges(model)
-    parts = [mg.subtree(r) for r in range(model.nb) if model.parent[r] < 0]
+    parts = [mg.subtree(r, ground_last) for r in range(model.nb) if model.parent[r] < 0]
     return mg.tree(mg.join_parts(parts))
 
 
@@ -433,7 +438,8 @@ def two_part_assembly_tree(model: Model, share: float = 0.5) -> AssemblyTree | N
     return mg.tree(roots, partition=partition)
 
 
-def articulated_regions(model: Model, tree: AssemblyTree, partition: tuple = ()) -> tuple[np.ndarray, list]:
+def articulated_regions(model: Model, tree: AssemblyTree, partition: tuple = (),
+                        grounded: bool = False) -> tuple[np.ndarray, list]:
     """The subassemblies of ``tree`` that a tree solve assembles in inertia form, by the
     articulated-body recursion, instead of merge by merge (docs/derivations.md, "The
     articulated-body regions").
@@ -444,6 +450,10 @@ def articulated_regions(model: Model, tree: AssemblyTree, partition: tuple = ())
     and its subtree, which the recursion does with the joint's ``nv`` freedoms where the
     merge takes its ``6 - nv`` constraint rows.  Regions are maximal, and each lies in
     one part of ``partition`` (``(sub_start, sub_merges, top)``, empty: all in one).
+    With ``grounded``, a region may also be a whole subtree hanging from ground merged
+    with ground over its root's joint alone (its head then has no handle): the recursion
+    eliminates that joint too, ground being at rest, as the articulated-body algorithm
+    does (docs/derivations.md, "The articulated-body regions").
 
     Returns ``region_of`` (per merge: the region it heads, -2 inside a region, -1
     outside) and each region's bodies, tips first (decreasing index: ``parent[i] < i``),
@@ -470,12 +480,22 @@ def articulated_regions(model: Model, tree: AssemblyTree, partition: tuple = ())
                 touched[b] = True
     covered = np.zeros(nm, dtype=bool)
     for m in range(nm - 1, -1, -1):  # a merge's children are made before it: largest first
-        if covered[m] or tree.node_nh[nb + m] != 1:
+        if covered[m]:
             continue
-        slot = tree.node_h_start[nb + m]
-        j = int(tree.h_joint[slot])
         bodies = tree.body_sets[nb + m]
-        if j >= nb or tree.h_side[slot] != 1 or len(bodies) < 2 or len(bodies) != size[j] or j not in bodies:
+        if tree.node_nh[nb + m] == 1:
+            slot = tree.node_h_start[nb + m]
+            j = int(tree.h_joint[slot])
+            if tree.h_side[slot] != 1:
+                continue
+        elif (grounded and tree.node_nh[nb + m] == 0 and tree.right[m] == -1
+              and tree.if_start[m + 1] - tree.if_start[m] == 1):
+            j = int(tree.if_joint[tree.if_start[m]])  # the merge with ground over one joint
+            if j >= nb or model.parent[j] >= 0:
+                continue
+        else:
+            continue
+        if j >= nb or len(bodies) < 2 or len(bodies) != size[j] or j not in bodies:
             continue
         if touched[list(bodies)].any():
             continue
@@ -561,7 +581,8 @@ def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, mode
     return max(load) + int(ops[top].sum())
 
 
-def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: AssemblyTree | None = None) -> AssemblyTree:
+def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: AssemblyTree | None = None,
+                 ground_last: bool = False) -> AssemblyTree:
     """The assembly tree a tree solve on ``threads`` threads runs over: the balanced one
     (:func:`build_assembly_tree`), unless an open mechanism has a cheaper one.
 
@@ -575,12 +596,14 @@ def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: Assembl
     singularity watch measures its closing merges, whose thresholds were set and tested
     on it (docs/formulations.md, "Singular configurations"), and on loops the serial
     order saves little (paper 001's loop of 8 bodies: 17 % more operations, the 16-cell
-    ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it."""
+    ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it;
+    ``ground_last``: the one-thread tree merges each part with ground last
+    (:func:`serial_assembly_tree`)."""
     balanced = build_assembly_tree(model) if balanced is None else balanced
     if model.ncut or model.nb < 2:
         return balanced
     if threads <= 1:
-        tips_first = serial_assembly_tree(model)
+        tips_first = serial_assembly_tree(model, ground_last)
         cost = [merge_operations(t, rows, model=model) for t in (tips_first, balanced)]
         return tips_first if cost[0] < cost[1] else balanced
     candidates = [balanced, serial_assembly_tree(model)]
@@ -618,21 +641,25 @@ class Topology:
 
     def _assembly_orders(self, model: Model) -> dict:
         """Which trees ``dca`` and ``hdca`` assemble over on one and on two threads
-        (:func:`cheaper_tree`), how many bodies their articulated-body regions hold, and
+        (:func:`cheaper_tree`), how many bodies their articulated-body regions hold (on one
+        thread ``dca``'s take in their joints to ground: ``dca_region_bodies``), and
         the operation counts of the matrix pass (on two threads: of its busiest thread)
         against the balanced tree's."""
         from .formulations.treesolve import run_threads, subtree_partition
 
-        def region_bodies(tree):
-            return sum(len(r) for r in articulated_regions(model, tree, tree.partition or subtree_partition(tree))[1])
+        def region_bodies(tree, grounded=False):
+            partition = tree.partition or subtree_partition(tree)
+            return sum(len(r) for r in articulated_regions(model, tree, partition, grounded)[1])
 
         serial = cheaper_tree(model, model.nc_j, threads=1, balanced=self.assembly)
+        dca_serial = cheaper_tree(model, model.nc_j, threads=1, balanced=self.assembly, ground_last=True)
         # below PARALLEL_MIN_BODIES a run has one thread whatever the settings
         parallel = run_threads(model.nb, 2) > 1
         two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else serial
         return {"tips_first": serial is not self.assembly,
                 "levels": serial.n_levels, "max_handles": serial.max_handles(),
                 "region_bodies": region_bodies(serial),
+                "dca_region_bodies": region_bodies(dca_serial, grounded=True),
                 "operations": merge_operations(serial, model.nc_j, model=model),
                 "balanced_operations": merge_operations(self.assembly, model.nc_j, model=model),
                 "two_threads": {"two_parts": bool(two.partition),

@@ -588,6 +588,12 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
     #: assemble the tree's articulated-body regions by the recursion in inertia form
     #: (treesolve, docs/derivations.md "The articulated-body regions"); False: merge by merge
     articulated_regions = True
+    #: a chain hanging from ground is one region with its ground joint (one thread: the
+    #: tips-first tree merges ground last); False: the region's root merges with ground.
+    #: dca's, not hdca's: the recursion derives joint forces from accelerations, and hdca's
+    #: regions' joint impulses from velocities lose digits there (docs/performance.md,
+    #: "The ground joint in the region")
+    grounded_regions = False
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
@@ -596,8 +602,9 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
         threads = self.run_threads(m, settings)
-        self.tree = cheaper_tree(m, m.nc_j, threads)
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads, regions=self.articulated_regions)
+        self.tree = cheaper_tree(m, m.nc_j, threads, ground_last=self.grounded_regions)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads, regions=self.articulated_regions,
+                                          grounded=self.grounded_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
         self.spring_joints = spring_joints(m)
@@ -662,6 +669,7 @@ class DCAFormulation(TreeFormulation):
     kind = "ode"
     parameters = ("baumgarte", "threads")
     not_finite = "accelerations are not finite"
+    grounded_regions = True
     remedy = ("dca closes loops at the acceleration level only and cannot hold a loop through a singular "
               "configuration: use hdca, dense or index3 (docs/formulations.md, \"Singular configurations\").")
     summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "

@@ -211,12 +211,13 @@ def subtree_partition(tree: AssemblyTree, min_subtrees: int = SUBTREES):
 
 
 def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray,
-                 threads: int | None = None, regions: bool = False) -> TreeLayout:
+                 threads: int | None = None, regions: bool = False, grounded: bool = False) -> TreeLayout:
     """Index arrays for ``tree`` with ``rows_per_joint[j]`` constraint rows per joint,
     for a run with the settings' ``threads`` (:func:`body_parallel_from`); ``regions``:
     assemble the articulated-body regions (:func:`topology.articulated_regions`) in
     inertia form -- for 6-vector handles whose tree-joint rows are ``G_succ = T^T``,
-    ``G_pred = -T^T`` with ``T`` orthonormal and ``T^T S = 0`` (dca, hdca)."""
+    ``G_pred = -T^T`` with ``T`` orthonormal and ``T^T S = 0`` (dca, hdca); ``grounded``:
+    regions may take in their root's joint to ground (dca)."""
     nb, nm = tree.nb, tree.n_merges
     rows = np.asarray(rows_per_joint, dtype=np.int64)
     row_adr = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
@@ -246,7 +247,7 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if cut else nm + 1)
     # regions lie in the parts of the cut tree whether or not this run cuts it: the same
     # tree then gives the same arithmetic on any number of threads
-    region_of, regions_list = (articulated_regions(model, tree, tree.partition or subtree_partition(tree))
+    region_of, regions_list = (articulated_regions(model, tree, tree.partition or subtree_partition(tree), grounded)
                                if regions and nd == 6 else (np.full(nm, -1, dtype=np.int64), []))
     ix = (
         np.int64(nb), tree.left, tree.right, tree.level_start, tree.node_nh, tree.node_h_start,
@@ -980,14 +981,16 @@ def _region_step(k, hy):
 @njit(cache=True, nogil=True, _nrt=False)
 def _region_matrices(rg, ix, Phi, hy):
     """Matrix pass of region ``rg``: articulated inertias tips first, then the head
-    node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``)."""
-    nb, node_pair_start = ix[0], ix[6]
+    node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``); a grounded
+    region (its head has no handle) ends with its root joint's ``D^-1`` instead."""
+    nb, node_nh, node_pair_start = ix[0], ix[4], ix[6]
     S, IA, U, Dinv, LA = hy[0], hy[2], hy[4], hy[5], hy[9]
     reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
     T = LA[rg]  # scratch until the root's factor goes there
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
-    for k in range(k0, k1 - 1):
+    grounded = node_nh[nb + reg_head[rg]] == 0
+    for k in range(k0, k1 if grounded else k1 - 1):
         c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         Ic = IA[c]
         D = Dinv[c]
@@ -1009,6 +1012,8 @@ def _region_matrices(rg, ix, Phi, hy):
                 D[q, r] = t
                 D[r, q] = t
         _inv_small(D, n)
+        if p < 0:  # a grounded region's root: its parent, ground, takes nothing
+            break
         for a in range(6):  # T = I - U D^-1 U^T
             w0 = 0.0
             w1 = 0.0
@@ -1062,6 +1067,8 @@ def _region_matrices(rg, ix, Phi, hy):
                 Ip[a, 3 + b] += T[a, 3 + b]
                 Ip[3 + a, b] += T[b, 3 + a]
                 Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+    if grounded:
+        return
     root = reg_body[k1 - 1]
     L = LA[rg]
     A = IA[root]
@@ -1086,13 +1093,15 @@ def _region_matrices(rg, ix, Phi, hy):
 @njit(cache=True, nogil=True, _nrt=False)
 def _region_biases(rg, ix, bv, G, g0, hy):
     """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
-    own), then the head node's ``b = I^-1 W`` of the root."""
-    nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
+    own), then the head node's ``b = I^-1 W`` of the root (a grounded region: its root
+    joint's ``S^T z`` instead)."""
+    nb, node_nh, node_h_start, row_adr, rows = ix[0], ix[4], ix[5], ix[19], ix[20]
     S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
     reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
-    for k in range(k0, k1 - 1):
+    grounded = node_nh[nb + reg_head[rg]] == 0
+    for k in range(k0, k1 if grounded else k1 - 1):
         c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         cp = cperp[c]
         for a in range(6):
@@ -1116,6 +1125,8 @@ def _region_biases(rg, ix, bv, G, g0, hy):
                 if sb != 0.0:
                     t += sb * z[b]
             sz[v0 + q] = t
+        if p < 0:  # a grounded region's root
+            break
         D = Dinv[c]
         for q in range(n):  # z -= U D^-1 S^T z
             t = 0.0
@@ -1133,38 +1144,44 @@ def _region_biases(rg, ix, bv, G, g0, hy):
         W[p, 3] += z[3] + d1 * z[2] - d2 * z[1]
         W[p, 4] += z[4] + d2 * z[0] - d0 * z[2]
         W[p, 5] += z[5] + d0 * z[1] - d1 * z[0]
-    root = reg_body[k1 - 1]
-    _chol_solve6(LA[rg], W[root], bv[node_h_start[nb + reg_head[rg]]])
+    if not grounded:
+        _chol_solve6(LA[rg], W[reg_body[k1 - 1]], bv[node_h_start[nb + reg_head[rg]]])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _region_down(rg, ix, Fh, G, lam, hy):
     """Disassembly of region ``rg`` from its handle force: root first, each body's handle
-    quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``."""
-    nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
+    quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``.
+    A grounded region starts from ground at rest with its root's joint."""
+    nb, node_nh, node_h_start, row_adr, rows = ix[0], ix[4], ix[5], ix[19], ix[20]
     S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
     reg_start, reg_body, reg_head, slot_in, slot_out, va, nvj = (hy[11], hy[12], hy[13], hy[15], hy[16], hy[17],
                                                                  hy[18])
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
-    root = reg_body[k1 - 1]
-    sN = node_h_start[nb + reg_head[rg]]
-    xr = xa[root]
-    for a in range(6):
-        Fh[slot_in[root], a] = Fh[sN, a]
-        xr[a] = Fh[sN, a] + W[root, a]
-    _chol_solve6(LA[rg], xr, xr)
-    for k in range(k1 - 2, k0 - 1, -1):
+    grounded = node_nh[nb + reg_head[rg]] == 0
+    if not grounded:
+        root = reg_body[k1 - 1]
+        sN = node_h_start[nb + reg_head[rg]]
+        xr = xa[root]
+        for a in range(6):
+            Fh[slot_in[root], a] = Fh[sN, a]
+            xr[a] = Fh[sN, a] + W[root, a]
+        _chol_solve6(LA[rg], xr, xr)
+    for k in range(k1 - 1 if grounded else k1 - 2, k0 - 1, -1):
         c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
-        xp = xa[p]
         xc = xa[c]
-        # x_p shifted to P_c: [a + alpha x d; alpha]
-        xc[0] = xp[0] + xp[4] * d2 - xp[5] * d1
-        xc[1] = xp[1] + xp[5] * d0 - xp[3] * d2
-        xc[2] = xp[2] + xp[3] * d1 - xp[4] * d0
-        xc[3] = xp[3]
-        xc[4] = xp[4]
-        xc[5] = xp[5]
+        if p >= 0:  # x_p shifted to P_c: [a + alpha x d; alpha]
+            xp = xa[p]
+            xc[0] = xp[0] + xp[4] * d2 - xp[5] * d1
+            xc[1] = xp[1] + xp[5] * d0 - xp[3] * d2
+            xc[2] = xp[2] + xp[3] * d1 - xp[4] * d0
+            xc[3] = xp[3]
+            xc[4] = xp[4]
+            xc[5] = xp[5]
+        else:  # a grounded region's root: ground at rest
+            for a in range(6):
+                xc[a] = 0.0
         e0 = 0.0
         e1 = 0.0
         e2 = 0.0
@@ -1194,26 +1211,30 @@ def _region_down(rg, ix, Fh, G, lam, hy):
         Ic = IA[c]
         si = slot_in[c]
         so = slot_out[c]
-        for a in range(6):  # F_c, in the outboard handle's slot for now
+        for a in range(6):  # F_c, in the body's own handle slot for now
             t = -W[c, a]
             for b in range(6):
                 t += Ic[a, b] * xc[b]
-            Fh[so, a] = t
+            Fh[si, a] = t
         # the multipliers, and F_c = G_succ^T lambda: the joint's force exactly in its
         # constraint space (no moment through a spherical joint, none about a hinge's axis),
         # where I_c x_c - W_c has round-off along S that a slender body's small inertia
         # about its axis would turn into a large error in its acceleration
-        for a in range(6):
-            Fh[si, a] = 0.0
-        for rr in range(row_adr[c], row_adr[c] + rows[c]):
+        r0_, r1_ = row_adr[c], row_adr[c] + rows[c]
+        for rr in range(r0_, r1_):
             t = 0.0
             for a in range(6):
-                t += G[1, rr, a] * Fh[so, a]
+                t += G[1, rr, a] * Fh[si, a]
             lam[rr] = t
+        for a in range(6):
+            Fh[si, a] = 0.0
+        for rr in range(r0_, r1_):
+            t = lam[rr]
             for a in range(6):
                 Fh[si, a] += G[1, rr, a] * t
-        for a in range(6):
-            Fh[so, a] = -Fh[si, a]
+        if so >= 0:  # on the parent's handle (none on ground)
+            for a in range(6):
+                Fh[so, a] = -Fh[si, a]
 
 
 # ----------------------------------------------------------------- level passes

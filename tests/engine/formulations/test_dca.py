@@ -160,7 +160,7 @@ def _balanced_tree_always(monkeypatch):
     import engine.formulations.dca as dca_module
     from engine.topology import build_assembly_tree
 
-    monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, threads, balanced=None: build_assembly_tree(model))
+    monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, threads, balanced=None, ground_last=False: build_assembly_tree(model))
 
 
 def _merges_only(monkeypatch):
@@ -254,6 +254,65 @@ def test_articulated_regions_agree_with_the_merges(spec, threads, monkeypatch):
                 assert np.abs(a - ref).max() <= np.abs(b - ref).max() + 1e-12 * scale
     finally:
         numba.set_num_threads(old)
+
+
+@pytest.mark.parametrize("spec", SERIAL_TREES, ids=lambda s: s.name)
+def test_dca_takes_the_joints_to_ground_into_its_regions(spec, monkeypatch):
+    """On one thread ``dca``'s tips-first tree merges each part hanging from ground with
+    ground last, and a part of two bodies or more is then one grounded region: its head
+    is that merge, with no handle left, and the recursion eliminates the joint to ground
+    too (topology.articulated_regions).  ``hdca``'s regions stop short of ground.  Over
+    the same tree the merges give the same right-hand side and joint multipliers."""
+    from engine.topology import serial_assembly_tree
+
+    model = build_model(spec)
+    dca = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+    hdca = Simulation(model, Settings(formulation="hdca", threads=1)).formulation
+    nb = model.nb
+
+    def grounded_parts(f):
+        tree, (_, reg_start, reg_body, reg_head) = f.tree, f.lay.reg[:4]
+        return sorted(tuple(sorted(reg_body[reg_start[r]:reg_start[r + 1]])) for r in range(len(reg_head))
+                      if tree.node_nh[nb + reg_head[r]] == 0)
+
+    assert grounded_parts(hdca) == []
+    if not np.array_equal(dca.tree.left, serial_assembly_tree(model, ground_last=True).left):
+        assert not np.array_equal(hdca.tree.left, serial_assembly_tree(model).left)  # both balanced
+        return
+    subtree = {r: [r] for r in range(nb) if model.parent[r] < 0}
+    for b in range(nb):
+        r = b
+        while model.parent[r] >= 0:
+            r = model.parent[r]
+        if b != r:
+            subtree[r].append(b)
+    assert grounded_parts(dca) == sorted(tuple(sorted(s)) for s in subtree.values() if len(s) >= 2)
+    y = _random_tree_state(model, np.random.default_rng(13))
+    a, la = dca.rhs(0.0, y), dca.lay.lam.copy()
+    _merges_only(monkeypatch)
+    merges = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+    assert np.array_equal(merges.tree.left, dca.tree.left) and merges.lay.n_regions == 0
+    b, lb = merges.rhs(0.0, y), merges.lay.lam
+    assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
+    assert np.abs(la - lb).max() <= 1e-12 * max(1.0, np.abs(lb).max())
+
+
+@pytest.mark.parametrize("n, kind, inertia", [(6, "spherical", None), (6, "revolute", None),
+                                              (20, "spherical", (0.1, 0.1, 0.1)), (12, "universal", None)])
+def test_dca_accelerations_against_a_40_digit_reference(n, kind, inertia):
+    """``dca``'s joint accelerations on one thread (one grounded region) against ``M qdd =
+    -C`` solved in 40-digit arithmetic from dca's own float64 kinematics
+    (benchmarks/region_accelerations.py): the error of the solve alone, on slender rods
+    (2222 times more compliant about their axis) and round links, at a random state."""
+    from benchmarks.region_accelerations import reference
+
+    model = build_model(gen.chain(n, kind, planar=False, inertia=inertia))
+    y = _random_tree_state(model, np.random.default_rng(13))
+    f = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+    assert f.lay.n_regions == 1
+    qdd = f.rhs(0.0, y)[model.nq:]
+    ref = reference(model, y[model.nq:], f.x, f.R, f.P, f.S)
+    assert np.abs(qdd - ref).max() <= 1e-11 * np.abs(ref).max()
 
 
 TWO_PART_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spherical"), (257, "revolute"))]
