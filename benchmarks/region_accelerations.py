@@ -6,7 +6,7 @@ on one thread).
 The reference takes ``dca``'s own float64 kinematics (x, R, P, S: identical in every
 run) and the state's joint rates as exact data and solves ``M qdd = -C`` in ``decimal``
 arithmetic: ``M`` from composite spatial inertias about the world origin
-(:func:`region_impulses.reference`'s), ``C`` by the recursive Newton-Euler algorithm
+(``region_impulses.mass_matrix``), ``C`` by the recursive Newton-Euler algorithm
 with ``qdd = 0`` in the same coordinates (``a_i = a_p + dS_i/dt v_i``, ``dS/dt v =
 V_p x S v`` for a joint whose axes are fixed in one of its bodies, plus ``v_0 v_1 s_0 x
 s_1`` for a universal joint, whose second axis turns with the first), gravity the only
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.region_impulses import ZERO, cross, dec, mat, tr  # noqa: E402  (sets 40 digits)
+from benchmarks.region_impulses import ZERO, cholesky_solve, cross, dec, mass_matrix, spatial  # noqa: E402
 from engine import generators as gen  # noqa: E402
 from engine.formulations.dca import DCAFormulation, TreeFormulation  # noqa: E402
 from engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
@@ -70,29 +70,7 @@ def reference(model, v, x, R, P, S) -> np.ndarray:
     """qdd in 40-digit arithmetic from the float64 kinematics and rates taken as exact."""
     nb, nv, par, va, nvj = model.nb, model.nv, model.parent, model.v_adr, model.nv_j
     g = dec(model.gravity)
-    IO, SO, fext = [], [], []
-    for j in range(nb):  # spatial inertia about the origin, [linear; angular]
-        m, c = Decimal(float(model.mass[j])), dec(x[j])
-        Rj = dec(R[j])
-        Jc = mat(mat(Rj, dec(model.inertia[j])), tr(Rj))
-        cx = [[ZERO, -c[2], c[1]], [c[2], ZERO, -c[0]], [-c[1], c[0], ZERO]]
-        cxcx = mat(cx, cx)
-        I6 = [[ZERO] * 6 for _ in range(6)]
-        for r in range(3):
-            for s in range(3):
-                I6[r][s] = m if r == s else ZERO
-                I6[r][3 + s] = -m * cx[r][s]
-                I6[3 + r][s] = m * cx[r][s]
-                I6[3 + r][3 + s] = Jc[r][s] - m * cxcx[r][s]
-        IO.append(I6)
-        Pj = dec(P[j])
-        cols = []
-        for col in range(va[j], va[j] + nvj[j]):  # S about P_j -> about the origin
-            s = dec(S[col])
-            cols.append([a + b for a, b in zip(s[:3], cross(Pj, s[3:]))] + s[3:])
-        SO.append(tr(cols))
-        fg = [m * gk for gk in g]
-        fext.append(fg + cross(c, fg))
+    IO, SO = spatial(model, x, R, P, S)
     vd = dec(v)
     V, A, F = [], [], []
     for j in range(nb):  # twists and velocity-product accelerations, root first
@@ -106,43 +84,19 @@ def reference(model, v, x, R, P, S) -> np.ndarray:
         Aj = [a + b for a, b in zip(A[par[j]], cj)] if par[j] >= 0 else cj
         IV = [sum((IO[j][r][k] * Vj[k] for k in range(6)), ZERO) for r in range(6)]
         IA = [sum((IO[j][r][k] * Aj[k] for k in range(6)), ZERO) for r in range(6)]
-        F.append([a + b - e for a, b, e in zip(IA, _crf(Vj, IV), fext[j])])
+        c = dec(x[j])
+        fg = [Decimal(float(model.mass[j])) * gk for gk in g]  # gravity at the centre of mass
+        F.append([a + b - e for a, b, e in zip(IA, _crf(Vj, IV), fg + cross(c, fg))])
         V.append(Vj)
         A.append(Aj)
-    Ic = [[row[:] for row in IO[j]] for j in range(nb)]
-    for j in range(nb - 1, -1, -1):  # subtree forces and composite inertias (parent[j] < j)
+    for j in range(nb - 1, -1, -1):  # subtree forces (parent[j] < j)
         if par[j] >= 0:
             F[par[j]] = [a + b for a, b in zip(F[par[j]], F[j])]
-            Ic[par[j]] = [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(Ic[par[j]], Ic[j])]
     rhs = [ZERO] * nv
     for j in range(nb):
         for k in range(nvj[j]):
             rhs[va[j] + k] = -sum((SO[j][r][k] * F[j][r] for r in range(6)), ZERO)
-    M = [[ZERO] * nv for _ in range(nv)]
-    for b in range(nb):
-        Fb = mat(Ic[b], SO[b])
-        a = b
-        while a >= 0:
-            blk = mat(tr(SO[a]), Fb)
-            for r, row in enumerate(blk):
-                for s, val in enumerate(row):
-                    M[va[a] + r][va[b] + s] = val
-                    M[va[b] + s][va[a] + r] = val
-            a = par[a]
-    L = [[ZERO] * nv for _ in range(nv)]
-    for j in range(nv):
-        Lj = L[j]
-        Lj[j] = (M[j][j] - sum((t * t for t in Lj[:j]), ZERO)).sqrt()
-        for i in range(j + 1, nv):
-            Li = L[i]
-            Li[j] = (M[i][j] - sum((Li[k] * Lj[k] for k in range(j)), ZERO)) / Lj[j]
-    z = rhs
-    for i in range(nv):
-        z[i] = (z[i] - sum((L[i][k] * z[k] for k in range(i)), ZERO)) / L[i][i]
-    qdd = [ZERO] * nv
-    for i in range(nv - 1, -1, -1):
-        qdd[i] = (z[i] - sum((L[k][i] * qdd[k] for k in range(i + 1, nv)), ZERO)) / L[i][i]
-    return np.array([float(t) for t in qdd])
+    return np.array([float(t) for t in cholesky_solve(mass_matrix(model, IO, SO), rhs)])
 
 
 def main(argv=None) -> int:

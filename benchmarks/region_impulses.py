@@ -76,12 +76,12 @@ def hdca_phase1(model, y, regions: bool) -> dict:
                 regions=f.lay.n_regions)
 
 
-def reference(model, p, x, R, P, S, v_given=None) -> tuple[np.ndarray, np.ndarray]:
-    """(v, impulses) in 40-digit arithmetic from the float64 kinematics taken as exact;
-    with ``v_given``, the impulses that those velocities imply (no solve)."""
-    nb, nv, par, va, nvj = model.nb, model.nv, model.parent, model.v_adr, model.nv_j
+def spatial(model, x, R, P, S) -> tuple[list, list]:
+    """Every body's spatial inertia about the world origin ([linear; angular]) and its
+    joint's motion subspace about the origin, exactly, from the float64 kinematics."""
+    nb, va, nvj = model.nb, model.v_adr, model.nv_j
     IO, SO = [], []
-    for j in range(nb):  # spatial inertia about the origin, [linear; angular]
+    for j in range(nb):
         m, c = Decimal(float(model.mass[j])), dec(x[j])
         Rj = dec(R[j])
         Jc = mat(mat(Rj, dec(model.inertia[j])), tr(Rj))
@@ -101,8 +101,14 @@ def reference(model, p, x, R, P, S, v_given=None) -> tuple[np.ndarray, np.ndarra
             s = dec(S[col])
             cols.append([a + b for a, b in zip(s[:3], cross(Pj, s[3:]))] + s[3:])
         SO.append(tr(cols))
+    return IO, SO
+
+
+def mass_matrix(model, IO, SO) -> list:
+    """The joint-space mass matrix from composite inertias (``parent[j] < j``)."""
+    nb, nv, par, va = model.nb, model.nv, model.parent, model.v_adr
     Ic = [[row[:] for row in IO[j]] for j in range(nb)]
-    for j in range(nb - 1, -1, -1):  # composite inertias (parent[j] < j)
+    for j in range(nb - 1, -1, -1):
         if par[j] >= 0:
             Ic[par[j]] = [[a + b for a, b in zip(ra, rb)] for ra, rb in zip(Ic[par[j]], Ic[j])]
     M = [[ZERO] * nv for _ in range(nv)]
@@ -116,23 +122,35 @@ def reference(model, p, x, R, P, S, v_given=None) -> tuple[np.ndarray, np.ndarra
                     M[va[a] + r][va[b] + s] = val
                     M[va[b] + s][va[a] + r] = val
             a = par[a]
-    if v_given is not None:
-        v = dec(v_given)
-        return _impulses(model, SO, IO, v, P)
-    L = [[ZERO] * nv for _ in range(nv)]
-    for j in range(nv):
+    return M
+
+
+def cholesky_solve(M, b) -> list:
+    """``M^-1 b`` by a dense Cholesky factorisation, in the context's precision."""
+    n = len(M)
+    L = [[ZERO] * n for _ in range(n)]
+    for j in range(n):
         Lj = L[j]
         Lj[j] = (M[j][j] - sum((t * t for t in Lj[:j]), ZERO)).sqrt()
-        for i in range(j + 1, nv):
+        for i in range(j + 1, n):
             Li = L[i]
             Li[j] = (M[i][j] - sum((Li[k] * Lj[k] for k in range(j)), ZERO)) / Lj[j]
-    z = dec(p)
-    for i in range(nv):
+    z = list(b)
+    for i in range(n):
         z[i] = (z[i] - sum((L[i][k] * z[k] for k in range(i)), ZERO)) / L[i][i]
-    v = [ZERO] * nv
-    for i in range(nv - 1, -1, -1):
-        v[i] = (z[i] - sum((L[k][i] * v[k] for k in range(i + 1, nv)), ZERO)) / L[i][i]
-    return _impulses(model, SO, IO, v, P)
+    x = [ZERO] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (z[i] - sum((L[k][i] * x[k] for k in range(i + 1, n)), ZERO)) / L[i][i]
+    return x
+
+
+def reference(model, p, x, R, P, S, v_given=None) -> tuple[np.ndarray, np.ndarray]:
+    """(v, impulses) in 40-digit arithmetic from the float64 kinematics taken as exact;
+    with ``v_given``, the impulses that those velocities imply (no solve)."""
+    IO, SO = spatial(model, x, R, P, S)
+    if v_given is not None:
+        return _impulses(model, SO, IO, dec(v_given), P)
+    return _impulses(model, SO, IO, cholesky_solve(mass_matrix(model, IO, SO), dec(p)), P)
 
 
 def _impulses(model, SO, IO, v, P) -> tuple[np.ndarray, np.ndarray]:
