@@ -597,7 +597,7 @@ def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: Assembl
     on it (docs/formulations.md, "Singular configurations"), and on loops the serial
     order saves little (paper 001's loop of 8 bodies: 17 % more operations, the 16-cell
     ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it;
-    ``ground_last``: the tips-first tree merges each part with ground last
+    ``ground_last``: the one-thread tree merges each part with ground last
     (:func:`serial_assembly_tree`)."""
     balanced = build_assembly_tree(model) if balanced is None else balanced
     if model.ncut or model.nb < 2:
@@ -606,7 +606,7 @@ def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: Assembl
         tips_first = serial_assembly_tree(model, ground_last)
         cost = [merge_operations(t, rows, model=model) for t in (tips_first, balanced)]
         return tips_first if cost[0] < cost[1] else balanced
-    candidates = [balanced, serial_assembly_tree(model, ground_last)]
+    candidates = [balanced, serial_assembly_tree(model)]
     candidates += [t for t in (two_part_assembly_tree(model, share) for share in TWO_PART_SHARES) if t is not None]
     cost = [parallel_operations(t, rows, threads, model) for t in candidates]
     return candidates[int(np.argmin(cost))]
