@@ -978,18 +978,24 @@ def _region_step(k, hy):
     return c, p, nvj[c], va[c], P[c, 0] - P[p, 0], P[c, 1] - P[p, 1], P[c, 2] - P[p, 2]
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _grounded(rg, ix, hy):
+    """Region ``rg`` takes in its root's joint to ground: its head merge has no handle."""
+    return ix[4][ix[0] + hy[13][rg]] == 0
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _region_matrices(rg, ix, Phi, hy):
     """Matrix pass of region ``rg``: articulated inertias tips first, then the head
     node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``); a grounded
     region (its head has no handle) ends with its root joint's ``D^-1`` instead."""
-    nb, node_nh, node_pair_start = ix[0], ix[4], ix[6]
+    nb, node_pair_start = ix[0], ix[6]
     S, IA, U, Dinv, LA = hy[0], hy[2], hy[4], hy[5], hy[9]
     reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
     T = LA[rg]  # scratch until the root's factor goes there
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
-    grounded = node_nh[nb + reg_head[rg]] == 0
+    grounded = _grounded(rg, ix, hy)
     for k in range(k0, k1 if grounded else k1 - 1):
         c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         Ic = IA[c]
@@ -1095,12 +1101,12 @@ def _region_biases(rg, ix, bv, G, g0, hy):
     """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
     own), then the head node's ``b = I^-1 W`` of the root (a grounded region: its root
     joint's ``S^T z`` instead)."""
-    nb, node_nh, node_h_start, row_adr, rows = ix[0], ix[4], ix[5], ix[19], ix[20]
+    nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
     S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
     reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
-    grounded = node_nh[nb + reg_head[rg]] == 0
+    grounded = _grounded(rg, ix, hy)
     for k in range(k0, k1 if grounded else k1 - 1):
         c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
         cp = cperp[c]
@@ -1153,13 +1159,13 @@ def _region_down(rg, ix, Fh, G, lam, hy):
     """Disassembly of region ``rg`` from its handle force: root first, each body's handle
     quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``.
     A grounded region starts from ground at rest with its root's joint."""
-    nb, node_nh, node_h_start, row_adr, rows = ix[0], ix[4], ix[5], ix[19], ix[20]
+    nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
     S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
     reg_start, reg_body, reg_head, slot_in, slot_out, va, nvj = (hy[11], hy[12], hy[13], hy[15], hy[16], hy[17],
                                                                  hy[18])
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
-    grounded = node_nh[nb + reg_head[rg]] == 0
+    grounded = _grounded(rg, ix, hy)
     if not grounded:
         root = reg_body[k1 - 1]
         sN = node_h_start[nb + reg_head[rg]]
