@@ -25,7 +25,8 @@ from numba import njit  # noqa: E402
 
 from engine.forces import tree_applied_forces  # noqa: E402
 from engine.formulations import treesolve  # noqa: E402
-from engine.formulations.dca import _accelerations, _leaves, _tree_rows  # noqa: E402
+from engine.formulations.dca import (  # noqa: E402
+    _accelerations, _accelerations_over, _evaluate_region, _leaves, _leaves_over, _tree_rows)
 from engine.formulations.workspace import unpack  # noqa: E402
 from engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
 from engine.studies.bench import chain_formulation  # noqa: E402
@@ -35,12 +36,14 @@ PASSES = ("fk_positions", "motion_subspace", "fk_velocities", "applied_forces", 
 
 
 @njit(nogil=True, _nrt=False)
-def _prefix(N, stop, desc, proto, y, out):
-    """``N`` evaluations of ``_evaluate``'s first ``stop`` passes (a chain: no cut joints).
-    The same passes, arguments and order as ``dca._evaluate``: keep the two in step."""
+def _prefix(N, stop, direct, desc, proto, y, out):
+    """``N`` evaluations of ``_evaluate``'s first ``stop`` passes (a chain: no cut joints),
+    or with ``direct`` of ``_evaluate_region``'s (the kernel the formulation runs).  The
+    same passes, arguments and order as those kernels: keep the three in step."""
     (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
      Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
      rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
+    nb = ix[0]
     nq = y.shape[0] - vdot.shape[0]
     q = y[:nq]
     v = y[nq:]
@@ -56,17 +59,32 @@ def _prefix(N, stop, desc, proto, y, out):
             tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
         if stop > 4:
             _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix[19])
-        if stop > 5:
-            _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
-                    np.bool_(True), np.bool_(True), hy)
-        if stop > 6:
-            treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
-        if stop > 7:
-            treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
-        if stop > 8:
-            treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
-        if stop > 9:
-            _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        if direct:  # dca._evaluate_region's direct calls
+            if stop > 5:
+                _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
+                             Jinv_w, scratch, np.bool_(True), np.bool_(True), hy)
+            if stop > 6:
+                treesolve.region_matrices(0, ix, Phi, hy)
+            if stop > 7:
+                treesolve.region_biases(0, ix, bv, G, g0, hy)
+            if stop > 8:
+                treesolve.region_down(0, ix, Fh, G, lam, hy)
+            if stop > 9:
+                for phase in range(2):
+                    _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot,
+                                        hy)
+        else:
+            if stop > 5:
+                _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                        np.bool_(True), np.bool_(True), hy)
+            if stop > 6:
+                treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+            if stop > 7:
+                treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+            if stop > 8:
+                treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+            if stop > 9:
+                _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
         if stop > 10:
             ok = ode_rates(mk, q, v, vdot, out)
     return ok
@@ -77,15 +95,16 @@ def pass_costs(n: int, kind: str, rounds: int = 7) -> np.ndarray:
     f, y = chain_formulation("dca", n, kind, 1)
     out = np.empty_like(y)
     k = f._kernel
+    direct = np.bool_(k.kernel is _evaluate_region)
     f.rhs(0.0, y)
     N = max(200, 200000 // n)
     totals = []
     for stop in range(len(PASSES) + 1):
-        _prefix(10, stop, k.desc, k.proto, y, out)
+        _prefix(10, stop, direct, k.desc, k.proto, y, out)
         best = np.inf
         for _ in range(rounds):
             t0 = time.perf_counter()
-            _prefix(N, stop, k.desc, k.proto, y, out)
+            _prefix(N, stop, direct, k.desc, k.proto, y, out)
             best = min(best, (time.perf_counter() - t0) / N)
         totals.append(best * 1e6)
     return np.diff(totals)

@@ -563,6 +563,41 @@ def _evaluate(desc, proto, y, out):
     return ode_rates(mk, q, v, vdot, out)
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _evaluate_region(desc, proto, y, out):
+    """:func:`_evaluate` when the whole tree is one grounded region on one thread
+    (``TreeLayout.one_region``: an open tree hanging from ground by one joint, so no cut
+    joint either): the region's three passes and the serial body loops called directly.
+    Through the tree passes each call layer passes ``ix`` and ``hy`` on, some 400 words,
+    and the six layers skipped here cost about 1 us a right-hand side (docs/performance.md,
+    "One region, called directly").  The same arithmetic in the same order: the same
+    result bit for bit.  A kernel of its own, chosen when the formulation is built: as a
+    branch in :func:`_evaluate` the extra call sites made every other mechanism's
+    right-hand side about 1 us slower."""
+    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
+     Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+     rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
+    nb = ix[0]
+    nq = y.shape[0] - vdot.shape[0]
+    q = y[:nq]
+    v = y[nq:]
+    fk_positions(mk, q, x, R, P)
+    motion_subspace(mk, q, R, S)
+    fk_velocities(mk, x, P, S, v, V, c)
+    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+    _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix[19])
+    _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                 np.bool_(True), np.bool_(True), hy)
+    treesolve.region_matrices(0, ix, Phi, hy)
+    treesolve.region_biases(0, ix, bv, G, g0, hy)
+    treesolve.region_down(0, ix, Fh, G, lam, hy)
+    for phase in range(2):
+        _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+    if out.shape[0] != y.shape[0]:
+        return True
+    return ode_rates(mk, q, v, vdot, out)
+
+
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
     """For each constraint row: k if the tree-joint row is +-e_k (see :func:`_tree_rows`), else -1."""
     sel = np.full(int(model.nc_j.sum()), -1, dtype=np.int64)
@@ -691,7 +726,9 @@ class DCAFormulation(TreeFormulation):
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
-        self._kernel = StateKernel(_evaluate, self._workspace())
+        # one grounded region on one thread: its passes called directly (_evaluate_region)
+        direct = self.lay.one_region and m.nb < self.lay.ix[24]
+        self._kernel = StateKernel(_evaluate_region if direct else _evaluate, self._workspace())
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:

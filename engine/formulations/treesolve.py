@@ -140,6 +140,11 @@ class TreeLayout:
     xa: np.ndarray  # (nb, 6) handle quantity at the joint point, disassembly
     LA: np.ndarray  # (n_regions, 6, 6) Cholesky factor of each region root's inertia; scratch
     reg: tuple  # the regions' index arrays (_region_arrays)
+    #: the whole tree is region 0, grounded (an open tree hanging from ground by one joint,
+    #: assembled on one thread): the three passes are then that region's
+    #: :func:`region_matrices`, :func:`region_biases` and :func:`region_down` alone, which
+    #: a kernel may call directly (dca's ``_evaluate_region``)
+    one_region: bool = False
 
     @property
     def n_regions(self) -> int:
@@ -269,6 +274,8 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         IA=np.zeros((nbr, 6, 6)), W=np.zeros((nbr, 6)), U=np.zeros((nv, 6)), Dinv=np.zeros((nbr, 3, 3)),
         sz=np.zeros(nv), cperp=np.zeros((nbr, 6)), xa=np.zeros((nbr, 6)), LA=np.zeros((len(regions_list), 6, 6)),
         reg=_region_arrays(model, tree, region_of, regions_list),
+        one_region=(len(regions_list) == 1 and bool(np.isin(region_of, (0, -2)).all())
+                    and tree.node_nh[nb + int(np.flatnonzero(region_of == 0)[0])] == 0),
     )
 
 
@@ -985,7 +992,7 @@ def _grounded(rg, ix, hy):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _region_matrices(rg, ix, Phi, hy):
+def region_matrices(rg, ix, Phi, hy):
     """Matrix pass of region ``rg``: articulated inertias tips first, then the head
     node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``); a grounded
     region (its head has no handle) ends with its root joint's ``D^-1`` instead."""
@@ -1097,7 +1104,7 @@ def _region_matrices(rg, ix, Phi, hy):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _region_biases(rg, ix, bv, G, g0, hy):
+def region_biases(rg, ix, bv, G, g0, hy):
     """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
     own), then the head node's ``b = I^-1 W`` of the root (a grounded region: its root
     joint's ``S^T z`` instead)."""
@@ -1140,7 +1147,7 @@ def _region_biases(rg, ix, bv, G, g0, hy):
                 t += D[q, r] * sz[v0 + r]
             for a in range(6):
                 z[a] -= U[v0 + q, a] * t
-        if n == 3:  # no moment through a spherical joint (as in _region_matrices)
+        if n == 3:  # no moment through a spherical joint (as in region_matrices)
             z[3] = 0.0
             z[4] = 0.0
             z[5] = 0.0
@@ -1155,7 +1162,7 @@ def _region_biases(rg, ix, bv, G, g0, hy):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _region_down(rg, ix, Fh, G, lam, hy):
+def region_down(rg, ix, Fh, G, lam, hy):
     """Disassembly of region ``rg`` from its handle force: root first, each body's handle
     quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``.
     A grounded region starts from ground at rest with its root's joint."""
@@ -1266,12 +1273,12 @@ def _no_region_at(m, hy):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _no_region_matrices(rg, ix, Phi, hy):
-    """Stands for :func:`_region_matrices` in passes without regions (index-3's)."""
+    """Stands for :func:`region_matrices` in passes without regions (index-3's)."""
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _no_region(rg, ix, a, b, c, hy):
-    """Stands for :func:`_region_biases` and :func:`_region_down` in passes without regions."""
+    """Stands for :func:`region_biases` and :func:`region_down` in passes without regions."""
 
 
 def _passes(nd: int, regions: bool):
@@ -1284,11 +1291,9 @@ def _passes(nd: int, regions: bool):
     (:meth:`TreeLayout.hybrid`) and assemble each articulated-body region by its
     recursion where its head merge would be (merges inside it are skipped)."""
     if regions:
-        region_matrices, region_biases, region_down, region_at = (_region_matrices, _region_biases, _region_down,
-                                                                  _region_at)
+        matrices_of, biases_of, down_of, region_at = region_matrices, region_biases, region_down, _region_at
     else:
-        region_matrices, region_biases, region_down, region_at = (_no_region_matrices, _no_region, _no_region,
-                                                                  _no_region_at)
+        matrices_of, biases_of, down_of, region_at = _no_region_matrices, _no_region, _no_region, _no_region_at
 
     @njit(cache=True, nogil=True, _nrt=False)
     def matrices_over(merges, k0, k1, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy):
@@ -1297,7 +1302,7 @@ def _passes(nd: int, regions: bool):
             m = merges[k]
             rg = region_at(m, hy)
             if rg >= 0:
-                region_matrices(rg, ix, Phi, hy)
+                matrices_of(rg, ix, Phi, hy)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):
@@ -1312,7 +1317,7 @@ def _passes(nd: int, regions: bool):
             m = merges[k]
             rg = region_at(m, hy)
             if rg >= 0:
-                region_biases(rg, ix, bv, G, g0, hy)
+                biases_of(rg, ix, bv, G, g0, hy)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):
@@ -1327,7 +1332,7 @@ def _passes(nd: int, regions: bool):
             m = merges[k]
             rg = region_at(m, hy)
             if rg >= 0:
-                region_down(rg, ix, Fh, G, lam, hy)
+                down_of(rg, ix, Fh, G, lam, hy)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):

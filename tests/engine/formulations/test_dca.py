@@ -298,6 +298,44 @@ def test_dca_takes_the_joints_to_ground_into_its_regions(spec, monkeypatch):
     assert np.abs(la - lb).max() <= 1e-12 * max(1.0, np.abs(lb).max())
 
 
+@pytest.mark.parametrize("spec", SERIAL_TREES + [gen.chain(2, "revolute", planar=False),
+                                                 gen.chain(1, "spherical", planar=False), gen.ladder(4)],
+                         ids=lambda s: s.name)
+def test_one_region_called_directly_is_the_passes(spec, monkeypatch):
+    """When the whole tree is one grounded region, ``dca`` runs a kernel that calls that
+    region's passes and the serial body loops directly (``_evaluate_region``): exactly
+    what the tree passes do, so the right-hand side and the multipliers are the same bit
+    for bit.  It is taken exactly when the tree is one region hanging from ground."""
+    from engine.formulations import dca as dca_module
+    from engine.formulations import treesolve
+    from engine.topology import serial_assembly_tree
+
+    model = build_model(spec)
+    direct = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+    _, reg_start, reg_body, reg_head = direct.lay.reg[:4]
+    whole = (len(reg_head) == 1 and direct.tree.node_nh[model.nb + reg_head[0]] == 0
+             and reg_start[1] == model.nb == len(set(reg_body)))
+    assert direct.lay.one_region == whole
+    assert (direct._kernel.kernel is dca_module._evaluate_region) == whole
+    roots = int((model.parent[:model.nb] < 0).sum())
+    if model.nj == model.nb and roots == 1 and model.nb >= 2:  # open, one joint to ground
+        assert whole == np.array_equal(direct.tree.left, serial_assembly_tree(model, ground_last=True).left)
+    build = treesolve.build_layout
+
+    def through_the_passes(*args, **kw):
+        lay = build(*args, **kw)
+        lay.one_region = False
+        return lay
+
+    monkeypatch.setattr(treesolve, "build_layout", through_the_passes)
+    passes = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+    assert passes._kernel.kernel is dca_module._evaluate
+    y = _random_tree_state(model, np.random.default_rng(5)) if model.nj == model.nb else direct.initial_state()
+    a, la = direct.rhs(0.0, y), direct.lay.lam.copy()
+    b, lb = passes.rhs(0.0, y), passes.lay.lam
+    assert np.array_equal(a, b) and np.array_equal(la, lb)
+
+
 @pytest.mark.parametrize("n, kind, inertia", [(6, "spherical", None), (6, "revolute", None),
                                               (20, "spherical", (0.1, 0.1, 0.1)), (12, "universal", None)])
 def test_dca_accelerations_against_a_40_digit_reference(n, kind, inertia):
