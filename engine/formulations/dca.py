@@ -522,80 +522,77 @@ def _residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     return worst, scale
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _evaluate(desc, proto, y, out):
-    """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
+def _evaluator(direct: bool):
+    """The evaluation kernel; ``direct``, a compile-time constant (numba prunes the other
+    branch before typing it), for a tree that is one grounded region on one thread."""
 
-    The workspace comes as one table (``desc``, ``proto``: :mod:`.workspace`,
-    :meth:`DCAFormulation._workspace` lists it): unboxing its ~120 arrays one by one cost
-    about 1.8 us a call whatever the size (docs/performance.md, "The workspace as one
-    argument").  Compiled without reference counting (``_nrt=False``) although some
-    passes allocate scratch (those are ``_nrt=True`` themselves and free it before they
-    return; none returns an array): the workspace's arrays are plain views.
+    @njit(cache=True, nogil=True, _nrt=False)
+    def evaluate(desc, proto, y, out):
+        """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
 
-    ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if it
-    is as long as ``y``; an empty ``out`` (``NO_RATES``) fills the workspace only.  The
-    rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second kernel
-    call they cost 1 us a right-hand side.  Returns whether v and vdot are all finite."""
-    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
-     Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
-    nb = ix[0]
-    row_adr = ix[19]
-    nq = y.shape[0] - vdot.shape[0]
-    q = y[:nq]
-    v = y[nq:]
-    fk_positions(mk, q, x, R, P)
-    motion_subspace(mk, q, R, S)
-    fk_velocities(mk, x, P, S, v, V, c)
-    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
-    _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
-    if ncut > 0:
-        _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
-    _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, np.bool_(True),
-            np.bool_(True), hy)
-    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
-    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
-    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
-    _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
-    if out.shape[0] != y.shape[0]:
-        return True
-    return ode_rates(mk, q, v, vdot, out)
+        The workspace comes as one table (``desc``, ``proto``: :mod:`.workspace`,
+        :meth:`DCAFormulation._workspace` lists it): unboxing its ~120 arrays one by one
+        cost about 1.8 us a call whatever the size (docs/performance.md, "The workspace
+        as one argument").  Compiled without reference counting (``_nrt=False``)
+        although some passes allocate scratch (those are ``_nrt=True`` themselves and
+        free it before they return; none returns an array): the workspace's arrays are
+        plain views.
+
+        ``direct`` (``_evaluate_region``): the whole tree is one grounded region on one
+        thread (``TreeLayout.one_region``: an open tree hanging from ground by one joint,
+        so no cut joint either), and the region's three passes and the serial body loops
+        are called directly.  Through the tree passes each call layer passes ``ix`` and
+        ``hy`` on, some 400 words, and the six layers skipped cost about 1 us a
+        right-hand side (docs/performance.md, "One region, called directly").  The same
+        arithmetic in the same order: the same result bit for bit.  A kernel of its own,
+        chosen when the formulation is built: as a branch at run time the extra call
+        sites made every other mechanism's right-hand side about 1 us slower.
+
+        ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if
+        it is as long as ``y``; an empty ``out`` (``NO_RATES``) fills the workspace only.
+        The rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second
+        kernel call they cost 1 us a right-hand side.  Returns whether v and vdot are all
+        finite."""
+        (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
+         c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+         rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
+        nb = ix[0]
+        row_adr = ix[19]
+        nq = y.shape[0] - vdot.shape[0]
+        q = y[:nq]
+        v = y[nq:]
+        fk_positions(mk, q, x, R, P)
+        motion_subspace(mk, q, R, S)
+        fk_velocities(mk, x, P, S, v, V, c)
+        tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+        _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+        if direct:
+            _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
+                         scratch, np.bool_(True), np.bool_(True), hy)
+            treesolve.region_matrices(0, ix, Phi, hy)
+            treesolve.region_biases(0, ix, bv, G, g0, hy)
+            treesolve.region_down(0, ix, Fh, G, lam, hy)
+            for phase in range(2):
+                _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        else:
+            if ncut > 0:
+                _cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
+            _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                    np.bool_(True), np.bool_(True), hy)
+            treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+            treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+            treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+            _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        if out.shape[0] != y.shape[0]:
+            return True
+        return ode_rates(mk, q, v, vdot, out)
+
+    return evaluate
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _evaluate_region(desc, proto, y, out):
-    """:func:`_evaluate` when the whole tree is one grounded region on one thread
-    (``TreeLayout.one_region``: an open tree hanging from ground by one joint, so no cut
-    joint either): the region's three passes and the serial body loops called directly.
-    Through the tree passes each call layer passes ``ix`` and ``hy`` on, some 400 words,
-    and the six layers skipped here cost about 1 us a right-hand side (docs/performance.md,
-    "One region, called directly").  The same arithmetic in the same order: the same
-    result bit for bit.  A kernel of its own, chosen when the formulation is built: as a
-    branch in :func:`_evaluate` the extra call sites made every other mechanism's
-    right-hand side about 1 us slower."""
-    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
-     Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
-    nb = ix[0]
-    nq = y.shape[0] - vdot.shape[0]
-    q = y[:nq]
-    v = y[nq:]
-    fk_positions(mk, q, x, R, P)
-    motion_subspace(mk, q, R, S)
-    fk_velocities(mk, x, P, S, v, V, c)
-    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
-    _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix[19])
-    _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
-                 np.bool_(True), np.bool_(True), hy)
-    treesolve.region_matrices(0, ix, Phi, hy)
-    treesolve.region_biases(0, ix, bv, G, g0, hy)
-    treesolve.region_down(0, ix, Fh, G, lam, hy)
-    for phase in range(2):
-        _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
-    if out.shape[0] != y.shape[0]:
-        return True
-    return ode_rates(mk, q, v, vdot, out)
+#: the evaluation kernel, and the one for a tree that is one grounded region on one thread
+_evaluate = _evaluator(False)
+_evaluate_region = _evaluator(True)
 
 
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
