@@ -140,15 +140,20 @@ class TreeLayout:
     xa: np.ndarray  # (nb, 6) handle quantity at the joint point, disassembly
     LA: np.ndarray  # (n_regions, 6, 6) Cholesky factor of each region root's inertia; scratch
     reg: tuple  # the regions' index arrays (_region_arrays)
-    #: the whole tree is region 0, grounded (an open tree hanging from ground by one joint,
-    #: assembled on one thread): the three passes are then that region's
-    #: :func:`region_matrices`, :func:`region_biases` and :func:`region_down` alone, which
-    #: a kernel may call directly (dca's ``_evaluate_region``)
-    one_region: bool = False
 
     @property
     def n_regions(self) -> int:
         return self.LA.shape[0]
+
+    @property
+    def one_region(self) -> bool:
+        """The whole tree is region 0, grounded (an open tree hanging from ground by one
+        joint, assembled on one thread): the three passes are then that region's
+        :func:`region_matrices`, :func:`region_biases` and :func:`region_down` alone, which
+        a kernel may call directly (dca's ``_evaluate_region``)."""
+        region_of, reg_head = self.reg[0], self.reg[3]
+        return (len(reg_head) == 1 and bool(np.isin(region_of, (0, -2)).all())
+                and self.tree.node_nh[self.tree.nb + reg_head[0]] == 0)
 
     def hybrid(self, S: np.ndarray, P: np.ndarray) -> tuple:
         """The passes' last argument ``hy``: the regions' workspace with the formulation's
@@ -274,8 +279,6 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         IA=np.zeros((nbr, 6, 6)), W=np.zeros((nbr, 6)), U=np.zeros((nv, 6)), Dinv=np.zeros((nbr, 3, 3)),
         sz=np.zeros(nv), cperp=np.zeros((nbr, 6)), xa=np.zeros((nbr, 6)), LA=np.zeros((len(regions_list), 6, 6)),
         reg=_region_arrays(model, tree, region_of, regions_list),
-        one_region=(len(regions_list) == 1 and bool(np.isin(region_of, (0, -2)).all())
-                    and tree.node_nh[nb + int(np.flatnonzero(region_of == 0)[0])] == 0),
     )
 
 

@@ -320,14 +320,7 @@ def test_one_region_called_directly_is_the_passes(spec, monkeypatch):
     roots = int((model.parent[:model.nb] < 0).sum())
     if model.nj == model.nb and roots == 1 and model.nb >= 2:  # open, one joint to ground
         assert whole == np.array_equal(direct.tree.left, serial_assembly_tree(model, ground_last=True).left)
-    build = treesolve.build_layout
-
-    def through_the_passes(*args, **kw):
-        lay = build(*args, **kw)
-        lay.one_region = False
-        return lay
-
-    monkeypatch.setattr(treesolve, "build_layout", through_the_passes)
+    monkeypatch.setattr(treesolve.TreeLayout, "one_region", False)  # through the tree passes
     passes = Simulation(model, Settings(formulation="dca", threads=1)).formulation
     assert passes._kernel.kernel is dca_module._evaluate
     y = _random_tree_state(model, np.random.default_rng(5)) if model.nj == model.nb else direct.initial_state()
