@@ -4,53 +4,32 @@ docs/performance.md ("How far this is from the targets", two threads) argues tha
 1.6x speed-up of ``dca`` on two threads needs its recursions to run beside one another:
 the second thread a few bodies behind the first.  numba's ``prange`` has no way for one
 iteration to wait for another, so this probe gives it one -- a progress counter written
-with an atomic store-release and read with an atomic load-acquire (two ``@intrinsic``
-functions) -- and measures, on synthetic per-body work of the matrix pass's kind (a
-6 x 6 product per body, "A") and of the bias pass's (a 6 x 6 by 6 product, "B", which
+with an atomic store-release and read with an atomic load-acquire (``engine.atomics``,
+which ``dca``'s two-thread chain kernel now uses) -- and measures, on synthetic per-body
+work of the matrix pass's kind (a 6 x 6 product per body, "A") and of the bias pass's (a 6 x 6 by 6 product, "B", which
 reads A's result for the same body), A then B on one thread against A and B in one
 ``prange(2)``, B spinning until A has passed its body::
 
     python benchmarks/pipeline_probe.py
 
 It prints, round by round, the microseconds of A alone, B alone, A then B, and the two
-overlapped.  Only a probe of the mechanism's cost: not used by the engine.
+overlapped.  A probe of the mechanism's cost on synthetic work; the engine's use of it
+is ``dca``'s ``_evaluate_chain`` (docs/performance.md, "Two threads on one chain").
 """
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
-from numba import njit, prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit, prange
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-@intrinsic
-def _load_acquire(typingctx, arr, idx):
-    """``arr[idx]`` (int64), read atomically with acquire ordering."""
-
-    def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]])
-        return builder.load_atomic(ptr, "acquire", 8)
-
-    return types.int64(arr, idx), codegen
-
-
-@intrinsic
-def _store_release(typingctx, arr, idx, val):
-    """``arr[idx] = val`` (int64), written atomically with release ordering."""
-
-    def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]])
-        builder.store_atomic(args[2], ptr, "release", 8)
-        return context.get_dummy_value()
-
-    return types.void(arr, idx, val), codegen
+from engine.atomics import load_acquire as _load_acquire  # noqa: E402
+from engine.atomics import store_release as _store_release  # noqa: E402
 
 
 @njit(inline="always")

@@ -77,44 +77,51 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
 # otherwise cost two atomic counter updates, which made a serial body loop about twice
 # as slow as the same loop in a parallel region (docs/performance.md, "Speed").  Such a
 # kernel cannot allocate: its scratch comes with ``mk`` (:func:`kin_arrays`).
+@njit(cache=True, nogil=True, inline='always')
+def _position_step(i, mk, q, x, R, P):
+    """Body i's pose and its joint's point (:func:`fk_positions`), its parent's done."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
+    Rrel, Rp, M, scratch, d = s33[0], s33[1], s33[2], s33[3:5], s33[5, 0]
+    p = parent[i]
+    jcalc(jtype[i], q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d, scratch)
+    if p < 0:
+        for a in range(3):
+            for b in range(3):
+                Rp[a, b] = 1.0 if a == b else 0.0
+        px, py, pz = 0.0, 0.0, 0.0
+    else:
+        for a in range(3):
+            for b in range(3):
+                Rp[a, b] = R[p, a, b]
+        px, py, pz = x[p, 0], x[p, 1], x[p, 2]
+    ap0, ap1, ap2 = anchor_pred[i, 0], anchor_pred[i, 1], anchor_pred[i, 2]
+    P0 = px + Rp[0, 0] * ap0 + Rp[0, 1] * ap1 + Rp[0, 2] * ap2
+    P1 = py + Rp[1, 0] * ap0 + Rp[1, 1] * ap1 + Rp[1, 2] * ap2
+    P2 = pz + Rp[2, 0] * ap0 + Rp[2, 1] * ap1 + Rp[2, 2] * ap2
+    P[i, 0] = P0
+    P[i, 1] = P1
+    P[i, 2] = P2
+    # M = Rp Rrel, R_i = M R0_rel
+    for a in range(3):
+        for b in range(3):
+            M[a, b] = Rp[a, 0] * Rrel[0, b] + Rp[a, 1] * Rrel[1, b] + Rp[a, 2] * Rrel[2, b]
+    for a in range(3):
+        for b in range(3):
+            R[i, a, b] = M[a, 0] * R0_rel[i, 0, b] + M[a, 1] * R0_rel[i, 1, b] + M[a, 2] * R0_rel[i, 2, b]
+    as0, as1, as2 = anchor_succ[i, 0], anchor_succ[i, 1], anchor_succ[i, 2]
+    for a in range(3):
+        ca = P[i, a] + Rp[a, 0] * d[0] + Rp[a, 1] * d[1] + Rp[a, 2] * d[2]
+        x[i, a] = ca - (R[i, a, 0] * as0 + R[i, a, 1] * as1 + R[i, a, 2] * as2)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def fk_positions(mk, q, x, R, P):
     """Body poses and joint points from tree coordinates ``q``."""
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
-    Rrel, Rp, M, scratch, d = s33[0], s33[1], s33[2], s33[3:5], s33[5, 0]
+    parent, jtype, pred, anchor_pred = mk[0], mk[1], mk[4], mk[6]
     nb = parent.shape[0]
     nj = jtype.shape[0]
     for i in range(nb):
-        p = parent[i]
-        jcalc(jtype[i], q, q_adr[i], axis_pred[i], axis2_pred[i], Rrel, d, scratch)
-        if p < 0:
-            for a in range(3):
-                for b in range(3):
-                    Rp[a, b] = 1.0 if a == b else 0.0
-            px, py, pz = 0.0, 0.0, 0.0
-        else:
-            for a in range(3):
-                for b in range(3):
-                    Rp[a, b] = R[p, a, b]
-            px, py, pz = x[p, 0], x[p, 1], x[p, 2]
-        ap0, ap1, ap2 = anchor_pred[i, 0], anchor_pred[i, 1], anchor_pred[i, 2]
-        P0 = px + Rp[0, 0] * ap0 + Rp[0, 1] * ap1 + Rp[0, 2] * ap2
-        P1 = py + Rp[1, 0] * ap0 + Rp[1, 1] * ap1 + Rp[1, 2] * ap2
-        P2 = pz + Rp[2, 0] * ap0 + Rp[2, 1] * ap1 + Rp[2, 2] * ap2
-        P[i, 0] = P0
-        P[i, 1] = P1
-        P[i, 2] = P2
-        # M = Rp Rrel, R_i = M R0_rel
-        for a in range(3):
-            for b in range(3):
-                M[a, b] = Rp[a, 0] * Rrel[0, b] + Rp[a, 1] * Rrel[1, b] + Rp[a, 2] * Rrel[2, b]
-        for a in range(3):
-            for b in range(3):
-                R[i, a, b] = M[a, 0] * R0_rel[i, 0, b] + M[a, 1] * R0_rel[i, 1, b] + M[a, 2] * R0_rel[i, 2, b]
-        as0, as1, as2 = anchor_succ[i, 0], anchor_succ[i, 1], anchor_succ[i, 2]
-        for a in range(3):
-            ca = P[i, a] + Rp[a, 0] * d[0] + Rp[a, 1] * d[1] + Rp[a, 2] * d[2]
-            x[i, a] = ca - (R[i, a, 0] * as0 + R[i, a, 1] * as1 + R[i, a, 2] * as2)
+        _position_step(i, mk, q, x, R, P)
     for j in range(nb, nj):
         a = pred[j]
         if a < 0:
@@ -126,105 +133,116 @@ def fk_positions(mk, q, x, R, P):
                     + R[a, k, 2] * anchor_pred[j, 2]
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _subspace_step(i, mk, q, R, S):
+    """Tree joint i's motion subspace columns (:func:`motion_subspace`)."""
+    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
+    aw, R1, t = s33[6, 0], s33[7], s33[6, 1]
+    jt = jtype[i]
+    if jt == FIXED:
+        return
+    p = parent[i]
+    va = v_adr[i]
+    ax = axis_pred[i]
+    # axis in world
+    for k in range(3):
+        if p < 0:
+            aw[k] = ax[k]
+        else:
+            aw[k] = R[p, k, 0] * ax[0] + R[p, k, 1] * ax[1] + R[p, k, 2] * ax[2]
+    if jt == REVOLUTE:
+        for k in range(3):
+            S[va, k] = 0.0
+            S[va, 3 + k] = aw[k]
+    elif jt == PRISMATIC:
+        for k in range(3):
+            S[va, k] = aw[k]
+            S[va, 3 + k] = 0.0
+    elif jt == CYLINDRICAL:
+        for k in range(3):
+            S[va, k] = 0.0
+            S[va, 3 + k] = aw[k]
+            S[va + 1, k] = aw[k]
+            S[va + 1, 3 + k] = 0.0
+    elif jt == UNIVERSAL:
+        axis_angle_rot(ax, q[q_adr[i]], R1)
+        ax2 = axis2_pred[i]
+        for k in range(3):
+            t[k] = R1[k, 0] * ax2[0] + R1[k, 1] * ax2[1] + R1[k, 2] * ax2[2]
+        for k in range(3):
+            S[va, k] = 0.0
+            S[va, 3 + k] = aw[k]
+            S[va + 1, k] = 0.0
+            if p < 0:
+                S[va + 1, 3 + k] = t[k]
+            else:
+                S[va + 1, 3 + k] = R[p, k, 0] * t[0] + R[p, k, 1] * t[1] + R[p, k, 2] * t[2]
+    else:  # SPHERICAL: relative angular velocity in the pred frame
+        for c in range(3):
+            for k in range(3):
+                S[va + c, k] = 0.0
+                if p < 0:
+                    S[va + c, 3 + k] = 1.0 if k == c else 0.0
+                else:
+                    S[va + c, 3 + k] = R[p, k, c]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def motion_subspace(mk, q, R, S):
     """Columns of every tree joint's motion subspace, world frame, about its point."""
+    for i in range(mk[0].shape[0]):
+        _subspace_step(i, mk, q, R, S)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _velocity_step(i, mk, x, P, S, v, V, c):
+    """Body i's twist and its joint's velocity-product term (:func:`fk_velocities`),
+    its parent's done."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
-    aw, R1, t = s33[6, 0], s33[7], s33[6, 1]
-    nb = parent.shape[0]
-    for i in range(nb):
-        jt = jtype[i]
-        if jt == FIXED:
-            continue
-        p = parent[i]
-        va = v_adr[i]
-        ax = axis_pred[i]
-        # axis in world
+    Vp, Sv, Vi, l, tmp, s0, s1 = s6[0], s6[1], s6[2], s6[3, :3], s6[4], s6[5], s6[6]
+    p = parent[i]
+    if p < 0:
+        for k in range(6):
+            Vp[k] = 0.0
+    else:
         for k in range(3):
-            if p < 0:
-                aw[k] = ax[k]
-            else:
-                aw[k] = R[p, k, 0] * ax[0] + R[p, k, 1] * ax[1] + R[p, k, 2] * ax[2]
-        if jt == REVOLUTE:
-            for k in range(3):
-                S[va, k] = 0.0
-                S[va, 3 + k] = aw[k]
-        elif jt == PRISMATIC:
-            for k in range(3):
-                S[va, k] = aw[k]
-                S[va, 3 + k] = 0.0
-        elif jt == CYLINDRICAL:
-            for k in range(3):
-                S[va, k] = 0.0
-                S[va, 3 + k] = aw[k]
-                S[va + 1, k] = aw[k]
-                S[va + 1, 3 + k] = 0.0
-        elif jt == UNIVERSAL:
-            axis_angle_rot(ax, q[q_adr[i]], R1)
-            ax2 = axis2_pred[i]
-            for k in range(3):
-                t[k] = R1[k, 0] * ax2[0] + R1[k, 1] * ax2[1] + R1[k, 2] * ax2[2]
-            for k in range(3):
-                S[va, k] = 0.0
-                S[va, 3 + k] = aw[k]
-                S[va + 1, k] = 0.0
-                if p < 0:
-                    S[va + 1, 3 + k] = t[k]
-                else:
-                    S[va + 1, 3 + k] = R[p, k, 0] * t[0] + R[p, k, 1] * t[1] + R[p, k, 2] * t[2]
-        else:  # SPHERICAL: relative angular velocity in the pred frame
-            for c in range(3):
-                for k in range(3):
-                    S[va + c, k] = 0.0
-                    if p < 0:
-                        S[va + c, 3 + k] = 1.0 if k == c else 0.0
-                    else:
-                        S[va + c, 3 + k] = R[p, k, c]
+            l[k] = P[i, k] - x[p, k]
+        shift_motion(V[p], l, Vp)
+    for k in range(6):
+        Sv[k] = 0.0
+    va = v_adr[i]
+    nv = 0
+    jt = jtype[i]
+    if jt == REVOLUTE or jt == PRISMATIC:
+        nv = 1
+    elif jt == CYLINDRICAL or jt == UNIVERSAL:
+        nv = 2
+    elif jt == SPHERICAL:
+        nv = 3
+    for col in range(nv):
+        for k in range(6):
+            Sv[k] += S[va + col, k] * v[va + col]
+    crm(Vp, Sv, c[i])
+    if jt == UNIVERSAL:
+        for k in range(6):
+            s0[k] = S[va, k]
+            s1[k] = S[va + 1, k]
+        crm(s0, s1, tmp)
+        w = v[va] * v[va + 1]
+        for k in range(6):
+            c[i, k] += w * tmp[k]
+    for k in range(6):
+        Vi[k] = Vp[k] + Sv[k]
+    for k in range(3):
+        l[k] = x[i, k] - P[i, k]
+    shift_motion(Vi, l, V[i])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
-    parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
-    Vp, Sv, Vi, l, tmp, s0, s1 = s6[0], s6[1], s6[2], s6[3, :3], s6[4], s6[5], s6[6]
-    nb = parent.shape[0]
-    for i in range(nb):
-        p = parent[i]
-        if p < 0:
-            for k in range(6):
-                Vp[k] = 0.0
-        else:
-            for k in range(3):
-                l[k] = P[i, k] - x[p, k]
-            shift_motion(V[p], l, Vp)
-        for k in range(6):
-            Sv[k] = 0.0
-        va = v_adr[i]
-        nv = 0
-        jt = jtype[i]
-        if jt == REVOLUTE or jt == PRISMATIC:
-            nv = 1
-        elif jt == CYLINDRICAL or jt == UNIVERSAL:
-            nv = 2
-        elif jt == SPHERICAL:
-            nv = 3
-        for col in range(nv):
-            for k in range(6):
-                Sv[k] += S[va + col, k] * v[va + col]
-        crm(Vp, Sv, c[i])
-        if jt == UNIVERSAL:
-            for k in range(6):
-                s0[k] = S[va, k]
-                s1[k] = S[va + 1, k]
-            crm(s0, s1, tmp)
-            w = v[va] * v[va + 1]
-            for k in range(6):
-                c[i, k] += w * tmp[k]
-        for k in range(6):
-            Vi[k] = Vp[k] + Sv[k]
-        for k in range(3):
-            l[k] = x[i, k] - P[i, k]
-        shift_motion(Vi, l, V[i])
+    for i in range(mk[0].shape[0]):
+        _velocity_step(i, mk, x, P, S, v, V, c)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -316,6 +334,13 @@ def ode_rates(mk, q, v, second, out):
     ``second`` are all finite -- the check every formulation makes before it hands a
     right-hand side to the integrator, here without two more numpy calls per evaluation."""
     qdot_from_v(mk, q, v, out)  # writes out[q_adr[i] ...] only: indices below nq
+    return second_rates(v, second, out)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def second_rates(v, second, out):
+    """:func:`ode_rates` after the tree coordinates' rates: ``out[nq:] = second``, and
+    whether ``v`` and ``second`` are all finite."""
     nq = out.shape[0] - second.shape[0]
     finite = True
     for k in range(v.shape[0]):

@@ -25,13 +25,14 @@ import numpy as np
 from numba import njit, prange
 
 from .. import config
+from ..atomics import claim, load_acquire, store_release, wait_for
 from ..constraints import con_arrays, joint_constraint
 from ..errors import SingularSystemError
 from ..forces import force_arrays, spring_joints, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, fk_velocities, kin_arrays, motion_subspace, normalize_quaternions,
-    ode_rates,
+    _position_step, _subspace_step, _velocity_step, classical_accelerations, fk_positions, fk_velocities,
+    kin_arrays, motion_subspace, normalize_quaternions, ode_rates, qdot_from_v, second_rates,
 )
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 from ..spatial import shift_force_by, shift_motion, shift_motion_by
@@ -160,13 +161,23 @@ def _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, block
     point, ``W = X^T w = [f; n + l x f]`` (``l`` from the joint point to the centre of
     mass), and, if ``blocks``, its inertia there, ``X^T M X = [[m 1, -m ~l], [m ~l, J - m ~l ~l]]``,
     and the world inverse inertia (for the accelerations)."""
-    IA, W = hy[2], hy[3]
+    W = hy[3]
     l0 = x[i, 0] - P[i, 0]
     l1 = x[i, 1] - P[i, 1]
     l2 = x[i, 2] - P[i, 2]
     shift_force_by(rhs_body[i], l0, l1, l2, W[i])
-    if not blocks:
-        return
+    if blocks:
+        _region_inertia(i, mass, inertia, inertia_inv, x, R, P, Jinv_w, hy)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _region_inertia(i, mass, inertia, inertia_inv, x, R, P, Jinv_w, hy):
+    """Body i's inertia about its joint point (:func:`_region_leaf`), and its world
+    inverse inertia."""
+    IA = hy[2]
+    l0 = x[i, 0] - P[i, 0]
+    l1 = x[i, 1] - P[i, 1]
+    l2 = x[i, 2] - P[i, 2]
     _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
     A = IA[i]
     _world_inertia(R[i], inertia[i], A[3:, 3:])
@@ -555,7 +566,7 @@ def _evaluator(direct: bool):
         finite."""
         (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
          c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-         rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
+         rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
         nb = ix[0]
         row_adr = ix[19]
         nq = y.shape[0] - vdot.shape[0]
@@ -593,6 +604,153 @@ def _evaluator(direct: bool):
 #: the evaluation kernel, and the one for a tree that is one grounded region on one thread
 _evaluate = _evaluator(False)
 _evaluate_region = _evaluator(True)
+
+
+# ------------------------------------------------------- two threads on one chain
+
+#: bodies per block of the two-thread chain kernel: each role publishes its progress, and
+#: reads the other's, once a block -- a count written for every body would move its cache
+#: line between the two cores a thousand times a pass
+CHAIN_BLOCK = 16
+#: how many times the first role to arrive reads the handshake before it takes the
+#: whole evaluation on alone (the other thread busy elsewhere, or never coming)
+CHAIN_PATIENCE = 20000
+#: the progress counters (``progress``, int64), a cache line apart: the handshake; the
+#: bodies whose positions are done (root first), whose twists are, whose own inertias are
+#: (tips first), the matrix pass's steps done, the bodies disassembled (root first); and
+#: whether the rates came out finite
+_ROLE, _POS, _VEL, _INERTIA, _MAT, _DOWN, _FINITE = 0, 8, 16, 24, 32, 40, 48
+CHAIN_PROGRESS = 56
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _take_role(progress):
+    """Which part of the evaluation this thread does: 0 the leading role, 1 the trailing
+    one, 2 all of it (the other thread did not come in ``CHAIN_PATIENCE`` reads: a thread
+    that waited for a role nobody runs would wait for ever), 3 none (the first went on
+    alone).  The first to arrive leads."""
+    if claim(progress, _ROLE, 0, 1):
+        for _ in range(CHAIN_PATIENCE):
+            if load_acquire(progress, _ROLE) == 2:
+                return 0
+        if claim(progress, _ROLE, 1, 3):
+            return 2
+        return 0
+    if claim(progress, _ROLE, 1, 2):
+        return 1
+    return 3
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, mass, inertia, inertia_inv, x, R, P,
+                S, V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress):
+    """The leading role of :func:`_evaluate_chain`: positions (root first), the bodies'
+    own inertias (tips first), then -- once the twists are done -- the applied forces,
+    the bodies' bias wrenches, the joints' rows, the bias pass behind the matrix pass,
+    and the disassembly."""
+    row_adr, rows = ix[19], ix[20]
+    for i0 in range(0, nb, CHAIN_BLOCK):
+        i1 = min(i0 + CHAIN_BLOCK, nb)
+        for i in range(i0, i1):
+            _position_step(i, mk, q, x, R, P)
+        store_release(progress, _POS, i1)
+    for i1 in range(nb, 0, -CHAIN_BLOCK):
+        i0 = max(i1 - CHAIN_BLOCK, 0)
+        for i in range(i0, i1):
+            _region_inertia(i, mass, inertia, inertia_inv, x, R, P, Jinv_w, hy)
+        store_release(progress, _INERTIA, nb - i0)
+    wait_for(progress, _VEL, nb, 0)
+    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+    _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                 np.bool_(True), np.bool_(False), hy)
+    _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+    done = 0
+    for k in range(nb):  # body nb - 1 - k, once the matrix pass has passed it
+        if done <= k:
+            done = wait_for(progress, _MAT, k + 1, done)
+        treesolve._bias_step(k, row_adr, rows, G, g0, hy)
+    for k in range(nb - 1, -1, -1):  # body nb - 1 - k, root first
+        treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy)
+        if (nb - k) % CHAIN_BLOCK == 0 or k == 0:
+            store_release(progress, _DOWN, nb - k)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _chain_trail(nb, mk, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w, A, vdot, out, hy, progress):
+    """The trailing role of :func:`_evaluate_chain`: motion subspaces and twists behind
+    the positions, the matrix pass behind the bodies' own inertias, the coordinates'
+    rates (if ``out`` is to have them) while the disassembly starts, the accelerations
+    behind it."""
+    done = 0
+    for i0 in range(0, nb, CHAIN_BLOCK):
+        i1 = min(i0 + CHAIN_BLOCK, nb)
+        done = wait_for(progress, _POS, i1, done)
+        for i in range(i0, i1):
+            _subspace_step(i, mk, q, R, S)
+            _velocity_step(i, mk, x, P, S, v, V, c)
+        store_release(progress, _VEL, i1)
+    T = hy[9][0]
+    done = 0
+    for k in range(nb):  # body nb - 1 - k into its parent, both bodies' own inertias set
+        need = min(k + 2, nb)
+        if done < need:
+            done = wait_for(progress, _INERTIA, need, done)
+        treesolve._matrix_step(k, T, hy)
+        if (k + 1) % CHAIN_BLOCK == 0 or k == nb - 1:
+            store_release(progress, _MAT, k + 1)
+    if out.shape[0] == q.shape[0] + v.shape[0]:
+        qdot_from_v(mk, q, v, out)
+    done = 0
+    for i0 in range(0, nb, CHAIN_BLOCK):
+        i1 = min(i0 + CHAIN_BLOCK, nb)
+        done = wait_for(progress, _DOWN, i1, done)
+        for phase in range(2):  # a joint's acceleration needs its parent's body's: in this block or before
+            _accelerations_over(phase, i0, i1, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+
+
+@njit(cache=True, nogil=True, _nrt=False, parallel=True)
+def _evaluate_chain(desc, proto, y, out):
+    """``_evaluate_region`` on two threads, for an unbranched chain hanging from ground
+    (docs/performance.md, "Two threads on one chain"): the same steps in the same order
+    for each body -- the same result bit for bit -- in two roles that run beside each
+    other, each recursion a block of bodies behind the one it needs (:func:`_chain_lead`,
+    :func:`_chain_trail`), so that the passes along the chain, sequential each, overlap.
+    The body order is the region's: body ``i``'s parent is ``i - 1`` and the matrix pass's
+    step ``k`` is body ``nb - 1 - k`` (``DCAFormulation`` checks).  When the other thread
+    does not come (numba set to one thread, or the second core busy elsewhere), the first
+    does it all as ``_evaluate_region`` after ``CHAIN_PATIENCE`` reads (:func:`_take_role`)."""
+    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
+     c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+     rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+    nb = ix[0]
+    nq = y.shape[0] - vdot.shape[0]
+    q = y[:nq]
+    v = y[nq:]
+    for k in range(0, CHAIN_PROGRESS, 8):
+        progress[k] = 0
+    for _ in prange(2):
+        role = _take_role(progress)
+        if role == 0:
+            _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, mass, inertia, inertia_inv, x,
+                        R, P, S, V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy,
+                        progress)
+        elif role == 1:
+            _chain_trail(nb, mk_trail, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w, A, vdot, out, hy,
+                         progress)
+        elif role == 2:
+            progress[_FINITE] = _evaluate_region(desc, proto, y, out)
+    if progress[_ROLE] == 3:  # one thread did it all
+        return progress[_FINITE] != 0
+    if out.shape[0] != y.shape[0]:
+        return True
+    return second_rates(v, vdot, out)
+
+
+def unbranched_chain(model: Model) -> bool:
+    """An open chain: one body on ground, every body at most one child, no cut joint."""
+    parent = model.parent
+    return (not model.ncut and (parent < 0).sum() == 1
+            and np.bincount(parent[parent >= 0], minlength=1).max() <= 1)
 
 
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
@@ -633,9 +791,10 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.mk = kin_arrays(m)
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
-        threads = self.run_threads(m, settings)
-        self.tree = cheaper_tree(m, m.nc_j, threads, ground_last=self.grounded_regions)
-        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, threads, regions=self.articulated_regions,
+        self.threads = threads = self.run_threads(m, settings)
+        lay_threads = self.layout_threads(m, threads)
+        self.tree = cheaper_tree(m, m.nc_j, lay_threads, ground_last=self.grounded_regions)
+        self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, lay_threads, regions=self.articulated_regions,
                                           grounded=self.grounded_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
@@ -659,11 +818,15 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         thread count the user sets is taken as it is."""
         threads = getattr(settings, "threads", None)
         n = treesolve.run_threads(model.nb, threads)
-        if threads is None and n > 1 and model.nb < treesolve.CHAIN_PARALLEL_MIN_BODIES and not model.ncut:
-            parent = model.parent
-            if (parent < 0).sum() == 1 and np.bincount(parent[parent >= 0], minlength=1).max() <= 1:
-                return 1
+        if threads is None and n > 1 and model.nb < treesolve.CHAIN_PARALLEL_MIN_BODIES and unbranched_chain(model):
+            return 1
         return n
+
+    @classmethod
+    def layout_threads(cls, model: Model, threads: int) -> int:
+        """The thread count the assembly tree and its layout are built for: ``threads``
+        (``dca`` runs an unbranched chain on two threads with the one-thread layout)."""
+        return threads
 
     def rhs(self, t, y):
         """One evaluation (``self._kernel``: the subclass's ``_evaluate``, whose last pass
@@ -723,9 +886,23 @@ class DCAFormulation(TreeFormulation):
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
-        # one grounded region on one thread: its passes called directly (_evaluate_region)
+        self.mk_trail = kin_arrays(m)  # _evaluate_chain's trailing role's own scratch
+        self._progress = np.zeros(CHAIN_PROGRESS, dtype=np.int64)  # _evaluate_chain's counters
+        # one grounded region on one thread: its passes called directly (_evaluate_region);
+        # an unbranched chain's on two threads, beside one another (_evaluate_chain)
         direct = self.lay.one_region and m.nb < self.lay.ix[24]
-        self._kernel = StateKernel(_evaluate_region if direct else _evaluate, self._workspace())
+        self.two_roles = direct and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
+        kernel = _evaluate_chain if self.two_roles else _evaluate_region if direct else _evaluate
+        self._kernel = StateKernel(kernel, self._workspace())
+
+    @classmethod
+    def layout_threads(cls, model: Model, threads: int) -> int:
+        """An unbranched open chain hanging from ground is one region on any thread count:
+        on two or more threads it runs in two roles (``_evaluate_chain``) instead of being
+        cut into parts that merge (docs/performance.md, "Two threads on one chain")."""
+        if threads > 1 and unbranched_chain(model):
+            return 1
+        return threads
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -750,7 +927,7 @@ class DCAFormulation(TreeFormulation):
                 self.spring_tree, self.cut_spring, self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.jq,
                 self.jq_ref, lay.G, lay.g0, self.phi, self.alpha, self.beta, lay.Phi, lay.bv, lay.Fh, lay.lam,
                 lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL,
-                self.rhs_body, self.Jinv_w, self._scratch, self.A, self.vdot, self.hy)
+                self.rhs_body, self.Jinv_w, self._scratch, self.A, self.vdot, self.hy, self.mk_trail, self._progress)
 
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite

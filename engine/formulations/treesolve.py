@@ -994,95 +994,106 @@ def _grounded(rg, ix, hy):
     return ix[4][ix[0] + hy[13][rg]] == 0
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _matrix_step(k, T, hy):
+    """Step k of a region's matrix pass (:func:`region_matrices`): body c's ``U``,
+    ``D^-1`` and its articulated inertia taken into its parent's (``T``: 6 x 6 scratch).
+    Returns the parent (-1: a grounded region's root, the pass's last step)."""
+    S, IA, U, Dinv, va, nvj = hy[0], hy[2], hy[4], hy[5], hy[17], hy[18]
+    c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
+    Ic = IA[c]
+    D = Dinv[c]
+    for q in range(n):  # U = I S
+        for a in range(6):
+            t = 0.0
+            for b in range(6):
+                sb = _ax(S, c, q, va, nvj, b)
+                if sb != 0.0:
+                    t += Ic[a, b] * sb
+            U[v0 + q, a] = t
+    for q in range(n):  # D = S^T U
+        for r in range(q, n):
+            t = 0.0
+            for b in range(6):
+                sb = _ax(S, c, q, va, nvj, b)
+                if sb != 0.0:
+                    t += sb * U[v0 + r, b]
+            D[q, r] = t
+            D[r, q] = t
+    _inv_small(D, n)
+    if p < 0:  # a grounded region's root: its parent, ground, takes nothing
+        return p
+    for a in range(6):  # T = I - U D^-1 U^T
+        w0 = 0.0
+        w1 = 0.0
+        w2 = 0.0
+        for q in range(n):
+            u = U[v0 + q, a]
+            w0 += u * D[q, 0]
+            w1 += u * D[q, 1]
+            w2 += u * D[q, 2]
+        for b in range(a, 6):
+            t = Ic[a, b]
+            if n > 0:
+                t -= w0 * U[v0, b]
+            if n > 1:
+                t -= w1 * U[v0 + 1, b]
+            if n > 2:
+                t -= w2 * U[v0 + 2, b]
+            T[a, b] = t
+            T[b, a] = t
+    if n == 3:
+        # a spherical joint passes no moment: the angular rows and columns vanish exactly,
+        # where the subtraction leaves round-off of the size eps |I| cond(D) -- which a
+        # slender parent's small axial inertia would see magnified
+        for a in range(6):
+            for b in range(3, 6):
+                T[a, b] = 0.0
+                T[b, a] = 0.0
+    # I_p += Y^T T Y, d = P_c - P_p: [[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]], B12 = A12 - A11 ~d
+    Ip = IA[p]
+    for r in range(3):
+        # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
+        g0_ = T[3 + r, 1] * d2 - T[3 + r, 2] * d1
+        g1_ = T[3 + r, 2] * d0 - T[3 + r, 0] * d2
+        g2_ = T[3 + r, 0] * d1 - T[3 + r, 1] * d0
+        T[3 + r, 3] -= g0_
+        T[3 + r, 4] -= g1_
+        T[3 + r, 5] -= g2_
+    for r in range(3):
+        m0, m1, m2 = T[r, 0], T[r, 1], T[r, 2]
+        T[r, 3] -= m1 * d2 - m2 * d1
+        T[r, 4] -= m2 * d0 - m0 * d2
+        T[r, 5] -= m0 * d1 - m1 * d0
+    for col in range(3):  # + ~d B12, column by column
+        b0, b1, b2 = T[0, 3 + col], T[1, 3 + col], T[2, 3 + col]
+        T[3, 3 + col] += d1 * b2 - d2 * b1
+        T[4, 3 + col] += d2 * b0 - d0 * b2
+        T[5, 3 + col] += d0 * b1 - d1 * b0
+    for a in range(3):
+        for b in range(3):
+            Ip[a, b] += T[a, b]
+            Ip[a, 3 + b] += T[a, 3 + b]
+            Ip[3 + a, b] += T[b, 3 + a]
+            Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+    return p
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def region_matrices(rg, ix, Phi, hy):
     """Matrix pass of region ``rg``: articulated inertias tips first, then the head
     node's ``Phi`` = the inverse of the root's (factor kept in ``LA[rg]``); a grounded
     region (its head has no handle) ends with its root joint's ``D^-1`` instead."""
     nb, node_pair_start = ix[0], ix[6]
-    S, IA, U, Dinv, LA = hy[0], hy[2], hy[4], hy[5], hy[9]
-    reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
+    IA, LA = hy[2], hy[9]
+    reg_start, reg_body, reg_head = hy[11], hy[12], hy[13]
     T = LA[rg]  # scratch until the root's factor goes there
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     grounded = _grounded(rg, ix, hy)
     for k in range(k0, k1 if grounded else k1 - 1):
-        c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
-        Ic = IA[c]
-        D = Dinv[c]
-        for q in range(n):  # U = I S
-            for a in range(6):
-                t = 0.0
-                for b in range(6):
-                    sb = _ax(S, c, q, va, nvj, b)
-                    if sb != 0.0:
-                        t += Ic[a, b] * sb
-                U[v0 + q, a] = t
-        for q in range(n):  # D = S^T U
-            for r in range(q, n):
-                t = 0.0
-                for b in range(6):
-                    sb = _ax(S, c, q, va, nvj, b)
-                    if sb != 0.0:
-                        t += sb * U[v0 + r, b]
-                D[q, r] = t
-                D[r, q] = t
-        _inv_small(D, n)
-        if p < 0:  # a grounded region's root: its parent, ground, takes nothing
+        if _matrix_step(k, T, hy) < 0:
             break
-        for a in range(6):  # T = I - U D^-1 U^T
-            w0 = 0.0
-            w1 = 0.0
-            w2 = 0.0
-            for q in range(n):
-                u = U[v0 + q, a]
-                w0 += u * D[q, 0]
-                w1 += u * D[q, 1]
-                w2 += u * D[q, 2]
-            for b in range(a, 6):
-                t = Ic[a, b]
-                if n > 0:
-                    t -= w0 * U[v0, b]
-                if n > 1:
-                    t -= w1 * U[v0 + 1, b]
-                if n > 2:
-                    t -= w2 * U[v0 + 2, b]
-                T[a, b] = t
-                T[b, a] = t
-        if n == 3:
-            # a spherical joint passes no moment: the angular rows and columns vanish exactly,
-            # where the subtraction leaves round-off of the size eps |I| cond(D) -- which a
-            # slender parent's small axial inertia would see magnified
-            for a in range(6):
-                for b in range(3, 6):
-                    T[a, b] = 0.0
-                    T[b, a] = 0.0
-        # I_p += Y^T T Y, d = P_c - P_p: [[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]], B12 = A12 - A11 ~d
-        Ip = IA[p]
-        for r in range(3):
-            # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
-            g0_ = T[3 + r, 1] * d2 - T[3 + r, 2] * d1
-            g1_ = T[3 + r, 2] * d0 - T[3 + r, 0] * d2
-            g2_ = T[3 + r, 0] * d1 - T[3 + r, 1] * d0
-            T[3 + r, 3] -= g0_
-            T[3 + r, 4] -= g1_
-            T[3 + r, 5] -= g2_
-        for r in range(3):
-            m0, m1, m2 = T[r, 0], T[r, 1], T[r, 2]
-            T[r, 3] -= m1 * d2 - m2 * d1
-            T[r, 4] -= m2 * d0 - m0 * d2
-            T[r, 5] -= m0 * d1 - m1 * d0
-        for col in range(3):  # + ~d B12, column by column
-            b0, b1, b2 = T[0, 3 + col], T[1, 3 + col], T[2, 3 + col]
-            T[3, 3 + col] += d1 * b2 - d2 * b1
-            T[4, 3 + col] += d2 * b0 - d0 * b2
-            T[5, 3 + col] += d0 * b1 - d1 * b0
-        for a in range(3):
-            for b in range(3):
-                Ip[a, b] += T[a, b]
-                Ip[a, 3 + b] += T[a, 3 + b]
-                Ip[3 + a, b] += T[b, 3 + a]
-                Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
     if grounded:
         return
     root = reg_body[k1 - 1]
@@ -1106,62 +1117,148 @@ def region_matrices(rg, ix, Phi, hy):
         _chol_solve6(L, Phi[blk, :, col], Phi[blk, :, col])
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _bias_step(k, row_adr, rows, G, g0, hy):
+    """Step k of a region's bias pass (:func:`region_biases`): body c's ``S^T z`` and its
+    bias wrench taken into its parent's.  Returns the parent (-1: a grounded region's
+    root, the pass's last step)."""
+    S, IA, W, U, Dinv, sz, cperp, xa = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8]
+    va, nvj = hy[17], hy[18]
+    c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
+    cp = cperp[c]
+    for a in range(6):
+        cp[a] = 0.0
+    for rr in range(row_adr[c], row_adr[c] + rows[c]):
+        gg = g0[rr]
+        if gg != 0.0:
+            for a in range(6):
+                cp[a] -= G[1, rr, a] * gg
+    z = xa[c]  # scratch here: z = W_c - I_c c
+    Ic = IA[c]
+    for a in range(6):
+        t = W[c, a]
+        for b in range(6):
+            t -= Ic[a, b] * cp[b]
+        z[a] = t
+    for q in range(n):
+        t = 0.0
+        for b in range(6):
+            sb = _ax(S, c, q, va, nvj, b)
+            if sb != 0.0:
+                t += sb * z[b]
+        sz[v0 + q] = t
+    if p < 0:  # a grounded region's root
+        return p
+    D = Dinv[c]
+    for q in range(n):  # z -= U D^-1 S^T z
+        t = 0.0
+        for r in range(n):
+            t += D[q, r] * sz[v0 + r]
+        for a in range(6):
+            z[a] -= U[v0 + q, a] * t
+    if n == 3:  # no moment through a spherical joint (as in region_matrices)
+        z[3] = 0.0
+        z[4] = 0.0
+        z[5] = 0.0
+    W[p, 0] += z[0]
+    W[p, 1] += z[1]
+    W[p, 2] += z[2]
+    W[p, 3] += z[3] + d1 * z[2] - d2 * z[1]
+    W[p, 4] += z[4] + d2 * z[0] - d0 * z[2]
+    W[p, 5] += z[5] + d0 * z[1] - d1 * z[0]
+    return p
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def region_biases(rg, ix, bv, G, g0, hy):
     """Bias pass of region ``rg``: bias wrenches tips first (the leaves set each body's
     own), then the head node's ``b = I^-1 W`` of the root (a grounded region: its root
     joint's ``S^T z`` instead)."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
-    S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
-    reg_start, reg_body, reg_head, va, nvj = hy[11], hy[12], hy[13], hy[17], hy[18]
+    W, LA = hy[3], hy[9]
+    reg_start, reg_body, reg_head = hy[11], hy[12], hy[13]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     grounded = _grounded(rg, ix, hy)
     for k in range(k0, k1 if grounded else k1 - 1):
-        c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
-        cp = cperp[c]
-        for a in range(6):
-            cp[a] = 0.0
-        for rr in range(row_adr[c], row_adr[c] + rows[c]):
-            gg = g0[rr]
-            if gg != 0.0:
-                for a in range(6):
-                    cp[a] -= G[1, rr, a] * gg
-        z = xa[c]  # scratch here: z = W_c - I_c c
-        Ic = IA[c]
-        for a in range(6):
-            t = W[c, a]
-            for b in range(6):
-                t -= Ic[a, b] * cp[b]
-            z[a] = t
-        for q in range(n):
-            t = 0.0
-            for b in range(6):
-                sb = _ax(S, c, q, va, nvj, b)
-                if sb != 0.0:
-                    t += sb * z[b]
-            sz[v0 + q] = t
-        if p < 0:  # a grounded region's root
+        if _bias_step(k, row_adr, rows, G, g0, hy) < 0:
             break
-        D = Dinv[c]
-        for q in range(n):  # z -= U D^-1 S^T z
-            t = 0.0
-            for r in range(n):
-                t += D[q, r] * sz[v0 + r]
-            for a in range(6):
-                z[a] -= U[v0 + q, a] * t
-        if n == 3:  # no moment through a spherical joint (as in region_matrices)
-            z[3] = 0.0
-            z[4] = 0.0
-            z[5] = 0.0
-        W[p, 0] += z[0]
-        W[p, 1] += z[1]
-        W[p, 2] += z[2]
-        W[p, 3] += z[3] + d1 * z[2] - d2 * z[1]
-        W[p, 4] += z[4] + d2 * z[0] - d0 * z[2]
-        W[p, 5] += z[5] + d0 * z[1] - d1 * z[0]
     if not grounded:
         _chol_solve6(LA[rg], W[reg_body[k1 - 1]], bv[node_h_start[nb + reg_head[rg]]])
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _down_step(k, row_adr, rows, Fh, G, lam, hy):
+    """Step k of a region's disassembly (:func:`region_down`), its parent's done: body
+    c's handle quantity ``x_c``, its joint's force and multipliers."""
+    S, IA, W, U, Dinv, sz, cperp, xa = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8]
+    slot_in, slot_out, va, nvj = hy[15], hy[16], hy[17], hy[18]
+    c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
+    xc = xa[c]
+    if p >= 0:  # x_p shifted to P_c: [a + alpha x d; alpha]
+        xp = xa[p]
+        xc[0] = xp[0] + xp[4] * d2 - xp[5] * d1
+        xc[1] = xp[1] + xp[5] * d0 - xp[3] * d2
+        xc[2] = xp[2] + xp[3] * d1 - xp[4] * d0
+        xc[3] = xp[3]
+        xc[4] = xp[4]
+        xc[5] = xp[5]
+    else:  # a grounded region's root: ground at rest
+        for a in range(6):
+            xc[a] = 0.0
+    e0 = 0.0
+    e1 = 0.0
+    e2 = 0.0
+    for q in range(n):  # e = S^T z - U^T x
+        t = sz[v0 + q]
+        for a in range(6):
+            t -= U[v0 + q, a] * xc[a]
+        if q == 0:
+            e0 = t
+        elif q == 1:
+            e1 = t
+        else:
+            e2 = t
+    D = Dinv[c]
+    for a in range(6):
+        xc[a] += cperp[c, a]
+    for q in range(n):  # x_c += S D^-1 e
+        sq = D[q, 0] * e0
+        if n > 1:
+            sq += D[q, 1] * e1
+        if n > 2:
+            sq += D[q, 2] * e2
+        for b in range(6):
+            sb = _ax(S, c, q, va, nvj, b)
+            if sb != 0.0:
+                xc[b] += sb * sq
+    Ic = IA[c]
+    si = slot_in[c]
+    so = slot_out[c]
+    for a in range(6):  # F_c, in the body's own handle slot for now
+        t = -W[c, a]
+        for b in range(6):
+            t += Ic[a, b] * xc[b]
+        Fh[si, a] = t
+    # the multipliers, and F_c = G_succ^T lambda: the joint's force exactly in its
+    # constraint space (no moment through a spherical joint, none about a hinge's axis),
+    # where I_c x_c - W_c has round-off along S that a slender body's small inertia
+    # about its axis would turn into a large error in its acceleration
+    r0_, r1_ = row_adr[c], row_adr[c] + rows[c]
+    for rr in range(r0_, r1_):
+        t = 0.0
+        for a in range(6):
+            t += G[1, rr, a] * Fh[si, a]
+        lam[rr] = t
+    for a in range(6):
+        Fh[si, a] = 0.0
+    for rr in range(r0_, r1_):
+        t = lam[rr]
+        for a in range(6):
+            Fh[si, a] += G[1, rr, a] * t
+    if so >= 0:  # on the parent's handle (none on ground)
+        for a in range(6):
+            Fh[so, a] = -Fh[si, a]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -1170,9 +1267,8 @@ def region_down(rg, ix, Fh, G, lam, hy):
     quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``.
     A grounded region starts from ground at rest with its root's joint."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
-    S, IA, W, U, Dinv, sz, cperp, xa, LA = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8], hy[9]
-    reg_start, reg_body, reg_head, slot_in, slot_out, va, nvj = (hy[11], hy[12], hy[13], hy[15], hy[16], hy[17],
-                                                                 hy[18])
+    W, xa, LA = hy[3], hy[8], hy[9]
+    reg_start, reg_body, reg_head, slot_in = hy[11], hy[12], hy[13], hy[15]
     k0 = reg_start[rg]
     k1 = reg_start[rg + 1]
     grounded = _grounded(rg, ix, hy)
@@ -1185,72 +1281,7 @@ def region_down(rg, ix, Fh, G, lam, hy):
             xr[a] = Fh[sN, a] + W[root, a]
         _chol_solve6(LA[rg], xr, xr)
     for k in range(k1 - 1 if grounded else k1 - 2, k0 - 1, -1):
-        c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
-        xc = xa[c]
-        if p >= 0:  # x_p shifted to P_c: [a + alpha x d; alpha]
-            xp = xa[p]
-            xc[0] = xp[0] + xp[4] * d2 - xp[5] * d1
-            xc[1] = xp[1] + xp[5] * d0 - xp[3] * d2
-            xc[2] = xp[2] + xp[3] * d1 - xp[4] * d0
-            xc[3] = xp[3]
-            xc[4] = xp[4]
-            xc[5] = xp[5]
-        else:  # a grounded region's root: ground at rest
-            for a in range(6):
-                xc[a] = 0.0
-        e0 = 0.0
-        e1 = 0.0
-        e2 = 0.0
-        for q in range(n):  # e = S^T z - U^T x
-            t = sz[v0 + q]
-            for a in range(6):
-                t -= U[v0 + q, a] * xc[a]
-            if q == 0:
-                e0 = t
-            elif q == 1:
-                e1 = t
-            else:
-                e2 = t
-        D = Dinv[c]
-        for a in range(6):
-            xc[a] += cperp[c, a]
-        for q in range(n):  # x_c += S D^-1 e
-            sq = D[q, 0] * e0
-            if n > 1:
-                sq += D[q, 1] * e1
-            if n > 2:
-                sq += D[q, 2] * e2
-            for b in range(6):
-                sb = _ax(S, c, q, va, nvj, b)
-                if sb != 0.0:
-                    xc[b] += sb * sq
-        Ic = IA[c]
-        si = slot_in[c]
-        so = slot_out[c]
-        for a in range(6):  # F_c, in the body's own handle slot for now
-            t = -W[c, a]
-            for b in range(6):
-                t += Ic[a, b] * xc[b]
-            Fh[si, a] = t
-        # the multipliers, and F_c = G_succ^T lambda: the joint's force exactly in its
-        # constraint space (no moment through a spherical joint, none about a hinge's axis),
-        # where I_c x_c - W_c has round-off along S that a slender body's small inertia
-        # about its axis would turn into a large error in its acceleration
-        r0_, r1_ = row_adr[c], row_adr[c] + rows[c]
-        for rr in range(r0_, r1_):
-            t = 0.0
-            for a in range(6):
-                t += G[1, rr, a] * Fh[si, a]
-            lam[rr] = t
-        for a in range(6):
-            Fh[si, a] = 0.0
-        for rr in range(r0_, r1_):
-            t = lam[rr]
-            for a in range(6):
-                Fh[si, a] += G[1, rr, a] * t
-        if so >= 0:  # on the parent's handle (none on ground)
-            for a in range(6):
-                Fh[so, a] = -Fh[si, a]
+        _down_step(k, row_adr, rows, Fh, G, lam, hy)
 
 
 # ----------------------------------------------------------------- level passes

@@ -461,11 +461,13 @@ def test_singular_configurations_are_reported(form):
     (gen.chain(256, "revolute"), 1, False, False),  # one thread: tips first, one merge per level, nothing to cut
     (gen.ladder(100), 1, False, False),  # 201 bodies: loops keep the balanced tree, uncut below 256 bodies
     (gen.ladder(128), 1, True, False),  # one thread, but the merges compile faster in a region's body
-    (gen.chain(64, "revolute"), 2, True, True),
-], ids=["chain-63-2", "chain-64-1", "chain-256-1", "ladder-201-1", "ladder-257-1", "chain-64-2"])
+    (gen.chain(64, "revolute"), 2, False, False),  # a chain on two threads: the one-thread layout, in two roles
+    (gen.random_mechanism(0, 64, loops=0), 2, True, True),
+], ids=["chain-63-2", "chain-64-1", "chain-256-1", "ladder-201-1", "ladder-257-1", "chain-64-2", "tree-64-2"])
 def test_parallel_regions_follow_the_runs_threads(spec, threads, cut, parallel_loops):
     """The layout carries the run's thread count: ``ix[24]`` (body loops) and the subtree
-    cut of the tree passes (``treesolve.cuts_tree``)."""
+    cut of the tree passes (``treesolve.cuts_tree``) -- but an unbranched chain on two
+    threads keeps the one-thread layout, which ``_evaluate_chain`` runs in two roles."""
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("needs two numba threads")
     f = Simulation(build_model(spec), Settings(formulation="dca", threads=threads)).formulation
@@ -554,3 +556,72 @@ def test_dca_and_hdca_bind_their_kernel_on_the_first_right_hand_side(name):
     first = f.rhs(0.0, y)
     assert f._kernel.entry is not None
     assert np.array_equal(f.rhs(0.0, y), first)
+
+
+TWO_ROLE_CHAINS = [gen.joint_zoo(), gen.chain(2, "revolute", planar=False), gen.chain(17, "spherical", planar=False),
+                   gen.chain(33, "universal", planar=False), gen.chain(40, "revolute", planar=False),
+                   gen.chain(100, "spherical", planar=False), gen.chain(50, "revolute")]
+
+
+@pytest.mark.parametrize("spec", TWO_ROLE_CHAINS, ids=lambda s: f"{s.name} {len(s.bodies)}")
+def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
+    """On two threads an unbranched chain hanging from ground keeps the one-thread tree
+    and runs ``_evaluate_chain``: the one-thread kernel's steps, in two roles beside one
+    another, so the rates, the multipliers and the accelerations are those of one thread
+    bit for bit -- with the rates and without (the workspace only), at random states,
+    across block boundaries (17, 33, 100 bodies) and with every joint kind and force
+    element (the joint zoo).  With numba on one thread the first role waits for the
+    other in vain and does it all."""
+    from engine.formulations import dca as dca_module
+    from engine.formulations import treesolve
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two cores")
+    monkeypatch.setattr(treesolve, "PARALLEL_MIN_BODIES", 1)  # two threads on the short chains too
+    model = build_model(spec)
+    old = numba.get_num_threads()
+    try:
+        one = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+        two = Simulation(model, Settings(formulation="dca", threads=2)).formulation
+        assert two.threads == 2 and two._kernel.kernel is dca_module._evaluate_chain
+        assert one._kernel.kernel is dca_module._evaluate_region
+        assert np.array_equal(two.tree.left, one.tree.left)
+        rng = np.random.default_rng(11)
+        for _ in range(4):
+            y = _random_tree_state(model, rng)
+            numba.set_num_threads(1)
+            a, la, acc = one.rhs(0.0, y), one.lay.lam.copy(), one.A.copy()
+            numba.set_num_threads(2)
+            b = two.rhs(0.0, y)
+            assert np.array_equal(a, b) and np.array_equal(la, two.lay.lam) and np.array_equal(acc, two.A)
+            two.vdot[:] = np.nan
+            two._solve(0.0, y)
+            assert np.array_equal(two.vdot, one.vdot)
+        numba.set_num_threads(1)
+        two.vdot[:] = np.nan
+        assert np.array_equal(two.rhs(0.0, y), a)
+    finally:
+        numba.set_num_threads(old)
+
+
+def test_two_roles_only_on_unbranched_chains(monkeypatch):
+    """``_evaluate_chain`` is taken on two threads for an unbranched open chain only: a
+    branched tree, a loop and a chain on one thread keep their kernels."""
+    from engine.formulations import dca as dca_module
+    from engine.formulations import treesolve
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two cores")
+    monkeypatch.setattr(treesolve, "PARALLEL_MIN_BODIES", 1)
+    old = numba.get_num_threads()
+    try:
+        for spec, threads, unbranched, chain in [(gen.chain(20, "spherical", planar=False), 2, True, True),
+                                                 (gen.chain(20, "spherical", planar=False), 1, True, False),
+                                                 (gen.random_mechanism(0, 12, loops=0), 2, False, False),
+                                                 (gen.ladder(3), 2, False, False), (gen.fourbar(), 2, False, False)]:
+            model = build_model(spec)
+            f = Simulation(model, Settings(formulation="dca", threads=threads)).formulation
+            assert dca_module.unbranched_chain(model) == unbranched, spec.name
+            assert (f._kernel.kernel is dca_module._evaluate_chain) == chain, spec.name
+    finally:
+        numba.set_num_threads(old)
