@@ -73,7 +73,10 @@ def run_threads(nb: int, threads: int | None) -> int:
 #: many bodies: two threads (the chain's two halves, :func:`topology.two_part_assembly_tree`)
 #: took 1.31-1.36 x the time of one at 64 bodies, 1.11-1.16 x at 128, 1.02-1.03 x at 256 and
 #: 0.93-0.96 x at 512, while random trees of 128 and 256 bodies took 0.84-0.85 x
-#: (``benchmarks/thread_choice.py``; docs/performance.md, "Automatic threads")
+#: (``benchmarks/thread_choice.py``; docs/performance.md, "Automatic threads").  dca's
+#: two roles on a chain (``dca._evaluate_chain``) took 2.0-2.1 x at 64 bodies, 1.07-1.14 x
+#: at 128, 0.71-1.08 x at 256 and 0.76-0.94 x at 512 (docs/performance.md, "Two threads on
+#: one chain")
 CHAIN_PARALLEL_MIN_BODIES = 512
 
 
