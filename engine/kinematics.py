@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
+from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, TYPE_NV, UNIVERSAL, Model
 from .spatial import axis_angle_rot, crm, matmul3, quat_to_rot, shift_force, shift_motion
 
 
@@ -211,14 +211,8 @@ def _velocity_step(i, mk, x, P, S, v, V, c):
     for k in range(6):
         Sv[k] = 0.0
     va = v_adr[i]
-    nv = 0
     jt = jtype[i]
-    if jt == REVOLUTE or jt == PRISMATIC:
-        nv = 1
-    elif jt == CYLINDRICAL or jt == UNIVERSAL:
-        nv = 2
-    elif jt == SPHERICAL:
-        nv = 3
+    nv = TYPE_NV[jt]
     for col in range(nv):
         for k in range(6):
             Sv[k] += S[va + col, k] * v[va + col]
@@ -263,13 +257,7 @@ def fk_accelerations(mk, x, P, S, c, vdot, A):
             shift_motion(A[p], l, Ap)
         jt = jtype[i]
         va = v_adr[i]
-        nv = 0
-        if jt == REVOLUTE or jt == PRISMATIC:
-            nv = 1
-        elif jt == CYLINDRICAL or jt == UNIVERSAL:
-            nv = 2
-        elif jt == SPHERICAL:
-            nv = 3
+        nv = TYPE_NV[jt]
         for k in range(6):
             Ai[k] = Ap[k] + c[i, k]
         for col in range(nv):
