@@ -15,13 +15,28 @@ worth only as much as the window it fell in.  This script times, in one process 
   merge, as ``dca`` ran it on two threads before the two roles;
 - ``ceiling``: two one-thread right-hand sides at once, one on each core, on two copies
   of the formulation that share nothing -- the time of one of them (the slower) per
-  pair over one thread's time per call.  No two-thread right-hand side can do better
-  than the machine runs two independent ones: this is the limit to judge the others by.
+  pair over one thread's time per call: what the machine gives two threads that each
+  have the whole work and their own data.  Two copies read and write twice the memory
+  of one (5-6 MB each at 1024 bodies, far beyond a core's 512 KB second-level cache), so
+  where the cores share the memory system badly this is below what the arithmetic
+  allows; the two roles share one copy of the data and can pass this figure;
+
+and, in the same round, two figures of the machine itself that say which window the round
+fell in:
+
+- ``hand-over (ns)``: how long a cache line written by one core takes to reach the other
+  (two threads take turns writing one counter; the time per turn).  The two roles hand
+  every body's results from one core to the other, so their speed-up falls as this rises.
+  On the shared 2-vCPU machines it is bimodal: about 50 ns (the two vCPUs near each
+  other) or about 220-260 ns (far apart), from one second to the next;
+- ``ceiling, arithmetic only``: as ``ceiling`` on a loop that only does arithmetic in
+  registers: whether the two vCPUs are two cores at all (about 2) or share one (about 1).
 
     python benchmarks/two_threads.py --n 1024 --rounds 3
 
 prints, per chain kind, the microseconds per right-hand side of each round and the
-speed-ups over one thread (for the ceiling: 2 x one thread's time over the pair's).
+speed-ups over one thread (for the ceilings: 2 x one thread's time over the pair's), then
+the round's hand-over time and arithmetic-only ceiling.
 """
 from __future__ import annotations
 
@@ -41,9 +56,9 @@ def _pair(kernels, states, outs, seconds=0.3) -> float:
     stop = threading.Event()
 
     def loop(i):
-        k, y, out = kernels[i], states[i], outs[i]
+        k, args = kernels[i], (states[i],) if outs[i] is None else (states[i], outs[i])
         while not stop.is_set():
-            k(y, out)
+            k(*args)
             calls[i] += 1
 
     threads = [threading.Thread(target=loop, args=(i,)) for i in range(2)]
@@ -55,6 +70,61 @@ def _pair(kernels, states, outs, seconds=0.3) -> float:
     for t in threads:
         t.join()
     return (time.perf_counter() - t0) / min(calls)
+
+
+def _machine_kernels():
+    """The two probes of the machine (njit, built here so that a run without numba's
+    threads still imports this script): a player of the hand-over game and a loop of
+    arithmetic in registers."""
+    from numba import njit
+
+    from engine.atomics import load_acquire, store_release
+
+    @njit(nogil=True)
+    def player(turn, me, turns):
+        for r in range(turns):
+            mine = 2 * r + me
+            while load_acquire(turn, 0) != mine:
+                pass
+            store_release(turn, 0, mine + 1)
+
+    @njit(nogil=True)
+    def arithmetic(n):
+        a, b, c, d = 1.0, 0.5, 0.25, 0.125
+        for _ in range(n):
+            a = a * 0.9999999 + 1e-9
+            b = b * 0.9999998 + 1e-9
+            c = c * 0.9999997 + 1e-9
+            d = d * 0.9999996 + 1e-9
+        return a + b + c + d
+
+    return player, arithmetic
+
+
+def _hand_over(player, turns=100_000) -> float:
+    """Seconds per turn of two threads taking turns to write one int64 (one cache line
+    moving from one core to the other and back, halved)."""
+    import numpy as np
+
+    turn = np.zeros(8, dtype=np.int64)
+    threads = [threading.Thread(target=player, args=(turn, me, turns)) for me in (0, 1)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return (time.perf_counter() - t0) / (2 * turns)
+
+
+def _arithmetic_ceiling(arithmetic, n=200_000, seconds=0.3) -> float:
+    """Twice one thread's time per call of ``arithmetic`` over the time per call of a
+    pair run at once, one per core."""
+    calls, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        arithmetic(n)
+        calls += 1
+    one = (time.perf_counter() - t0) / calls
+    return 2 * one / _pair([arithmetic, arithmetic], [n, n], [None, None], seconds)
 
 
 def main(argv=None) -> int:
@@ -72,6 +142,9 @@ def main(argv=None) -> int:
     if numba.config.NUMBA_NUM_THREADS < 2:
         print("needs two cores")
         return 1
+    player, arithmetic = _machine_kernels()
+    player(np.zeros(8, dtype=np.int64), 0, 1)
+    arithmetic(1)
     own_layout = dca_module.DCAFormulation.__dict__["layout_threads"]
     two_part = classmethod(lambda cls, model, threads: threads)
     configs = [("one thread", 1, own_layout), ("two threads", 2, own_layout)]
@@ -81,6 +154,7 @@ def main(argv=None) -> int:
         for kind in ("spherical", "revolute"):
             times: dict[str, list[float]] = {label: [] for label, _, _ in configs}
             times["ceiling (a pair at once)"] = []
+            machine: dict[str, list[float]] = {"hand-over (ns)": [], "ceiling, arithmetic only": []}
             forms = {}
             for label, threads, layout in configs:
                 dca_module.DCAFormulation.layout_threads = layout
@@ -97,6 +171,8 @@ def main(argv=None) -> int:
                     times[label].append(_time_call(lambda: f.rhs(0.0, y)) * 1e6)
                 numba.set_num_threads(1)
                 times["ceiling (a pair at once)"].append(_pair(kernels, states, outs) * 1e6)
+                machine["hand-over (ns)"].append(_hand_over(player) * 1e9)
+                machine["ceiling, arithmetic only"].append(_arithmetic_ceiling(arithmetic))
             print(f"{a.formulation}, {kind} chain of {a.n} bodies, us per right-hand side, round by round "
                   f"(speed-up over one thread in the same round):")
             one = times["one thread"]
@@ -104,6 +180,9 @@ def main(argv=None) -> int:
                 gain = "" if label == "one thread" else "   x " + " ".join(
                     f"{(2 if label.startswith('ceiling') else 1) * o / t:.2f}" for o, t in zip(one, ts))
                 print(f"  {label:30s} " + "  ".join(f"{t:7.1f}" for t in ts) + gain)
+            print(f"  {'hand-over (ns)':30s} " + "  ".join(f"{t:7.0f}" for t in machine["hand-over (ns)"]))
+            print(f"  {'ceiling, arithmetic only':30s} " + " " * (9 * a.rounds - 1)
+                  + "   x " + " ".join(f"{c:.2f}" for c in machine["ceiling, arithmetic only"]))
     finally:
         dca_module.DCAFormulation.layout_threads = own_layout
     return 0

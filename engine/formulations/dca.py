@@ -612,6 +612,12 @@ _evaluate_region = _evaluator(True)
 #: reads the other's, once a block -- a count written for every body would move its cache
 #: line between the two cores a thousand times a pass
 CHAIN_BLOCK = 16
+#: how many bodies a role stays behind the last one the other has published, beyond
+#: what its step needs: two blocks, so that neither it nor its core's prefetcher (which
+#: reads ahead along the arrays) touches the cache lines the other core is writing --
+#: a line read while it is written goes back and forth between the cores
+#: (docs/performance.md, "Two threads on one chain": 5-8 % of the two-thread time)
+CHAIN_LAG = 2 * CHAIN_BLOCK
 #: how many times the first role to arrive reads the handshake before it takes the
 #: whole evaluation on alone (the other thread busy elsewhere, or never coming)
 CHAIN_PATIENCE = 20000
@@ -666,8 +672,9 @@ def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, ma
     _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
     done = 0
     for k in range(nb):  # body nb - 1 - k, once the matrix pass has passed it
-        if done <= k:
-            done = wait_for(progress, _MAT, k + 1, done)
+        need = min(k + 1 + CHAIN_LAG, nb)
+        if done < need:
+            done = wait_for(progress, _MAT, need, done)
         treesolve._bias_step(k, row_adr, rows, G, g0, hy)
     for k in range(nb - 1, -1, -1):  # body nb - 1 - k, root first
         treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy)
@@ -684,7 +691,7 @@ def _chain_trail(nb, mk, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w,
     done = 0
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
-        done = wait_for(progress, _POS, i1, done)
+        done = wait_for(progress, _POS, min(i1 + CHAIN_LAG, nb), done)
         for i in range(i0, i1):
             _subspace_step(i, mk, q, R, S)
             _velocity_step(i, mk, x, P, S, v, V, c)
@@ -692,7 +699,7 @@ def _chain_trail(nb, mk, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w,
     T = hy[9][0]
     done = 0
     for k in range(nb):  # body nb - 1 - k into its parent, both bodies' own inertias set
-        need = min(k + 2, nb)
+        need = min(k + 2 + CHAIN_LAG, nb)
         if done < need:
             done = wait_for(progress, _INERTIA, need, done)
         treesolve._matrix_step(k, T, hy)
@@ -703,7 +710,7 @@ def _chain_trail(nb, mk, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w,
     done = 0
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
-        done = wait_for(progress, _DOWN, i1, done)
+        done = wait_for(progress, _DOWN, min(i1 + CHAIN_LAG, nb), done)
         for phase in range(2):  # a joint's acceleration needs its parent's body's: in this block or before
             _accelerations_over(phase, i0, i1, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
 
@@ -713,7 +720,7 @@ def _evaluate_chain(desc, proto, y, out):
     """``_evaluate_region`` on two threads, for an unbranched chain hanging from ground
     (docs/performance.md, "Two threads on one chain"): the same steps in the same order
     for each body -- the same result bit for bit -- in two roles that run beside each
-    other, each recursion a block of bodies behind the one it needs (:func:`_chain_lead`,
+    other, each recursion ``CHAIN_LAG`` bodies or more behind the one it needs (:func:`_chain_lead`,
     :func:`_chain_trail`), so that the passes along the chain, sequential each, overlap.
     The body order is the region's: body ``i``'s parent is ``i - 1`` and the matrix pass's
     step ``k`` is body ``nb - 1 - k`` (``DCAFormulation`` checks).  When the other thread
