@@ -616,7 +616,7 @@ CHAIN_BLOCK = 16
 #: what its step needs: two blocks, so that neither it nor its core's prefetcher (which
 #: reads ahead along the arrays) touches the cache lines the other core is writing --
 #: a line read while it is written goes back and forth between the cores
-#: (docs/performance.md, "Two threads on one chain": 5-8 % of the two-thread time)
+#: (docs/performance.md, "Two threads on one chain": 3-11 % off the two-thread time, interleaved)
 CHAIN_LAG = 2 * CHAIN_BLOCK
 #: how many times the first role to arrive reads the handshake before it takes the
 #: whole evaluation on alone (the other thread busy elsewhere, or never coming)
