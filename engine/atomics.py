@@ -26,14 +26,19 @@ from numba.extending import intrinsic
 _PAUSE = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
 
+def _pointer(context, builder, signature, args):
+    """The address of ``arr[idx]``, the intrinsics' first two arguments."""
+    aty = signature.args[0]
+    ary = context.make_array(aty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aty, ary, [args[1]])
+
+
 @intrinsic
 def load_acquire(typingctx, arr, idx):
     """``arr[idx]`` (int64), read atomically with acquire ordering."""
 
     def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]])
+        ptr = _pointer(context, builder, signature, args)
         return builder.load_atomic(ptr, "acquire", 8)
 
     return types.int64(arr, idx), codegen
@@ -44,9 +49,7 @@ def store_release(typingctx, arr, idx, val):
     """``arr[idx] = val`` (int64), written atomically with release ordering."""
 
     def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]])
+        ptr = _pointer(context, builder, signature, args)
         builder.store_atomic(context.cast(builder, args[2], signature.args[2], types.int64), ptr, "release", 8)
         return context.get_dummy_value()
 
@@ -59,9 +62,7 @@ def claim(typingctx, arr, idx, expected, new):
     (sequentially consistent); returns whether it did."""
 
     def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]])
+        ptr = _pointer(context, builder, signature, args)
         old = context.cast(builder, args[2], signature.args[2], types.int64)
         val = context.cast(builder, args[3], signature.args[3], types.int64)
         res = builder.cmpxchg(ptr, old, val, "seq_cst", "seq_cst")

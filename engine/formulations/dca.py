@@ -893,7 +893,8 @@ class DCAFormulation(TreeFormulation):
         self.vdot = np.zeros(m.nv)  # joint accelerations, _accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, _cut_rows
         self._row_ix = (self.lay.ix[19], self.lay.ix[20])
-        self.mk_trail = kin_arrays(m)  # _evaluate_chain's trailing role's own scratch
+        # _evaluate_chain's trailing role: the same model arrays, scratch of its own
+        self.mk_trail = self.mk[:-2] + tuple(np.empty_like(a) for a in self.mk[-2:])
         self._progress = np.zeros(CHAIN_PROGRESS, dtype=np.int64)  # _evaluate_chain's counters
         # one grounded region on one thread: its passes called directly (_evaluate_region);
         # an unbranched chain's on two threads, beside one another (_evaluate_chain)
