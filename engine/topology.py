@@ -563,7 +563,8 @@ def merge_operations(tree: AssemblyTree, rows: np.ndarray, nd: int = 6, model: M
     return int(_merge_ops(tree, rows, nd, model).sum())
 
 
-def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, model: Model | None = None) -> int:
+def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, model: Model | None = None,
+                        nd: int = 6) -> int:
     """The matrix pass's operations on the busiest of ``threads`` threads: its parallel
     parts (``tree.partition``, else :func:`treesolve.subtree_partition`'s) dealt largest
     first to the least loaded thread, then the merges above them.  With ``model``: a
@@ -571,7 +572,7 @@ def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, mode
     from .formulations.treesolve import subtree_partition
 
     partition = tree.partition or subtree_partition(tree)
-    ops = _merge_ops(tree, rows, 6, model, partition)
+    ops = _merge_ops(tree, rows, nd, model, partition)
     sub_start, sub_merges, top = partition
     parts = sorted((int(ops[sub_merges[sub_start[k]:sub_start[k + 1]]].sum()) for k in range(len(sub_start) - 1)),
                    reverse=True)
@@ -582,7 +583,7 @@ def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, mode
 
 
 def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: AssemblyTree | None = None,
-                 ground_last: bool = False) -> AssemblyTree:
+                 ground_last: bool = False, nd: int = 6, regions: bool = True) -> AssemblyTree:
     """The assembly tree a tree solve on ``threads`` threads runs over: the balanced one
     (:func:`build_assembly_tree`), unless an open mechanism has a cheaper one.
 
@@ -598,17 +599,20 @@ def cheaper_tree(model: Model, rows: np.ndarray, threads: int, balanced: Assembl
     order saves little (paper 001's loop of 8 bodies: 17 % more operations, the 16-cell
     ladder 2 % fewer).  ``balanced``: that tree, when the caller has built it;
     ``ground_last``: the one-thread tree merges each part with ground last
-    (:func:`serial_assembly_tree`)."""
+    (:func:`serial_assembly_tree`).  ``nd``, ``regions``: the tree solve's block size and
+    whether it assembles articulated-body regions (``dca``, ``hdca``: 6 and yes;
+    ``index3``: 7 and no, counted merge by merge)."""
     balanced = build_assembly_tree(model) if balanced is None else balanced
     if model.ncut or model.nb < 2:
         return balanced
+    counted = model if regions else None
     if threads <= 1:
         tips_first = serial_assembly_tree(model, ground_last)
-        cost = [merge_operations(t, rows, model=model) for t in (tips_first, balanced)]
+        cost = [merge_operations(t, rows, nd, counted) for t in (tips_first, balanced)]
         return tips_first if cost[0] < cost[1] else balanced
     candidates = [balanced, serial_assembly_tree(model)]
     candidates += [t for t in (two_part_assembly_tree(model, share) for share in TWO_PART_SHARES) if t is not None]
-    cost = [parallel_operations(t, rows, threads, model) for t in candidates]
+    cost = [parallel_operations(t, rows, threads, counted, nd) for t in candidates]
     return candidates[int(np.argmin(cost))]
 
 

@@ -41,7 +41,7 @@ from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses,
 from ..initial import initial_state
 from ..model import F_JOINT_SPRING, F_SPRING, Model
 from ..spatial import rot_to_quat
-from ..topology import build_assembly_tree
+from ..topology import build_assembly_tree, cheaper_tree
 from . import index3_kernels as K
 from . import treesolve
 from .base import Evaluation, Formulation
@@ -109,6 +109,11 @@ class Index3Formulation(Formulation):
         self.row_pred = np.concatenate([m.pred, ends[:, 0]])  # per joint, then per element row
         self.row_succ = np.concatenate([m.succ, ends[:, 1]])
         self.tree = build_assembly_tree(m, extra=ends)
+        if not len(ends) and treesolve.run_threads(nb, getattr(settings, "threads", None)) == 1:
+            # one thread, open mechanism: tips first where that is fewer operations (one
+            # Phi block per merge instead of three; docs/index3.md, "Timing").  The force
+            # elements' rows are extra joints across the tree: those keep the balanced tree
+            self.tree = cheaper_tree(m, m.nc_j, 1, balanced=self.tree, nd=7, regions=False)
         # rows per element: a spring's three (along it and across it), a joint spring's one
         s_nrow = np.where(m.f_type[self.s_elem] == F_SPRING, 3, 1).astype(np.int64)
         self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]),

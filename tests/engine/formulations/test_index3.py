@@ -25,6 +25,7 @@ from engine.mechfile import save, spec_from_dict
 from engine.model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, build_model, load_model
 from engine.results import columns, read_csv
 from engine.simulation import Settings, Simulation
+from engine.topology import build_assembly_tree, merge_operations
 
 from ..conftest import UNGEARED, example_path
 from .test_trajectories import reference as dense_reference
@@ -312,6 +313,33 @@ def test_tree_steps_equal_dense_steps_examples(name, geo, exact):
     model = load_model(example_path(name))
     kw = dict(geometric_stiffness=geo, tangent_hold=2, newton_tol=1e-30, exact_projections=exact)
     ya = _steps(_form(model, "tree", **kw), 6, 1e-3)
+    yb = _steps(_form(model, "dense", **kw), 6, 1e-3)
+    n7 = 7 * model.nb
+    a, b = ya[:, :n7], yb[:, :n7]
+    assert np.abs(a - b).max() <= 1e-11 * max(1.0, np.abs(b).max())
+    a, b = ya[:, n7:2 * n7], yb[:, n7:2 * n7]
+    assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
+
+
+OPEN = [("spherical-chain", gen.chain(12, "spherical", planar=False)),
+        ("revolute-chain", gen.chain(9, "revolute", planar=False)),
+        ("universal-chain", gen.chain(7, "universal", planar=False))] + \
+       [(f"tree-{s}", gen.random_mechanism(s, n_bodies=9, forces=False)) for s in range(3)]
+
+
+@pytest.mark.parametrize("name,spec", OPEN, ids=[c[0] for c in OPEN])
+def test_one_thread_open_mechanisms_assemble_tips_first(name, spec):
+    """On one thread an open mechanism is assembled over the cheaper of the balanced and
+    the tips-first tree (a chain: tips first, one handle per merge), and its steps equal
+    the dense solve's as the balanced tree's do (test above)."""
+    model = build_model(spec)
+    kw = dict(threads=1, tangent_hold=1, newton_tol=1e-30)
+    f = _form(model, "tree", **kw)
+    balanced = build_assembly_tree(model)
+    assert merge_operations(f.tree, model.nc_j, 7) <= merge_operations(balanced, model.nc_j, 7)
+    if name.endswith("chain"):
+        assert (f.tree.node_nh[f.tree.nb:] <= 1).all()
+    ya = _steps(f, 6, 1e-3)
     yb = _steps(_form(model, "dense", **kw), 6, 1e-3)
     n7 = 7 * model.nb
     a, b = ya[:, :n7], yb[:, :n7]
