@@ -31,6 +31,12 @@ from ..spatial import quat_to_rot, shift_force_by
 from . import treesolve
 from .treesolve import PARALLEL_MIN_BODIES
 
+#: :func:`engine.constraints.joint_constraint` inlined into :func:`joint_rows`: called out
+#: of line, its 22 array arguments cost more than a spherical joint's rows (128 joints:
+#: 29-40 us against 21-23 us inlined; docs/index3.md, "Timing").  Not cached on its own:
+#: an ``inline='always'`` function is compiled only as part of its callers
+_joint_constraint = njit(nogil=True, _nrt=True, inline='always')(joint_constraint.py_func)
+
 
 # ------------------------------------------------------------------ quaternion algebra
 
@@ -167,7 +173,7 @@ def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
     r = row_adr[j]
     n = nc_j[j]
     xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
-    joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n], g[r:r + n])
+    _joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n], g[r:r + n])
     for k in range(r, r + n):
         for side in range(2):
             body = a if side == 0 else b
