@@ -568,7 +568,8 @@ def parallel_operations(tree: AssemblyTree, rows: np.ndarray, threads: int, mode
     """The matrix pass's operations on the busiest of ``threads`` threads: its parallel
     parts (``tree.partition``, else :func:`treesolve.subtree_partition`'s) dealt largest
     first to the least loaded thread, then the merges above them.  With ``model``: a
-    tree solve's count, articulated-body regions included (:func:`_merge_ops`)."""
+    tree solve's count, articulated-body regions included (:func:`_merge_ops`); ``nd``:
+    the block size."""
     from .formulations.treesolve import subtree_partition
 
     partition = tree.partition or subtree_partition(tree)

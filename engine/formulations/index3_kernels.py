@@ -34,8 +34,10 @@ from .treesolve import PARALLEL_MIN_BODIES
 #: :func:`engine.constraints.joint_constraint` inlined into :func:`joint_rows`: called out
 #: of line, its 22 array arguments cost more than a spherical joint's rows (128 joints:
 #: 29-40 us against 21-23 us inlined; docs/index3.md, "Timing").  Not cached on its own:
-#: an ``inline='always'`` function is compiled only as part of its callers
-_joint_constraint = njit(nogil=True, _nrt=True, inline='always')(joint_constraint.py_func)
+#: an ``inline='always'`` function is compiled only as part of its callers.  (Under
+#: ``NUMBA_DISABLE_JIT`` the decorator returns the plain function, which has no ``py_func``.)
+_joint_constraint = njit(nogil=True, _nrt=True, inline='always')(getattr(joint_constraint, "py_func",
+                                                                         joint_constraint))
 
 
 # ------------------------------------------------------------------ quaternion algebra
