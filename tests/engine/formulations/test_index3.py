@@ -301,6 +301,15 @@ def test_tree_solve_equals_dense_solve_random(kind, seed, kw):
     assert np.abs(res[0] - res[1]).max() <= 1e-8 * np.abs(res[1]).max()
 
 
+def _assert_steps_agree(ya, yb, nb):
+    """Tree steps ``ya`` against dense steps ``yb``: positions to 1e-11, velocities to 1e-8."""
+    n7 = 7 * nb
+    a, b = ya[:, :n7], yb[:, :n7]
+    assert np.abs(a - b).max() <= 1e-11 * max(1.0, np.abs(b).max())
+    a, b = ya[:, n7:2 * n7], yb[:, n7:2 * n7]
+    assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
+
+
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "fivebar-redundant", "double-loop-8", "joint-zoo",
                                   "ladder-2", "spatial-double-pendulum"])
 @pytest.mark.parametrize("geo,exact", [(False, True), (True, True), (False, False)])
@@ -314,11 +323,7 @@ def test_tree_steps_equal_dense_steps_examples(name, geo, exact):
     kw = dict(geometric_stiffness=geo, tangent_hold=2, newton_tol=1e-30, exact_projections=exact)
     ya = _steps(_form(model, "tree", **kw), 6, 1e-3)
     yb = _steps(_form(model, "dense", **kw), 6, 1e-3)
-    n7 = 7 * model.nb
-    a, b = ya[:, :n7], yb[:, :n7]
-    assert np.abs(a - b).max() <= 1e-11 * max(1.0, np.abs(b).max())
-    a, b = ya[:, n7:2 * n7], yb[:, n7:2 * n7]
-    assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
+    _assert_steps_agree(ya, yb, model.nb)
 
 
 OPEN = [("spherical-chain", gen.chain(12, "spherical", planar=False)),
@@ -341,11 +346,7 @@ def test_one_thread_open_mechanisms_assemble_tips_first(name, spec):
         assert (f.tree.node_nh[f.tree.nb:] <= 1).all()
     ya = _steps(f, 6, 1e-3)
     yb = _steps(_form(model, "dense", **kw), 6, 1e-3)
-    n7 = 7 * model.nb
-    a, b = ya[:, :n7], yb[:, :n7]
-    assert np.abs(a - b).max() <= 1e-11 * max(1.0, np.abs(b).max())
-    a, b = ya[:, n7:2 * n7], yb[:, n7:2 * n7]
-    assert np.abs(a - b).max() <= 1e-8 * max(1.0, np.abs(b).max())
+    _assert_steps_agree(ya, yb, model.nb)
 
 
 @pytest.mark.parametrize("name", ["parallelogram-fourbar", "double-loop-8", "joint-zoo", "slider-crank"])
