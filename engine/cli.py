@@ -292,6 +292,10 @@ def _info_text(model, topo) -> str:
                      f"{ser['region_bodies']} of {d['bodies']} bodies by the articulated-body recursion "
                      f"(dca {ser['dca_region_bodies']}, with the joints to ground), "
                      f"{ser['operations']} operations in the matrix pass against {ser['balanced_operations']}")
+    i3 = ser["index3"]
+    if i3["tips_first"]:
+        lines.append(f"one thread     index3 assembles tips first too: {i3['operations']} operations in the "
+                     f"matrix pass against {i3['balanced_operations']} (7 x 7 blocks, merge by merge)")
     two = ser["two_threads"]
     if two["two_parts"]:
         lines.append(f"two threads    dca and hdca assemble two parts in parallel, one handle per subassembly, "

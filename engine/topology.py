@@ -649,7 +649,9 @@ class Topology:
         (:func:`cheaper_tree`), how many bodies their articulated-body regions hold (on one
         thread ``dca``'s take in their joints to ground: ``dca_region_bodies``), and
         the operation counts of the matrix pass (on two threads: of its busiest thread)
-        against the balanced tree's."""
+        against the balanced tree's; ``index3``: whether it assembles tips first on one
+        thread (:func:`formulations.index3.assembly_tree`), and its counts (7-blocks)."""
+        from .formulations.index3 import assembly_tree, stiff_elements
         from .formulations.treesolve import run_threads, subtree_partition
 
         def region_bodies(tree, grounded=False):
@@ -661,7 +663,14 @@ class Topology:
         # below PARALLEL_MIN_BODIES a run has one thread whatever the settings
         parallel = run_threads(model.nb, 2) > 1
         two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else serial
+        ends = stiff_elements(model)[1]
+        i3 = assembly_tree(model, ends, 1, None if len(ends) else self.assembly)
+        i3_tips = not len(ends) and i3 is not self.assembly
         return {"tips_first": serial is not self.assembly,
+                "index3": {"tips_first": i3_tips,
+                           "operations": merge_operations(i3, model.nc_j, 7) if i3_tips else None,
+                           "balanced_operations": merge_operations(self.assembly, model.nc_j, 7) if i3_tips
+                           else None},
                 "levels": serial.n_levels, "max_handles": serial.max_handles(),
                 "region_bodies": region_bodies(serial),
                 "dca_region_bodies": region_bodies(dca_serial, grounded=True),

@@ -72,6 +72,28 @@ def _element_ends(m: Model, e: int) -> tuple[int, int]:
     return (b2, b1) if b2 < 0 else (b1, b2)
 
 
+def stiff_elements(m: Model) -> tuple[np.ndarray, np.ndarray]:
+    """The force elements with stiffness or damping, which enter the Newton tangent as rows
+    of the tree (kernels.stiffness_rows) between their two bodies: their indices and their
+    ends (k, 2), pred first (:func:`_element_ends`)."""
+    s_elem = np.flatnonzero(((m.f_type == F_SPRING) | (m.f_type == F_JOINT_SPRING))
+                            & ((m.f_params[:, 0] > 0.0) | (m.f_params[:, 1] > 0.0))).astype(np.int64)
+    return s_elem, np.array([_element_ends(m, e) for e in s_elem], dtype=np.int64).reshape(-1, 2)
+
+
+def assembly_tree(m: Model, ends: np.ndarray, threads: int | None, balanced=None):
+    """The tree ``index3`` solves over for a run with the settings' ``threads``: the
+    balanced tree over the joints and the stiff elements' rows ``ends`` (``balanced``,
+    when the caller has built it); on one thread an open mechanism without such rows is
+    assembled tips first where that counts fewer operations (one ``Phi`` block per merge
+    instead of three; docs/index3.md, "Timing").  The elements' rows are extra joints
+    across the tree: those keep the balanced tree."""
+    tree = build_assembly_tree(m, extra=ends) if balanced is None else balanced
+    if not len(ends) and treesolve.run_threads(m.nb, threads) == 1:
+        tree = cheaper_tree(m, m.nc_j, 1, balanced=tree, nd=7, regions=False)
+    return tree
+
+
 class Index3Formulation(Formulation):
     name = "index3"
     title = "index-3 augmented Lagrangian, divide and conquer (paper 000)"
@@ -100,20 +122,11 @@ class Index3Formulation(Formulation):
         self.exact = bool(getattr(settings, "exact_projections", True))
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
-        # force elements with stiffness or damping enter the Newton tangent as rows of the
-        # tree (kernels.stiffness_rows), between their two bodies
-        self.s_elem = np.flatnonzero(((m.f_type == F_SPRING) | (m.f_type == F_JOINT_SPRING))
-                                     & ((m.f_params[:, 0] > 0.0) | (m.f_params[:, 1] > 0.0))).astype(np.int64)
-        ends = np.array([_element_ends(m, e) for e in self.s_elem], dtype=np.int64).reshape(-1, 2)
+        self.s_elem, ends = stiff_elements(m)
         self.s_pred = ends[:, 0].copy()
         self.row_pred = np.concatenate([m.pred, ends[:, 0]])  # per joint, then per element row
         self.row_succ = np.concatenate([m.succ, ends[:, 1]])
-        self.tree = build_assembly_tree(m, extra=ends)
-        if not len(ends) and treesolve.run_threads(nb, getattr(settings, "threads", None)) == 1:
-            # one thread, open mechanism: tips first where that is fewer operations (one
-            # Phi block per merge instead of three; docs/index3.md, "Timing").  The force
-            # elements' rows are extra joints across the tree: those keep the balanced tree
-            self.tree = cheaper_tree(m, m.nc_j, 1, balanced=self.tree, nd=7, regions=False)
+        self.tree = assembly_tree(m, ends, getattr(settings, "threads", None))
         # rows per element: a spring's three (along it and across it), a joint spring's one
         s_nrow = np.where(m.f_type[self.s_elem] == F_SPRING, 3, 1).astype(np.int64)
         self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]),

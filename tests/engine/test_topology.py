@@ -308,3 +308,27 @@ def test_info_cli_json_and_text():
     text = subprocess.run([sys.executable, "-m", "engine.cli", "info", path], capture_output=True,
                           text=True, check=True).stdout
     assert "DOF            1" in text and "redundant      3" in text
+
+
+@pytest.mark.parametrize("name,tips_first", [("chain-8-revolute", True), ("random-springs", False),
+                                             ("parallelogram-fourbar", False)])
+def test_info_says_which_tree_index3_assembles_on_one_thread(name, tips_first):
+    """``linkwork info``'s index3 entry is the tree the formulation builds on one thread:
+    tips first on an open chain, with its operation counts; balanced on a loop, and on an
+    open tree whose springs and dampers put tangent rows across the tree."""
+    from engine.formulations.index3 import Index3Formulation, stiff_elements
+    from engine.simulation import Settings, Simulation
+
+    spec = gen.random_mechanism(3, n_bodies=8) if name == "random-springs" else load(example_path(name))
+    model = build_model(spec)
+    if name == "random-springs":
+        assert model.ncut == 0 and len(stiff_elements(model)[0]) > 0
+    d = analyze(model).as_dict(model)["serial_assembly"]["index3"]
+    f = Index3Formulation(model, Simulation(model, Settings(formulation="index3", threads=1)).settings)
+    balanced = build_assembly_tree(model, extra=stiff_elements(model)[1])
+    tips = not (np.array_equal(f.tree.left, balanced.left) and np.array_equal(f.tree.right, balanced.right))
+    assert d["tips_first"] == tips == tips_first
+    if tips:
+        assert (f.tree.node_nh[f.tree.nb:] <= 1).all()  # a chain: one handle per merge
+        assert d["operations"] == merge_operations(f.tree, model.nc_j, 7)
+        assert d["balanced_operations"] == merge_operations(balanced, model.nc_j, 7)
