@@ -663,9 +663,9 @@ class Topology:
         # below PARALLEL_MIN_BODIES a run has one thread whatever the settings
         parallel = run_threads(model.nb, 2) > 1
         two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else serial
-        ends = stiff_elements(model)[1]
-        i3 = assembly_tree(model, ends, 1, None if len(ends) else self.assembly)
-        i3_tips = not len(ends) and i3 is not self.assembly
+        ends = stiff_elements(model)[1]  # with these rows index3 keeps the balanced tree
+        i3 = self.assembly if len(ends) else assembly_tree(model, ends, 1, self.assembly)
+        i3_tips = i3 is not self.assembly
         return {"tips_first": serial is not self.assembly,
                 "index3": {"tips_first": i3_tips,
                            "operations": merge_operations(i3, model.nc_j, 7) if i3_tips else None,
