@@ -159,7 +159,7 @@ class Index3Formulation(Formulation):
         self.res = np.zeros((nb, 7))  # (nb, 7) g_i (eq. 12), residuals
         self.Hgeo = np.zeros((nb, 7, 7))  # (nb, 7, 7) geometric stiffness, geometric_stiffness
         # ---- tree-solve stage (leaf coefficients; the merges' workspace is self.lay)
-        self.Mcc = np.zeros((nb, 7, 7))  # (nb, 7, 7) M_cc of the last matrix pass, leaf_matrices
+        self.Mcc = np.zeros((nb, 7, 7))  # (nb, 7, 7) M_cc where leaf_matrices inverts it by Cholesky
         self.D = np.zeros((nb, 7, 7))  # (nb, 7, 7) delta_i = leaf Phi block, leaf_matrices
         self.pst = np.zeros((nb, 4))  # (nb, 4) p at the last matrix pass, leaf_matrices
         self.okb = np.zeros(nb, dtype=np.int64)  # (nb,) M_cc positive definite, leaf_matrices
@@ -224,8 +224,9 @@ class Index3Formulation(Formulation):
 
     def _matrices(self, q, c4, kpsi, scale):
         """Leaf coefficients (eq. 26) from the current M, p (and geometric stiffness)."""
-        K.leaf_matrices(self.lay.ix, self.Mb, self.Hgeo, q, c4, self.alpha, kpsi, scale, self.Mcc, self.D,
-                        self.pst, self.lay.Phi, self.okb)
+        m = self.model
+        K.leaf_matrices(self.lay.ix, self.Mb, self.Hgeo, q, c4, self.geo, m.mass, m.inertia_inv, kpsi, scale,
+                        self.Mcc, self.D, self.pst, self.lay.Phi, self.okb)
         if not self.okb.all():
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         self.lay.G[:] = self.G7
@@ -346,11 +347,11 @@ class Index3Formulation(Formulation):
             lay = self.lay
             n_it, dqn = K.newton_iterations(
                 self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP, dt, a, q, qd_hat, qdd_hat, mu, lam,
-                self.fa, self.springs, self.jq_ref, self.jq, self.ca, lay.ix, m.mass, m.inertia, self.qd_w,
-                self.qdd_w, self.x, self.R, self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga,
-                self.Gb, self.gq, self.G7, self.res, self.Hgeo, self.Mcc, self.D, self.pst, self.okb, self.base,
-                self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp,
-                lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, self.s_elem, self.s_row, self.s_pred,
+                self.fa, self.springs, self.jq_ref, self.jq, self.ca, lay.ix, m.mass, m.inertia, m.inertia_inv,
+                self.qd_w, self.qdd_w, self.x, self.R, self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi,
+                self.Ga, self.Gb, self.gq, self.G7, self.res, self.Hgeo, self.Mcc, self.D, self.pst, self.okb,
+                self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf,
+                lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, self.s_elem, self.s_row, self.s_pred,
                 config.PIVOT_RTOL)
             if n_it < 0:
                 raise np.linalg.LinAlgError(NOT_DEFINITE)
@@ -409,10 +410,10 @@ class Index3Formulation(Formulation):
         m, lay = self.model, self.lay
         eps, sgn, kp = K.velocity_projection(
             self.exact, self.k_exact, self.alpha, q, qd, self.zero7, self.zero77, self.zero_rows, self.nu,
-            self.n_joint_rows, m.mass, m.inertia, self.ca, lay.ix, self.x, self.R, self.V, self.A, self.E, self.F,
-            self.Mb, self.Qb, self.phi, self.Ga, self.Gb, self.gq, self.G7, self.Mcc, self.D, self.pst, self.okb,
-            self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf,
-            lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL)
+            self.n_joint_rows, m.mass, m.inertia, m.inertia_inv, self.ca, lay.ix, self.x, self.R, self.V, self.A,
+            self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga, self.Gb, self.gq, self.G7, self.Mcc, self.D,
+            self.pst, self.okb, self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel,
+            lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL)
         if eps != eps:
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         t_v = time.perf_counter()
@@ -465,8 +466,9 @@ class Index3Formulation(Formulation):
             self._forces()
         K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
         self._rows()
-        K.leaf_matrices(self.lay.ix, self.Mb, self.zero77, q, 1.0, self.alpha, self.k_exact, 1.0, self.Mcc,
-                        self.D, self.pst, self.lay.Phi, self.okb)
+        m = self.model
+        K.leaf_matrices(self.lay.ix, self.Mb, self.zero77, q, 1.0, False, m.mass, m.inertia_inv, self.k_exact, 1.0,
+                        self.Mcc, self.D, self.pst, self.lay.Phi, self.okb)
         if not self.okb.all():
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         lay = self.lay

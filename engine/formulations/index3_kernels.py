@@ -438,31 +438,72 @@ def _inv7(A, out):
     return _inv_spd(A, out, 0, 3) and _inv_spd(A, out, 3, 4)
 
 
-@njit(cache=True, nogil=True, inline='always')
-def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
-    """M_cc = M_i + c4 * kpsi * Psi_q^T Psi_q (+ c4 * H_geo), D_i = scale * M_cc^-1;
-    every handle pair (h, k) of leaf i gets the block D_i (eqs. 22-26)."""
-    node_nh, node_h_start, node_pair_start = ix[4], ix[5], ix[6]
-    A = Mcc[i]
+@njit(cache=True, nogil=True, _nrt=False)  # out of line: numba's parfor analysis rejects G's tuples inlined
+def _closed_inverse(i, q, mass, inertia_inv, k, scale, D):
+    """D = scale (M_i + k p p^T)^-1 in closed form, M_i = diag(m, m, m, 4 G^T J' G) (eq. 7),
+    for k > 0 and p != 0 (docs/derivations.md, "index-3's leaf blocks in closed form"):
+
+        (4 G^T J' G + k p p^T)^-1 = G^T J'^-1 G / (4 s^2) + p p^T / (k s^2),   s = p^T p,
+
+    from G G^T = s 1, G p = 0 and G^T G = s 1 - p p^T.  A fifth of the Cholesky inverse's
+    time (its square roots and divisions run in a chain)."""
+    e0, e1, e2, e3 = q[i, 3], q[i, 4], q[i, 5], q[i, 6]
+    G = ((-e1, e0, e3, -e2), (-e2, -e3, e0, e1), (-e3, e2, -e1, e0))  # gmat(p)
+    p = (e0, e1, e2, e3)
+    s = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
+    Ji = inertia_inv[i]
+    ca = scale / (4.0 * s * s)
+    cb = scale / (k * s * s)
+    cm = scale / mass[i]
     for a in range(7):
         for b in range(7):
-            A[a, b] = Mb[i, a, b] + c4 * Hgeo[i, a, b]
+            D[a, b] = 0.0
+    for a in range(3):
+        D[a, a] = cm
+    for c in range(4):
+        w0 = Ji[0, 0] * G[0][c] + Ji[0, 1] * G[1][c] + Ji[0, 2] * G[2][c]  # column c of J'^-1 G
+        w1 = Ji[1, 0] * G[0][c] + Ji[1, 1] * G[1][c] + Ji[1, 2] * G[2][c]
+        w2 = Ji[2, 0] * G[0][c] + Ji[2, 1] * G[1][c] + Ji[2, 2] * G[2][c]
+        for d in range(c, 4):
+            t = ca * (G[0][d] * w0 + G[1][d] * w1 + G[2][d] * w2) + cb * p[c] * p[d]
+            D[3 + c, 3 + d] = t
+            D[3 + d, 3 + c] = t
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok):
+    """M_cc = M_i + c4 * kpsi * Psi_q^T Psi_q (+ c4 * H_geo), D_i = scale * M_cc^-1;
+    every handle pair (h, k) of leaf i gets the block D_i (eqs. 22-26).  Without geometric
+    stiffness (``geo`` False: H_geo is not read) D_i in closed form (:func:`_closed_inverse`);
+    with it, or where the closed form does not hold (c4 kpsi <= 0, p = 0), M_cc in ``Mcc[i]``
+    and its Cholesky inverse."""
+    node_nh, node_h_start, node_pair_start = ix[4], ix[5], ix[6]
     for c in range(4):
         pst[i, c] = q[i, 3 + c]
-    for a in range(4):
-        for b in range(4):
-            A[3 + a, 3 + b] += c4 * kpsi * q[i, 3 + a] * q[i, 3 + b]
     D = Dl[i]
-    if not _inv7(A, D):
-        ok[i] = 0
+    k = c4 * kpsi
+    s = q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2
+    if not geo and k > 0.0 and s > 0.0 and mass[i] > 0.0:
+        _closed_inverse(i, q, mass, inertia_inv, k, scale, D)
+        ok[i] = 1
+    else:
+        A = Mcc[i]
         for a in range(7):
             for b in range(7):
-                D[a, b] = 0.0
-    else:
-        ok[i] = 1
-    for a in range(7):
-        for b in range(7):
-            D[a, b] *= scale
+                A[a, b] = Mb[i, a, b] + (c4 * Hgeo[i, a, b] if geo else 0.0)
+        for a in range(4):
+            for b in range(4):
+                A[3 + a, 3 + b] += k * q[i, 3 + a] * q[i, 3 + b]
+        if not _inv7(A, D):
+            ok[i] = 0
+            for a in range(7):
+                for b in range(7):
+                    D[a, b] = 0.0
+        else:
+            ok[i] = 1
+        for a in range(7):
+            for b in range(7):
+                D[a, b] *= scale
     nh = node_nh[i]
     ph = node_pair_start[i]
     for h in range(nh * nh):
@@ -472,14 +513,14 @@ def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, P
 
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok):
+def leaf_matrices(ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok):
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
-            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok)
+            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok)
     else:
         for i in range(nb):
-            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, alpha, kpsi, scale, Mcc, Dl, pst, Phi, ok)
+            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok)
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -771,8 +812,8 @@ def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp,
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_hat, mu, lam, fa, springs, jq_ref,
-                      jq, ca, ix, mass, inertia, qd, qdd, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res, Hgeo,
+def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_hat, mu, lam, fa, springs, jq_ref, jq, ca,
+                      ix, mass, inertia, inertia_inv, qd, qdd, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res, Hgeo,
                       Mcc, Dl, pst, ok, base, rhs, bl, out, Phi, bv, Fh, G, sel, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0,
                       scr, s_elem, s_row, s_pred, pivot_tol):
     """The Newton-Raphson loop of one step over the tree (docs/index3.md): ``iters``
@@ -792,7 +833,7 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
         if refresh:
             if geo:
                 geometric_stiffness(ix, ca, row_adr, q, lam, mu, h_geo, Hgeo)
-            leaf_matrices(ix, Mb, Hgeo, q, c4, alpha, alpha, -c4, Mcc, Dl, pst, Phi, ok)
+            leaf_matrices(ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, alpha, -c4, Mcc, Dl, pst, Phi, ok)
             for i in range(nb):
                 if ok[i] == 0:
                     return -1, dqn
@@ -818,8 +859,8 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
 
 @njit(cache=True, nogil=True, _nrt=True)
 def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, nu, n_joint_rows, mass, inertia,
-                        ca, ix, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, Mcc, Dl, pst, ok, base, rhs, bl,
-                        out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr, pivot_tol):
+                        inertia_inv, ca, ix, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, Mcc, Dl, pst, ok, base,
+                        rhs, bl, out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr, pivot_tol):
     """The mass-orthogonal velocity projection of one step at the final ``q``, in place on
     ``qd`` (eqs. 40-54; docs/index3.md, "Mass-orthogonal projections").
 
@@ -835,7 +876,8 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, 
         body_kinematics(q, qd, zero7, x, R, V, A, E)
         body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
         joint_rows(ca, ix[19], x, R, V, E, phi, Ga, Gb, gq, G7)
-        leaf_matrices(ix, Mb, zero77, q, 1.0, alpha, k_exact, 1.0, Mcc, Dl, pst, Phi, ok)
+        leaf_matrices(ix, Mb, zero77, q, 1.0, np.bool_(False), mass, inertia_inv, k_exact, 1.0, Mcc, Dl, pst, Phi,
+                      ok)
         for i in range(q.shape[0]):
             if ok[i] == 0:
                 return np.nan, sgn, kp

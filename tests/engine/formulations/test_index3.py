@@ -251,6 +251,41 @@ def _linear_pair(model, y, dt, alpha, seed):
 
 
 @pytest.mark.nojit
+@pytest.mark.parametrize("seed", range(3))
+def test_closed_form_leaf_blocks_equal_the_cholesky_inverse(seed):
+    """Without geometric stiffness the leaf blocks D_i = scale (M_i + k p p^T)^-1 come in
+    closed form (docs/derivations.md, "index-3's leaf blocks in closed form").  Against the
+    Cholesky inverse of the same M_cc (the path geometric stiffness takes; H_geo = 0 here),
+    at Euler parameters off the unit sphere as Newton iterates are, for the Newton
+    iterations' k = dt^2/4 alpha and the exact projections' k, and against M_cc D = scale 1."""
+    rng = np.random.default_rng(seed)
+    model = _random_model("coupled", seed, dict(n_bodies=8, loops=2))
+    f = _form(model)
+    nb = model.nb
+    q = np.zeros((nb, 7))
+    q[:, :3] = rng.normal(size=(nb, 3))
+    p = rng.normal(size=(nb, 4))
+    q[:, 3:] = p / np.linalg.norm(p, axis=1)[:, None] * rng.uniform(0.7, 1.4, size=(nb, 1))
+    qd = rng.normal(size=(nb, 7))
+    K.body_mass_forces(model.mass, model.inertia, q, qd, f.R, f.F, f.Mb, f.Qb)
+    hgeo = np.zeros((nb, 7, 7))
+    for c4, kpsi, scale in ((0.25e-6, 1e9, -0.25e-6), (1.0, f.k_exact, 1.0), (0.25e-4, 1e3, -0.25e-4)):
+        blocks = []
+        for geo in (False, True):
+            K.leaf_matrices(f.lay.ix, f.Mb, hgeo, q, c4, geo, model.mass, model.inertia_inv, kpsi, scale, f.Mcc,
+                            f.D, f.pst, f.lay.Phi, f.okb)
+            assert f.okb.all()
+            blocks.append(f.D.copy())
+        closed, chol = blocks
+        assert np.abs(closed - chol).max() <= 1e-12 * np.abs(chol).max()
+        for i in range(nb):
+            mcc = f.Mb[i].copy()
+            mcc[3:, 3:] += c4 * kpsi * np.outer(q[i, 3:], q[i, 3:])
+            prod = mcc @ closed[i] / scale
+            assert np.abs(prod - np.eye(7)).max() <= 1e-9, (i, np.abs(prod - np.eye(7)).max())
+
+
+@pytest.mark.nojit
 @pytest.mark.parametrize("kind,seed,kw", RANDOM, ids=[f"{c[0]}-{c[1]}" for c in RANDOM])
 def test_tree_solve_equals_dense_solve_random(kind, seed, kw):
     """One assembly-disassembly (paper eqs. 24-39 / 43-54 / 58-69) against the dense KKT
