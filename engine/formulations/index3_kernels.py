@@ -441,7 +441,7 @@ def _inv7(A, out):
 @njit(cache=True, nogil=True, _nrt=False)  # out of line: numba's parfor analysis rejects G's tuples inlined
 def _closed_inverse(i, q, mass, inertia_inv, k, scale, D):
     """D = scale (M_i + k p p^T)^-1 in closed form, M_i = diag(m, m, m, 4 G^T J' G) (eq. 7),
-    for k > 0 and p != 0 (docs/derivations.md, "index-3's leaf blocks in closed form"):
+    for k > 0 and p != 0 (docs/index3.md, "The leaf blocks in closed form"):
 
         (4 G^T J' G + k p p^T)^-1 = G^T J'^-1 G / (4 s^2) + p p^T / (k s^2),   s = p^T p,
 

@@ -254,7 +254,7 @@ def _linear_pair(model, y, dt, alpha, seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_closed_form_leaf_blocks_equal_the_cholesky_inverse(seed):
     """Without geometric stiffness the leaf blocks D_i = scale (M_i + k p p^T)^-1 come in
-    closed form (docs/derivations.md, "index-3's leaf blocks in closed form").  Against the
+    closed form (docs/index3.md, "The leaf blocks in closed form").  Against the
     Cholesky inverse of the same M_cc (the path geometric stiffness takes; H_geo = 0 here),
     at Euler parameters off the unit sphere as Newton iterates are, for the Newton
     iterations' k = dt^2/4 alpha and the exact projections' k, and against M_cc D = scale 1."""
