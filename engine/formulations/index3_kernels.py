@@ -484,7 +484,7 @@ def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale
     k = c4 * kpsi
     s = q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2
     if not geo and k > 0.0 and s > 0.0 and mass[i] > 0.0:
-        _closed_inverse(i, q, mass, inertia_inv, k, scale, D)
+        _closed_inverse(np.int64(i), q, mass, inertia_inv, k, scale, D)  # int64: one specialisation (module doc)
         ok[i] = 1
     else:
         A = Mcc[i]
