@@ -167,8 +167,7 @@ class Index3Formulation(Formulation):
         self.rhs = np.zeros((nb, 7))  # (nb, 7) bias right-hand side, newton_rhs / projection_rhs
         self.bl = np.zeros((nb, 7))  # (nb, 7) leaf biases b_i, leaf_biases
         self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
-        self.zero7 = np.zeros((nb, 7))
-        self.zero77 = np.zeros((nb, 7, 7))
+        self.zero7 = np.zeros((nb, 7))  # (the exact solves pass Mb for H_geo: with geo False it is not read)
         #: scale k of the exact solves' leaf blocks (M + k p p^T): the largest eigenvalue of the
         #: rotational blocks 4 G^T J G (any k > 0 gives the same solution; this keeps them balanced)
         self.k_exact = 4.0 * float(np.linalg.eigvalsh(m.inertia).max())
@@ -409,7 +408,7 @@ class Index3Formulation(Formulation):
         clock between the two)."""
         m, lay = self.model, self.lay
         eps, sgn, kp = K.velocity_projection(
-            self.exact, self.k_exact, self.alpha, q, qd, self.zero7, self.zero77, self.zero_rows, self.nu,
+            self.exact, self.k_exact, self.alpha, q, qd, self.zero7, self.zero_rows, self.nu,
             self.n_joint_rows, m.mass, m.inertia, m.inertia_inv, self.ca, lay.ix, self.x, self.R, self.V, self.A,
             self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga, self.Gb, self.gq, self.G7, self.Mcc, self.D,
             self.pst, self.okb, self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel,
@@ -467,7 +466,7 @@ class Index3Formulation(Formulation):
         K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
         self._rows()
         m = self.model
-        K.leaf_matrices(self.lay.ix, self.Mb, self.zero77, q, 1.0, False, m.mass, m.inertia_inv, self.k_exact, 1.0,
+        K.leaf_matrices(self.lay.ix, self.Mb, self.Mb, q, 1.0, False, m.mass, m.inertia_inv, self.k_exact, 1.0,
                         self.Mcc, self.D, self.pst, self.lay.Phi, self.okb)
         if not self.okb.all():
             raise np.linalg.LinAlgError(NOT_DEFINITE)

@@ -858,7 +858,7 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, nu, n_joint_rows, mass, inertia,
+def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero_rows, nu, n_joint_rows, mass, inertia,
                         inertia_inv, ca, ix, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, Mcc, Dl, pst, ok, base,
                         rhs, bl, out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr, pivot_tol):
     """The mass-orthogonal velocity projection of one step at the final ``q``, in place on
@@ -876,8 +876,7 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero77, zero_rows, 
         body_kinematics(q, qd, zero7, x, R, V, A, E)
         body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
         joint_rows(ca, ix[19], x, R, V, E, phi, Ga, Gb, gq, G7)
-        leaf_matrices(ix, Mb, zero77, q, 1.0, np.bool_(False), mass, inertia_inv, k_exact, 1.0, Mcc, Dl, pst, Phi,
-                      ok)
+        leaf_matrices(ix, Mb, Mb, q, 1.0, np.bool_(False), mass, inertia_inv, k_exact, 1.0, Mcc, Dl, pst, Phi, ok)
         for i in range(q.shape[0]):
             if ok[i] == 0:
                 return np.nan, sgn, kp

@@ -650,36 +650,19 @@ def _merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, to
         _gphi7(G, wx, r, a, delta, S, 7 * a)
         if po >= 0:
             _gphi7(G, wo, r, a, Phi[po], S, 21 + 7 * a)
-    k00 = k10 = k11 = k20 = k21 = k22 = 0.0
-    for a in range(3):
+    kb = m_K[m]
+    for a in range(3):  # K = sgn (G_X delta G_X^T + G_O Phi_O G_O^T - eps 1)
         for b in range(a + 1):
             t = 0.0
             for d in range(7):
                 t += S[7 * a + d] * G[wx, r + b, d]
-                if po >= 0:
+            if po >= 0:
+                for d in range(7):
                     t += S[21 + 7 * a + d] * G[wo, r + b, d]
-            t *= sgn
-            if a == 0:
-                k00 = t
-            elif a == 1:
-                if b == 0:
-                    k10 = t
-                else:
-                    k11 = t
-            else:
-                if b == 0:
-                    k20 = t
-                elif b == 1:
-                    k21 = t
-                else:
-                    k22 = t
-    k00 -= sgn * eps
-    k11 -= sgn * eps
-    k22 -= sgn * eps
-    kb = m_K[m]
-    Ks[kb], Ks[kb + 1], Ks[kb + 2] = k00, k10, k20
-    Ks[kb + 3], Ks[kb + 4], Ks[kb + 5] = k10, k11, k21
-    Ks[kb + 6], Ks[kb + 7], Ks[kb + 8] = k20, k21, k22
+            Ks[kb + 3 * a + b] = sgn * t
+            Ks[kb + 3 * b + a] = sgn * t
+        Ks[kb + 4 * a] -= sgn * eps
+    k00, k10, k11, k20, k21, k22 = Ks[kb], Ks[kb + 3], Ks[kb + 4], Ks[kb + 6], Ks[kb + 7], Ks[kb + 8]
     # Cholesky without pivoting, with _pchol's test
     thresh = tol * max(k00, k11, k22)
     if max(k00, k11, k22) <= 0.0 or k00 <= thresh:
