@@ -156,29 +156,28 @@ def _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, s
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy):
+def _region_leaf(i, mass, inertia, x, R, P, rhs_body, blocks, hy):
     """Body i in an articulated-body region (treesolve): its bias wrench about its joint
     point, ``W = X^T w = [f; n + l x f]`` (``l`` from the joint point to the centre of
-    mass), and, if ``blocks``, its inertia there, ``X^T M X = [[m 1, -m ~l], [m ~l, J - m ~l ~l]]``,
-    and the world inverse inertia (for the accelerations)."""
+    mass), and, if ``blocks``, its inertia there, ``X^T M X = [[m 1, -m ~l], [m ~l, J - m ~l ~l]]``.
+    No world inverse inertia: a region body's acceleration comes from its recursion
+    (``_region_acceleration``), not from its handle forces."""
     W = hy[3]
     l0 = x[i, 0] - P[i, 0]
     l1 = x[i, 1] - P[i, 1]
     l2 = x[i, 2] - P[i, 2]
     shift_force_by(rhs_body[i], l0, l1, l2, W[i])
     if blocks:
-        _region_inertia(i, mass, inertia, inertia_inv, x, R, P, Jinv_w, hy)
+        _region_inertia(i, mass, inertia, x, R, P, hy)
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _region_inertia(i, mass, inertia, inertia_inv, x, R, P, Jinv_w, hy):
-    """Body i's inertia about its joint point (:func:`_region_leaf`), and its world
-    inverse inertia."""
+def _region_inertia(i, mass, inertia, x, R, P, hy):
+    """Body i's inertia about its joint point (:func:`_region_leaf`)."""
     IA = hy[2]
     l0 = x[i, 0] - P[i, 0]
     l1 = x[i, 1] - P[i, 1]
     l2 = x[i, 2] - P[i, 2]
-    _world_inertia(R[i], inertia_inv[i], Jinv_w[i])
     A = IA[i]
     _world_inertia(R[i], inertia[i], A[3:, 3:])
     m = mass[i]
@@ -225,7 +224,7 @@ def _leaves_over(i0, i1, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, 
         if dca_rhs:
             _body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
         if in_region[i] >= 0:
-            _region_leaf(i, mass, inertia, inertia_inv, x, R, P, rhs_body, Jinv_w, blocks, hy)
+            _region_leaf(i, mass, inertia, x, R, P, rhs_body, blocks, hy)
         else:
             _leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
 
@@ -663,7 +662,7 @@ def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, ma
     for i1 in range(nb, 0, -CHAIN_BLOCK):
         i0 = max(i1 - CHAIN_BLOCK, 0)
         for i in range(i0, i1):
-            _region_inertia(i, mass, inertia, inertia_inv, x, R, P, Jinv_w, hy)
+            _region_inertia(i, mass, inertia, x, R, P, hy)
         store_release(progress, _INERTIA, nb - i0)
     wait_for(progress, _VEL, nb, 0)
     tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
