@@ -47,16 +47,14 @@ from .workspace import unpack
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _world_inertia(R, Ib, out):
-    """out = R Ib R^T."""
-    for a in range(3):
-        for b in range(3):
-            s = 0.0
-            for k in range(3):
-                t = 0.0
-                for l in range(3):
-                    t += Ib[k, l] * R[b, l]
-                s += R[a, k] * t
-            out[a, b] = s
+    """out = R Ib R^T: column b of ``Ib R^T`` once, then row by row (54 multiply-adds;
+    the same sums in the same order as forming ``Ib R^T`` anew for every entry)."""
+    for b in range(3):
+        t0 = Ib[0, 0] * R[b, 0] + Ib[0, 1] * R[b, 1] + Ib[0, 2] * R[b, 2]
+        t1 = Ib[1, 0] * R[b, 0] + Ib[1, 1] * R[b, 1] + Ib[1, 2] * R[b, 2]
+        t2 = Ib[2, 0] * R[b, 0] + Ib[2, 1] * R[b, 1] + Ib[2, 2] * R[b, 2]
+        for a in range(3):
+            out[a, b] = R[a, 0] * t0 + R[a, 1] * t1 + R[a, 2] * t2
 
 
 @njit(cache=True, nogil=True, inline='always')
