@@ -1119,6 +1119,60 @@ def _grounded(rg, ix, hy):
 
 
 @njit(cache=True, nogil=True, inline='always')
+def _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T):
+    """:func:`_matrix_step` for a spherical joint, whose freedoms in the region basis are
+    the unit angular axes: ``U`` = the angular columns of ``I``, ``D`` = its angular
+    block, and of ``I - U D^-1 U^T`` only the linear block ``A`` remains (the joint passes
+    no moment), which goes to the parent as ``[[A, -A ~d], [~d A, -~d A ~d]]``.  The same
+    sums in the same order as the general step's for these entries -- the same result
+    bit for bit -- without the entries it sets to zero and the products by S's zeros
+    and ones."""
+    for q in range(3):  # U = I S: I's angular columns
+        for a in range(6):
+            U[v0 + q, a] = Ic[a, 3 + q]
+    for q in range(3):  # D = S^T U: I's angular block
+        for r in range(3):
+            D[q, r] = Ic[3 + q, 3 + r] if q <= r else Ic[3 + r, 3 + q]
+    _inv_small(D, 3)
+    if p < 0:  # a grounded region's root: its parent, ground, takes nothing
+        return p
+    for a in range(3):  # T = I - U D^-1 U^T, linear block
+        w0 = 0.0
+        w1 = 0.0
+        w2 = 0.0
+        for q in range(3):
+            u = U[v0 + q, a]
+            w0 += u * D[q, 0]
+            w1 += u * D[q, 1]
+            w2 += u * D[q, 2]
+        for b in range(a, 3):
+            t = Ic[a, b]
+            t -= w0 * U[v0, b]
+            t -= w1 * U[v0 + 1, b]
+            t -= w2 * U[v0 + 2, b]
+            T[a, b] = t
+            T[b, a] = t
+    for r in range(3):  # B12 = -A ~d, row r: -(row r of A) x d
+        m0, m1, m2 = T[r, 0], T[r, 1], T[r, 2]
+        T[r, 3] = 0.0 - (m1 * d2 - m2 * d1)
+        T[r, 4] = 0.0 - (m2 * d0 - m0 * d2)
+        T[r, 5] = 0.0 - (m0 * d1 - m1 * d0)
+    for col in range(3):  # A22 = ~d B12, column by column
+        b0, b1, b2 = T[0, 3 + col], T[1, 3 + col], T[2, 3 + col]
+        T[3, 3 + col] = 0.0 + (d1 * b2 - d2 * b1)
+        T[4, 3 + col] = 0.0 + (d2 * b0 - d0 * b2)
+        T[5, 3 + col] = 0.0 + (d0 * b1 - d1 * b0)
+    Ip = IA[p]
+    for a in range(3):
+        for b in range(3):
+            Ip[a, b] += T[a, b]
+            Ip[a, 3 + b] += T[a, 3 + b]
+            Ip[3 + a, b] += T[b, 3 + a]
+            Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+    return p
+
+
+@njit(cache=True, nogil=True, inline='always')
 def _matrix_step(k, T, hy):
     """Step k of a region's matrix pass (:func:`region_matrices`): body c's ``U``,
     ``D^-1`` and its articulated inertia taken into its parent's (``T``: 6 x 6 scratch).
@@ -1127,6 +1181,8 @@ def _matrix_step(k, T, hy):
     c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
     Ic = IA[c]
     D = Dinv[c]
+    if n == 3:
+        return _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T)
     for q in range(n):  # U = I S
         for a in range(6):
             t = 0.0
@@ -1264,7 +1320,11 @@ def _bias_step(k, row_adr, rows, G, g0, hy):
         for b in range(6):
             t -= Ic[a, b] * cp[b]
         z[a] = t
+    ball = n == 3  # S: the unit angular axes (_ax), products by its zeros and ones skipped
     for q in range(n):
+        if ball:
+            sz[v0 + q] = 0.0 + z[3 + q]
+            continue
         t = 0.0
         for b in range(6):
             sb = _ax(S, c, q, va, nvj, b)
@@ -1278,9 +1338,9 @@ def _bias_step(k, row_adr, rows, G, g0, hy):
         t = 0.0
         for r in range(n):
             t += D[q, r] * sz[v0 + r]
-        for a in range(6):
+        for a in range(3 if ball else 6):  # a spherical joint's angular part is set to zero below
             z[a] -= U[v0 + q, a] * t
-    if n == 3:  # no moment through a spherical joint (as in region_matrices)
+    if ball:  # no moment through a spherical joint (as in region_matrices)
         z[3] = 0.0
         z[4] = 0.0
         z[5] = 0.0
