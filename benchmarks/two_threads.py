@@ -13,13 +13,19 @@ worth only as much as the window it fell in.  This script times, in one process 
   tree);
 - ``two threads, two-part tree`` (``dca`` only): the chain cut into two parts that
   merge, as ``dca`` ran it on two threads before the two roles;
-- ``ceiling``: two one-thread right-hand sides at once, one on each core, on two copies
-  of the formulation that share nothing -- the time of one of them (the slower) per
-  pair over one thread's time per call: what the machine gives two threads that each
-  have the whole work and their own data.  Two copies read and write twice the memory
-  of one (5-6 MB each at 1024 bodies, far beyond a core's 512 KB second-level cache), so
-  where the cores share the memory system badly this is below what the arithmetic
-  allows; the two roles share one copy of the data and can pass this figure;
+- ``ceiling (a pair at once)``: two one-thread right-hand sides at once, one on each
+  core, on two copies of the formulation that share nothing -- the time of the pair per
+  call (both run in one numba parallel region, each its own calls) over one thread's
+  time per call, doubled: what the machine gives two threads that each have the whole
+  work and their own data.  Two copies read and write twice the memory of one (5-6 MB
+  each at 1024 bodies, far beyond a core's 512 KB second-level cache), so where the
+  cores share the memory system badly this is below what the arithmetic allows;
+- ``ceiling, halves``: the same on two chains of half the length, one per core, over
+  one thread's time on the whole chain: what *any* split of the chain between two
+  threads gives at most in that round -- each thread exactly half the one-thread work,
+  on data of its own, nothing passed between the threads and nothing merged.  The two
+  roles share one copy of the data and pass every body's results between the cores;
+  ``share of the halves ceiling`` is the two threads' speed-up over this bound;
 
 and, in the same round, two figures of the machine itself that say which window the round
 fell in:
@@ -35,8 +41,9 @@ fell in:
     python benchmarks/two_threads.py --n 1024 --rounds 3
 
 prints, per chain kind, the microseconds per right-hand side of each round and the
-speed-ups over one thread (for the ceilings: 2 x one thread's time over the pair's), then
-the round's hand-over time and arithmetic-only ceiling.
+speed-ups over one thread (for the pair of whole chains: 2 x one thread's time over the
+pair's), the two threads' share of the halves ceiling, then the round's hand-over time
+and arithmetic-only ceiling.
 """
 from __future__ import annotations
 
@@ -45,6 +52,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -70,6 +79,36 @@ def _pair(kernels, states, outs, seconds=0.3) -> float:
     for t in threads:
         t.join()
     return (time.perf_counter() - t0) / min(calls)
+
+
+def _pair_kernel(kernel):
+    """A numba parallel region in which two iterations each call ``kernel`` ``reps``
+    times on arguments of their own, one per core (``kernel(desc, proto, y, out)``, a
+    formulation's one-thread kernel).  In numba's own threads, as the two roles run:
+    Python threads would hand the GIL over between calls."""
+    from numba import njit, prange
+
+    @njit(parallel=True, nogil=True)
+    def pair(d0, p0, y0, o0, d1, p1, y1, o1, reps):
+        for i in prange(2):
+            for _ in range(reps):
+                if i == 0:
+                    kernel(d0, p0, y0, o0)
+                else:
+                    kernel(d1, p1, y1, o1)
+
+    return pair
+
+
+def _time_pair(pair, forms, reps=16) -> float:
+    """Seconds per call of two one-thread formulations ``forms`` ((form, y) each) run at
+    once, one per core: the slower one's time."""
+    from engine.studies.bench import _time_call
+
+    args = []
+    for f, y in forms:
+        args += [f._kernel.desc, f._kernel.proto, y, np.empty_like(y)]
+    return _time_call(lambda: pair(*args, reps)) / reps
 
 
 def _machine_kernels():
@@ -104,8 +143,6 @@ def _machine_kernels():
 def _hand_over(player, turns=100_000) -> float:
     """Seconds per turn of two threads taking turns to write one int64 (one cache line
     moving from one core to the other and back, halved)."""
-    import numpy as np
-
     turn = np.zeros(8, dtype=np.int64)
     threads = [threading.Thread(target=player, args=(turn, me, turns)) for me in (0, 1)]
     t0 = time.perf_counter()
@@ -129,7 +166,6 @@ def _arithmetic_ceiling(arithmetic, n=200_000, seconds=0.3) -> float:
 
 def main(argv=None) -> int:
     import numba
-    import numpy as np
 
     import engine.formulations.dca as dca_module
     from engine.studies.bench import _time_call, chain_formulation
@@ -154,32 +190,37 @@ def main(argv=None) -> int:
         for kind in ("spherical", "revolute"):
             times: dict[str, list[float]] = {label: [] for label, _, _ in configs}
             times["ceiling (a pair at once)"] = []
+            times["ceiling, halves"] = []
             machine: dict[str, list[float]] = {"hand-over (ns)": [], "ceiling, arithmetic only": []}
             forms = {}
             for label, threads, layout in configs:
                 dca_module.DCAFormulation.layout_threads = layout
                 forms[label] = chain_formulation(a.formulation, a.n, kind, threads)
             dca_module.DCAFormulation.layout_threads = own_layout
-            pair = [chain_formulation(a.formulation, a.n, kind, 1) for _ in range(2)]
-            kernels = [f._kernel for f, _ in pair]
-            states = [y.copy() for _, y in pair]
-            outs = [np.empty_like(y) for y in states]
+            wholes = [chain_formulation(a.formulation, a.n, kind, 1) for _ in range(2)]
+            halves = [chain_formulation(a.formulation, a.n // 2, kind, 1) for _ in range(2)]
+            pair = _pair_kernel(wholes[0][0]._kernel.kernel)
             for _ in range(a.rounds):
                 for label, threads, _ in configs:
                     f, y = forms[label]
                     numba.set_num_threads(threads)
                     times[label].append(_time_call(lambda: f.rhs(0.0, y)) * 1e6)
+                numba.set_num_threads(2)
+                times["ceiling (a pair at once)"].append(_time_pair(pair, wholes) * 1e6)
+                times["ceiling, halves"].append(_time_pair(pair, halves) * 1e6)
                 numba.set_num_threads(1)
-                times["ceiling (a pair at once)"].append(_pair(kernels, states, outs) * 1e6)
                 machine["hand-over (ns)"].append(_hand_over(player) * 1e9)
                 machine["ceiling, arithmetic only"].append(_arithmetic_ceiling(arithmetic))
             print(f"{a.formulation}, {kind} chain of {a.n} bodies, us per right-hand side, round by round "
                   f"(speed-up over one thread in the same round):")
             one = times["one thread"]
             for label, ts in times.items():
+                factor = 2 if label == "ceiling (a pair at once)" else 1
                 gain = "" if label == "one thread" else "   x " + " ".join(
-                    f"{(2 if label.startswith('ceiling') else 1) * o / t:.2f}" for o, t in zip(one, ts))
+                    f"{factor * o / t:.2f}" for o, t in zip(one, ts))
                 print(f"  {label:30s} " + "  ".join(f"{t:7.1f}" for t in ts) + gain)
+            print(f"  {'share of the halves ceiling':30s} " + " " * (9 * a.rounds - 1) + "   x " + " ".join(
+                f"{h / t:.2f}" for h, t in zip(times["ceiling, halves"], times["two threads"])))
             print(f"  {'hand-over (ns)':30s} " + "  ".join(f"{t:7.0f}" for t in machine["hand-over (ns)"]))
             print(f"  {'ceiling, arithmetic only':30s} " + " " * (9 * a.rounds - 1)
                   + "   x " + " ".join(f"{c:.2f}" for c in machine["ceiling, arithmetic only"]))

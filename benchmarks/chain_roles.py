@@ -1,0 +1,138 @@
+"""What bounds ``dca``'s two roles on a chain: each role's work and the recursions' path,
+timed pass by pass on one thread.
+
+On two threads ``dca`` runs an unbranched chain in two roles beside one another
+(docs/performance.md, "Two threads on one chain"): the leading role does the positions,
+the bodies' own inertias, the applied forces and bias wrenches, the joints' rows, the
+bias pass and the disassembly; the trailing role the motion subspaces and twists, the
+matrix pass, the coordinates' rates and the accelerations.  Whatever the machine, two
+threads are then at most
+
+- the whole right-hand side's time over the busier role's work, and
+- the whole over the path the recursions leave: positions (root first), then the matrix
+  pass (tips first), then the disassembly (root first), each waiting for the one before
+  to have reached the chain's far end.
+
+This script times each pass alone on one thread, in a numba loop on the workspace of a
+full evaluation (no call overhead), ``--rounds`` times in turn, and prints both bounds::
+
+    python benchmarks/chain_roles.py --n 1024 --rounds 7
+
+The passes are the same per-body steps the two roles call (``_position_step``,
+``treesolve._matrix_step``, ...), so the figures are the roles' work on a quiet machine:
+beside each other, each role also reads what the other core has just written
+(``benchmarks/two_threads.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: the passes, in the order the kernel below numbers them, and the role doing each
+PASSES = (("whole", None), ("positions", "lead"), ("subspaces and twists", "trail"), ("inertias", "lead"),
+          ("forces and bias wrenches", "lead"), ("rows", "lead"), ("matrix pass", "trail"), ("bias pass", "lead"),
+          ("disassembly", "lead"), ("rates and accelerations", "trail"))
+
+
+def _kernel():
+    from numba import njit
+
+    from engine.forces import tree_applied_forces
+    from engine.formulations import treesolve
+    from engine.formulations.dca import _accelerations_over, _evaluate_region, _leaves_over, _region_inertia, _tree_rows
+    from engine.formulations.workspace import unpack
+    from engine.kinematics import _position_step, _subspace_step, _velocity_step, qdot_from_v
+
+    @njit(nogil=True)
+    def passes(desc, proto, y, out, reps, which):
+        (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
+         c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+         rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+        nb = ix[0]
+        row_adr, rows = ix[19], ix[20]
+        nq = y.shape[0] - vdot.shape[0]
+        q = y[:nq]
+        v = y[nq:]
+        T = hy[9][0]
+        for _ in range(reps):
+            if which == 0:
+                _evaluate_region(desc, proto, y, out)
+            elif which == 1:
+                for i in range(nb):
+                    _position_step(i, mk, q, x, R, P)
+            elif which == 2:
+                for i in range(nb):
+                    _subspace_step(i, mk, q, R, S)
+                    _velocity_step(i, mk, x, P, S, v, V, c)
+            elif which == 3:
+                for i in range(nb - 1, -1, -1):
+                    _region_inertia(i, mass, inertia, x, R, P, hy)
+            elif which == 4:
+                tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+                _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
+                             scratch, np.bool_(True), np.bool_(False), hy)
+            elif which == 5:
+                _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+            elif which == 6:
+                for k in range(nb):
+                    treesolve._matrix_step(k, T, hy)
+            elif which == 7:
+                for k in range(nb):
+                    treesolve._bias_step(k, row_adr, rows, G, g0, hy)
+            elif which == 8:
+                for k in range(nb - 1, -1, -1):
+                    treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy)
+            else:
+                qdot_from_v(mk, q, v, out)
+                for phase in range(2):
+                    _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot,
+                                        hy)
+
+    return passes
+
+
+def main(argv=None) -> int:
+    import numba
+
+    from engine.studies.bench import chain_formulation
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=100, help="calls of a pass per round")
+    a = ap.parse_args(argv)
+    numba.set_num_threads(1)
+    passes = _kernel()
+    for kind in ("spherical", "revolute"):
+        form, y = chain_formulation("dca", a.n, kind, 1)
+        args = (form._kernel.desc, form._kernel.proto, y, np.empty_like(y))
+        for w in range(len(PASSES)):
+            passes(*args, 1, w)
+        times = np.zeros((len(PASSES), a.rounds))
+        for r in range(a.rounds):
+            for w in range(len(PASSES)):
+                passes(*args, 1, 0)  # the workspace as a full evaluation leaves it
+                t0 = time.perf_counter()
+                passes(*args, a.reps, w)
+                times[w, r] = (time.perf_counter() - t0) / a.reps * 1e6
+        med = dict(zip((name for name, _ in PASSES), np.median(times, axis=1)))
+        print(f"dca, {kind} chain of {a.n} bodies, one thread, us per pass (median of {a.rounds} rounds):")
+        for (name, role), t in zip(PASSES, times):
+            print(f"  {name:26s} {'' if role is None else role:5s} {med[name]:7.1f}   ({t.min():.1f}-{t.max():.1f})")
+        whole = med["whole"]
+        work = {role: sum(med[name] for name, r in PASSES if r == role) for role in ("lead", "trail")}
+        path = med["positions"] + med["matrix pass"] + med["disassembly"]
+        print(f"  the roles' work: leading {work['lead']:.1f}, trailing {work['trail']:.1f} "
+              f"(sum {work['lead'] + work['trail']:.1f}): two threads at most {whole / max(work.values()):.2f} x")
+        print(f"  the path (positions, matrix pass, disassembly): {path:.1f}: at most {whole / path:.2f} x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
