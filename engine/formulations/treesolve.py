@@ -1119,6 +1119,19 @@ def _grounded(rg, ix, hy):
 
 
 @njit(cache=True, nogil=True, inline='always')
+def _into_parent(T, Ip):
+    """``I_p += T`` for a child's articulated inertia ``T`` already shifted to the
+    parent's joint point, from its upper triangle of blocks (the lower left block is the
+    upper right's transpose)."""
+    for a in range(3):
+        for b in range(3):
+            Ip[a, b] += T[a, b]
+            Ip[a, 3 + b] += T[a, 3 + b]
+            Ip[3 + a, b] += T[b, 3 + a]
+            Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+
+
+@njit(cache=True, nogil=True, inline='always')
 def _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T):
     """:func:`_matrix_step` for a spherical joint, whose freedoms in the region basis are
     the unit angular axes: ``U`` = the angular columns of ``I``, ``D`` = its angular
@@ -1162,13 +1175,7 @@ def _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T):
         T[3, 3 + col] = 0.0 + (d1 * b2 - d2 * b1)
         T[4, 3 + col] = 0.0 + (d2 * b0 - d0 * b2)
         T[5, 3 + col] = 0.0 + (d0 * b1 - d1 * b0)
-    Ip = IA[p]
-    for a in range(3):
-        for b in range(3):
-            Ip[a, b] += T[a, b]
-            Ip[a, 3 + b] += T[a, 3 + b]
-            Ip[3 + a, b] += T[b, 3 + a]
-            Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+    _into_parent(T, IA[p])
     return p
 
 
@@ -1231,7 +1238,6 @@ def _matrix_step(k, T, hy):
                 T[a, b] = 0.0
                 T[b, a] = 0.0
     # I_p += Y^T T Y, d = P_c - P_p: [[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]], B12 = A12 - A11 ~d
-    Ip = IA[p]
     for r in range(3):
         # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
         g0_ = T[3 + r, 1] * d2 - T[3 + r, 2] * d1
@@ -1250,12 +1256,7 @@ def _matrix_step(k, T, hy):
         T[3, 3 + col] += d1 * b2 - d2 * b1
         T[4, 3 + col] += d2 * b0 - d0 * b2
         T[5, 3 + col] += d0 * b1 - d1 * b0
-    for a in range(3):
-        for b in range(3):
-            Ip[a, b] += T[a, b]
-            Ip[a, 3 + b] += T[a, 3 + b]
-            Ip[3 + a, b] += T[b, 3 + a]
-            Ip[3 + a, 3 + b] += T[3 + a, 3 + b]
+    _into_parent(T, IA[p])
     return p
 
 
