@@ -167,7 +167,7 @@ class Index3Formulation(Formulation):
         self.rhs = np.zeros((nb, 7))  # (nb, 7) bias right-hand side, newton_rhs / projection_rhs
         self.bl = np.zeros((nb, 7))  # (nb, 7) leaf biases b_i, leaf_biases
         self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
-        self.zero7 = np.zeros((nb, 7))  # (the exact solves pass Mb for H_geo: with geo False it is not read)
+        self.zero7 = np.zeros((nb, 7))  # zero accelerations: the projections' kinematics
         #: scale k of the exact solves' leaf blocks (M + k p p^T): the largest eigenvalue of the
         #: rotational blocks 4 G^T J G (any k > 0 gives the same solution; this keeps them balanced)
         self.k_exact = 4.0 * float(np.linalg.eigvalsh(m.inertia).max())
@@ -466,6 +466,7 @@ class Index3Formulation(Formulation):
         K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
         self._rows()
         m = self.model
+        # Mb stands for the geometric stiffness H_geo, which geo = False leaves unread
         K.leaf_matrices(self.lay.ix, self.Mb, self.Mb, q, 1.0, False, m.mass, m.inertia_inv, self.k_exact, 1.0,
                         self.Mcc, self.D, self.pst, self.lay.Phi, self.okb)
         if not self.okb.all():
