@@ -446,10 +446,11 @@ class DenseFormulation(Formulation):
 
         The Cholesky solve is only as accurate as ``M``, whose condition grows fast with a
         chain's length (3.5e8 for 256 spherical bodies, 5.5e9 for 1024): the solve alone was
-        1.7e-10 and 5.9e-9 relative from the recursive formulations there.  The residual ``M vdot + h``, evaluated body by body from ``vdot``
-        instead of through ``M``, carries only the round-off of the recursion; one solve
-        with the same factor removes the rest (docs/derivations.md, section 5, "Iterative
-        refinement").  A second step changes ``vdot`` by less than 1e-14.
+        1.7e-10 and 5.9e-9 relative from the recursive formulations there.  The residual
+        ``M vdot + h``, evaluated body by body from ``vdot`` instead of through ``M``,
+        carries only the round-off of the recursion; one solve with the same factor removes
+        the rest (docs/derivations.md, section 5, "Iterative refinement").  A second step
+        changes ``vdot`` by less than 1e-14.  Overwrites ``A``, ``Fbody`` and ``fj``.
         """
         m = self.model
         fk_accelerations(self.mk, self.x, self.P, self.S, self.c, vdot, self.A)
