@@ -408,13 +408,8 @@ class DenseFormulation(Formulation):
         _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
         self._joint_coords(q)
         applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
-        # bias: accelerations with vdot = 0
-        zero = np.zeros(m.nv)
-        fk_accelerations(self.mk, self.x, self.P, self.S, self.c, zero, self.A)
+        self._newton_euler(np.zeros(m.nv), self.h)  # the bias forces: M vdot + h at vdot = 0
         A_bias = self.A.copy()
-        _body_terms(m.mass, m.inertia, self.R, self.V, A_bias, self.Fext, self.Fbody)
-        subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
-        _project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, self.h)
         L = self._cholesky(t)
         u0 = scipy.linalg.solve_triangular(L, -self.h, lower=True)
         if self.ncr:
@@ -450,14 +445,20 @@ class DenseFormulation(Formulation):
         ``M vdot + h``, evaluated body by body from ``vdot`` instead of through ``M``,
         carries only the round-off of the recursion; one solve with the same factor removes
         the rest (docs/derivations.md, section 5, "Iterative refinement").  A second step
-        changes ``vdot`` by less than 1e-14.  Overwrites ``A``, ``Fbody`` and ``fj``.
+        changes ``vdot`` by less than 1e-14.
         """
+        self._newton_euler(vdot, self.tau)
+        return vdot - scipy.linalg.cho_solve((L, True), self.tau)
+
+    def _newton_euler(self, vdot, out):
+        """``out = M vdot + h``, body by body (recursive Newton-Euler): the bodies'
+        accelerations from ``vdot`` into ``A``, their force balances into ``Fbody``, the
+        subtrees' sums into ``fj``, projected on the joints' freedoms."""
         m = self.model
         fk_accelerations(self.mk, self.x, self.P, self.S, self.c, vdot, self.A)
         _body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext, self.Fbody)
         subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
-        _project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, self.tau)  # M vdot + h
-        return vdot - scipy.linalg.cho_solve((L, True), self.tau)
+        _project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, out)
 
     def rhs(self, t, y):
         self.nfev += 1
