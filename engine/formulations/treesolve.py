@@ -1490,40 +1490,30 @@ def _no_region_at(m, hy):
     return -1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _no_region_matrices(rg, ix, Phi, hy):
-    """Stands for :func:`region_matrices` in passes without regions (index-3's)."""
+# Kernels made by a factory close over constants only (ints and booleans), never over
+# another kernel: numba keys a closure's cache entry by pickling the cells, and a kernel
+# pickles with a uuid drawn in each process and the signatures compiled so far, so a
+# closure over a kernel misses the cache in every process and compiles again -- 24 s
+# for hdca's first evaluation, 36 s for index-3's, measured before this was so
+# (docs/performance.md, "Compile time").  Kernels are called as module globals, chosen
+# by branches on the constants, which numba prunes before typing.
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _no_region(rg, ix, a, b, c, hy):
-    """Stands for :func:`region_biases` and :func:`region_down` in passes without regions."""
-
-
-def _passes(nd: int, regions: bool, leaf_blocks: bool = False):
-    """The three tree passes for blocks of size ``nd``, a compile-time constant of each
-    (a closure variable): LLVM sees the one-joint kernels' nd loops with constant trip
-    counts and unrolls and vectorises them (index-3's matrix pass at 128 links 156 -> 94
-    us, dca's 1024-body evaluation 1632 -> 1211 us).  One set per size, so a formulation
-    compiles only its own (dca/hdca: 6, index-3: 7); merges over several joints take the
-    general kernels.  With ``regions`` the passes take the regions' workspace ``hy``
-    (:meth:`TreeLayout.hybrid`) and assemble each articulated-body region by its
-    recursion where its head merge would be (merges inside it are skipped).  With
-    ``leaf_blocks`` (nd = 7, index-3: every block of a leaf is its ``delta_i``) the matrix
-    pass takes :func:`_merge_matrices_leaf3` where it applies."""
-    if regions:
-        matrices_of, biases_of, down_of, region_at = region_matrices, region_biases, region_down, _region_at
-    else:
-        matrices_of, biases_of, down_of, region_at = _no_region_matrices, _no_region, _no_region, _no_region_at
+def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
+    """The three passes' loops over a range of merges, for blocks of size ``nd``: with
+    ``regions``, an articulated-body region is assembled by its recursion where its head
+    merge is (merges inside it are skipped); with ``leaf_blocks`` (nd = 7, index-3) the
+    matrix pass takes :func:`_merge_matrices_leaf3` where it applies."""
 
     @njit(cache=True, nogil=True, _nrt=False)
     def matrices_over(merges, k0, k1, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy):
         """The matrix pass over ``merges[k0:k1]``, in order (a region by its head)."""
         for k in range(k0, k1):
             m = merges[k]
-            rg = region_at(m, hy)
+            rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
-                matrices_of(rg, ix, Phi, hy)
+                if regions:
+                    region_matrices(rg, ix, Phi, hy)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):
@@ -1540,9 +1530,10 @@ def _passes(nd: int, regions: bool, leaf_blocks: bool = False):
         """The bias pass over ``merges[k0:k1]``, in order."""
         for k in range(k0, k1):
             m = merges[k]
-            rg = region_at(m, hy)
+            rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
-                biases_of(rg, ix, bv, G, g0, hy)
+                if regions:
+                    region_biases(rg, ix, bv, G, g0, hy)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):
@@ -1555,9 +1546,10 @@ def _passes(nd: int, regions: bool, leaf_blocks: bool = False):
         """The disassembly over ``merges[k0:k1]``, in reverse order."""
         for k in range(k1 - 1, k0 - 1, -1):
             m = merges[k]
-            rg = region_at(m, hy)
+            rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
-                down_of(rg, ix, Fh, G, lam, hy)
+                if regions:
+                    region_down(rg, ix, Fh, G, lam, hy)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):
@@ -1565,7 +1557,25 @@ def _passes(nd: int, regions: bool, leaf_blocks: bool = False):
             else:
                 _merge_down(m, ix, Fh, G, sel, lam, Y, y0)
 
-    # Each pass calls its loop above once per subtree and once for the top (from
+    return matrices_over, biases_over, down_over
+
+
+#: the loops for 6-vectors with regions (dca, hdca) and for Euler-parameter coordinates (index-3)
+_matrices_over6, _biases_over6, _down_over6 = _loops(6, True)
+_matrices_over7, _biases_over7, _down_over7 = _loops(7, False, True)
+
+
+def _passes(nd: int):
+    """The three tree passes for blocks of size ``nd`` (6: dca, hdca; 7: index-3), a
+    compile-time constant of each (a closure variable): LLVM sees the one-joint kernels'
+    nd loops with constant trip counts and unrolls and vectorises them (index-3's matrix
+    pass at 128 links 156 -> 94 us, dca's 1024-body evaluation 1632 -> 1211 us).  One set
+    per size, so a formulation compiles only its own; merges over several joints take the
+    general kernels.  The loops are :func:`_loops`'s (dca's and hdca's take the regions'
+    workspace ``hy``, :meth:`TreeLayout.hybrid`)."""
+    six = nd == 6
+
+    # Each pass calls its loop once per subtree and once for the top (from
     # ``sub_start[0]`` = 0, an int64 like the subtrees' bounds: one specialisation): the
     # merge kernels are then compiled once per pass, not once in the parallel region's
     # body and again in the serial loop (compile time, docs/performance.md).
@@ -1579,10 +1589,18 @@ def _passes(nd: int, regions: bool, leaf_blocks: bool = False):
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:  # no parallel region at all for small trees
             for s in prange(sub_start.shape[0] - 1):
-                matrices_over(sub_merges, sub_start[s], sub_start[s + 1], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E,
-                              scr, eps, sgn, tol, hy)
-        matrices_over(top_merges, sub_start[0], top_merges.shape[0], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn,
-                      tol, hy)
+                if six:
+                    _matrices_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y,
+                                    E, scr, eps, sgn, tol, hy)
+                else:
+                    _matrices_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y,
+                                    E, scr, eps, sgn, tol, hy)
+        if six:
+            _matrices_over6(top_merges, sub_start[0], top_merges.shape[0], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E,
+                            scr, eps, sgn, tol, hy)
+        else:
+            _matrices_over7(top_merges, sub_start[0], top_merges.shape[0], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E,
+                            scr, eps, sgn, tol, hy)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
     def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy=None):
@@ -1590,25 +1608,40 @@ def _passes(nd: int, regions: bool, leaf_blocks: bool = False):
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                biases_over(sub_merges, sub_start[s], sub_start[s + 1], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
-                            scr, sgn, hy)
-        biases_over(top_merges, sub_start[0], top_merges.shape[0], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy)
+                if six:
+                    _biases_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0,
+                                  y0, scr, sgn, hy)
+                else:
+                    _biases_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0,
+                                  y0, scr, sgn, hy)
+        if six:
+            _biases_over6(top_merges, sub_start[0], top_merges.shape[0], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
+                          scr, sgn, hy)
+        else:
+            _biases_over7(top_merges, sub_start[0], top_merges.shape[0], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
+                          scr, sgn, hy)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
     def disassemble(ix, Fh, G, sel, lam, Y, y0, hy=None):
         """Root to leaves: every joint's multipliers and every handle's force."""
         sub_start, sub_merges, top_merges = ix[21], ix[22], ix[23]
-        down_over(top_merges, sub_start[0], top_merges.shape[0], ix, Fh, G, sel, lam, Y, y0, hy)
+        if six:
+            _down_over6(top_merges, sub_start[0], top_merges.shape[0], ix, Fh, G, sel, lam, Y, y0, hy)
+        else:
+            _down_over7(top_merges, sub_start[0], top_merges.shape[0], ix, Fh, G, sel, lam, Y, y0, hy)
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
-                down_over(sub_merges, sub_start[s], sub_start[s + 1], ix, Fh, G, sel, lam, Y, y0, hy)
+                if six:
+                    _down_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, Fh, G, sel, lam, Y, y0, hy)
+                else:
+                    _down_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, Fh, G, sel, lam, Y, y0, hy)
 
     return assemble_matrices, assemble_biases, disassemble
 
 
 #: the passes for 6-vectors (dca, hdca) and for Euler-parameter coordinates (index-3)
-assemble_matrices6, assemble_biases6, disassemble6 = _passes(6, True)
-assemble_matrices7, assemble_biases7, disassemble7 = _passes(7, False, True)
+assemble_matrices6, assemble_biases6, disassemble6 = _passes(6)
+assemble_matrices7, assemble_biases7, disassemble7 = _passes(7)
 
 
 # ------------------------------------------------------- singular configurations

@@ -145,3 +145,46 @@ def test_every_kernel_states_whether_it_uses_reference_counting():
                 if "_nrt" not in kw:
                     missing.append(f"{path.relative_to(ENGINE.parent)}:{node.lineno} {node.name}")
     assert not missing, "kernels without an explicit _nrt: " + ", ".join(missing)
+
+
+def _dispatchers():
+    """Every numba kernel of the engine: module globals, and the kernels they close over."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    found, todo = {}, []
+    for info in pkgutil.walk_packages([str(ENGINE)], "engine."):
+        if info.name.startswith("engine.studies") or info.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(info.name)
+        todo += [d for d in vars(mod).values() if isinstance(d, CPUDispatcher)]
+    while todo:
+        d = todo.pop()
+        if id(d) in found:
+            continue
+        found[id(d)] = d
+        for cell in d.py_func.__closure__ or ():
+            if isinstance(cell.cell_contents, CPUDispatcher):
+                todo.append(cell.cell_contents)
+    return list(found.values())
+
+
+def test_cached_kernels_close_over_constants_only():
+    """numba keys a closure's cache entry by pickling its cells, and a kernel pickles with
+    a uuid drawn in each process and the signatures it has compiled so far: a cached
+    kernel that closes over another kernel misses the cache in every process.  Measured:
+    hdca's first evaluation compiled the tree passes for 24 s in every process, index-3's
+    for 36 s, with the cache full (treesolve._passes before 2026-11-28)."""
+    kernels = _dispatchers()
+    assert len(kernels) > 100
+    bad = []
+    for d in kernels:
+        if type(d._cache).__name__ == "NullCache":  # not cached (cache=False)
+            continue
+        for name, cell in zip(d.py_func.__code__.co_freevars, d.py_func.__closure__ or ()):
+            if not isinstance(cell.cell_contents, (bool, int, float, str, type(None))):
+                bad.append(f"{d.py_func.__module__}.{d.py_func.__qualname__}: {name} "
+                           f"({type(cell.cell_contents).__name__})")
+    assert not bad, "kernels closing over more than constants: " + "; ".join(bad)
