@@ -157,7 +157,7 @@ def _dispatchers():
     found, todo = {}, []
     for info in pkgutil.walk_packages([str(ENGINE)], "engine."):
         if info.name.startswith("engine.studies") or info.name.endswith("__main__"):
-            continue
+            continue  # no kernels: the studies drive the formulations (and import the optional peers)
         mod = importlib.import_module(info.name)
         todo += [d for d in vars(mod).values() if isinstance(d, CPUDispatcher)]
     while todo:

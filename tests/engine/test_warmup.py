@@ -84,7 +84,7 @@ def test_a_second_process_compiles_nothing_for_any_formulation():
     process, 24 and 36 s, while the tree passes closed over other kernels (numba keyed
     those cache entries by a uuid drawn per process)."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    for attempt in range(2):
+    for _ in range(2):
         r = subprocess.run([sys.executable, "-c", _EVERY, str(FOURBAR)], env=env, capture_output=True, text=True,
                            timeout=1800)
         assert r.returncode == 0, r.stderr[-3000:]
