@@ -1495,8 +1495,8 @@ def _no_region_at(m, hy):
 # pickles with a uuid drawn in each process and the signatures compiled so far, so a
 # closure over a kernel misses the cache in every process and compiles again -- 24 s
 # for hdca's first evaluation, 36 s for index-3's, measured before this was so
-# (docs/performance.md, "Compile time").  Kernels are called as module globals, chosen
-# by branches on the constants, which numba prunes before typing.
+# (docs/performance.md, "Kernels that missed a full cache").  Kernels are called as
+# module globals, chosen by branches on the constants, which numba prunes before typing.
 
 
 def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
