@@ -17,6 +17,11 @@ through ``send``, a refinement level for the output state it just yielded -- ``N
 or 0 accepts it; ``level > 0`` redoes that output interval from the last accepted state
 with ``2**level`` sub-steps (rk4) or ``max_step = dt / 2**level`` (adaptive solvers)
 and yields the new state at the same instant.  Plain iteration accepts everything.
+
+Stalls (adaptive solvers, when the pipeline's monitor acts): ``stall_steps`` accepted
+steps in a row, each shorter than ``config.STALL_RATIO`` of the output interval, raise
+:class:`StepCollapse` -- the solver is resolving a near-impulse that Linkwork's smooth
+models cannot contain (docs/formulations.md, "Singular configurations").
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from . import config
 from .errors import SimulationError
 
 #: integrator name -> scipy.integrate's solver class name.  scipy.integrate is imported
@@ -97,6 +103,37 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
         y = yk
 
 
+class StepCollapse(SimulationError):
+    """An adaptive solver's accepted steps collapsed far below the output interval and
+    stayed there (``steps`` in a row, the last ``h`` seconds long)."""
+
+    def __init__(self, t: float, method: str, h: float, steps: int, dt: float):
+        self.h = float(h)
+        self.steps = int(steps)
+        super().__init__(t, f"{method}'s steps collapsed to {h:.2g} s ({steps} accepted steps in a row shorter "
+                            f"than {config.STALL_RATIO:g} of the output interval {dt:g} s)")
+
+
+class _Stall:
+    """Counts consecutive accepted steps shorter than ``config.STALL_RATIO * dt``."""
+
+    def __init__(self, steps: int, dt: float, method: str):
+        self.limit = int(steps)
+        self.h_small = config.STALL_RATIO * dt
+        self.dt = dt
+        self.method = method
+        self.run = 0
+
+    def step(self, solver) -> None:
+        h = abs(solver.t - solver.t_old)
+        if h >= self.h_small:
+            self.run = 0
+            return
+        self.run += 1
+        if self.run >= self.limit:
+            raise StepCollapse(solver.t, self.method, h, self.run, self.dt)
+
+
 def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step, max_step=np.inf):
     kwargs = {"rtol": rtol, "atol": atol}
     if first_step is not None and first_step > 0:
@@ -109,8 +146,9 @@ def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step, max_step=np.
     return solver
 
 
-def _advance(solver, form, method, bound):
-    """One accepted step (with the formulation's step bound and the retry cap, if any)."""
+def _advance(solver, form, method, bound, stall=None):
+    """One accepted step (with the formulation's step bound and the retry cap, if any;
+    ``stall``: the collapse counter)."""
     cap = getattr(solver, "cap", np.inf)
     if bound is not None:
         hmax = bound(solver.t, solver.y)
@@ -120,10 +158,12 @@ def _advance(solver, form, method, bound):
     msg = solver.step()
     if solver.status == "failed":
         raise SimulationError(solver.t, f"{method} failed: {msg}")
+    if stall is not None:
+        stall.step(solver)
     return getattr(solver, "h_abs", None) or solver.step_size  # the solver's next proposal
 
 
-def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled):
+def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled, stall=None):
     """Integrate [t0, t1] landing exactly on t1 (the projecting formulations: projection
     after every step near a singular configuration).  Returns (y(t1), next step) or None
     when cancelled."""
@@ -131,7 +171,7 @@ def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled
     while solver.status == "running":
         if cancelled():
             return None
-        h = _advance(solver, form, method, bound)
+        h = _advance(solver, form, method, bound, stall)
         # explicit Runge-Kutta solvers restart cheaply: project after every step
         # while a singular configuration is crossed (multistep and implicit ones
         # would pay a cold start and a Jacobian each time)
@@ -143,11 +183,12 @@ def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled
 
 
 def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: float, atol: float,
-              cancelled: Callable[[], bool]) -> Iterator:
+              cancelled: Callable[[], bool], stall_steps: int | None = None) -> Iterator:
     import scipy.integrate
 
     cls = getattr(scipy.integrate, SCIPY_METHODS[method])
     ts = output_times(dt, t_end)
+    stall = None if not stall_steps else _Stall(stall_steps, dt, method)
     yield ts[0], y0
     bound = getattr(form, "step_bound", None)
     if form.projects:
@@ -161,7 +202,7 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
             while True:
                 cap = np.inf if not level else (t1 - t0) / (1 << level)
                 res = _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h if not level else cap, cap,
-                                cancelled)
+                                cancelled, stall)
                 if res is None:
                     return
                 yk = form.post_step(t1, res[0])
@@ -184,7 +225,7 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
         while solver.status == "running" and solver.t < ts[k] - tol_t:
             if cancelled():
                 return
-            h = _advance(solver, form, method, bound)
+            h = _advance(solver, form, method, bound, stall)
         if abs(ts[k] - solver.t) <= tol_t or solver.status == "finished" and solver.t <= ts[k]:
             yk = solver.y.copy()
         else:
@@ -197,7 +238,7 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
             while level:
                 cap = (ts[k] - ts[k - 1]) / (1 << level)
                 res = _interval(cls, method, form, bound, ts[k - 1], y_prev, ts[k], rtol, atol, cap, cap,
-                                cancelled)
+                                cancelled, stall)
                 if res is None:
                     return
                 yk = res[0]

@@ -123,15 +123,17 @@ class Monitor:
         by ENERGY_SCALE_FLOOR of :func:`gravity_energy` (early in a run released at rest)."""
         return max(self.ke_peak if ke_peak is None else ke_peak, self.e_floor, 1e-300)
 
-    def _worst_joint(self, recorder) -> str:
-        """Name the joint (and its loop) with the largest position residual of the last row."""
+    def _worst_joint(self, recorder, loops_only: bool = False) -> str:
+        """Name the joint (and its loop) with the largest position residual of the last row
+        (``loops_only``: among the cut joints, when there are any)."""
         m = self.model
         phi = np.abs(recorder._phi)
         if phi.size == 0:
             return "the mechanism"
         c_adr = m.c_adr
         worst, j_worst = -1.0, 0
-        for j in range(m.nj):
+        first = m.nb if loops_only and m.nj > m.nb else 0
+        for j in range(first, m.nj):
             n = int(m.nc_j[j])
             if n and phi[c_adr[j]:c_adr[j] + n].max() > worst:
                 worst, j_worst = float(phi[c_adr[j]:c_adr[j] + n].max()), j
@@ -258,6 +260,27 @@ class Monitor:
         if cond is not None and cond < self.min_conditioning:
             self.min_conditioning, self.t_closest = float(cond), t
         return 0
+
+    def collapsed(self, exc, recorder) -> SimulationError:
+        """The run's error for an adaptive solver whose steps collapsed
+        (:class:`~engine.integrators.StepCollapse`).  Near a singular configuration the
+        solver is resolving the joint rates reversing inside a step -- a branch switch, the
+        continuity check's verdict reached before the wait; elsewhere the right-hand side
+        is too stiff for an explicit solver at these tolerances."""
+        cond = self.form.health().get("loop_conditioning")
+        near = cond is not None and self._cond0 is not None and cond < config.SINGULAR_WINDOW * self._cond0
+        if near:
+            # the closest approach of the accepted rows, when it was closer than this state
+            closest = self._closest() if self.min_conditioning < cond else ""
+            msg = (f"{self._worst_joint(recorder, loops_only=True)} (loop conditioning {cond:.2g} there): "
+                   f"{exc.reason} while crossing a singular configuration: the joint rates change within a "
+                   f"step, the motion is leaving its branch{closest}. "
+                   f"{getattr(self.form, 'remedy', '')}")
+        else:
+            msg = (f"{exc.reason}: the accelerations change faster than the solver can follow (a stiff "
+                   f"mechanism, or a right-hand side that is not smooth){self._closest()}. Try an implicit "
+                   "integrator (--integrator radau or bdf) or looser tolerances (--rtol, --atol).")
+        return SimulationError(exc.t, msg.rstrip())
 
     def failed_evaluation(self, t: float, exc: SimulationError) -> int:
         """An evaluation raised at the new state (e.g. inconsistent closure equations next to a

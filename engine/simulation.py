@@ -19,7 +19,7 @@ import numpy as np
 from . import config
 from .errors import SettingsError, SimulationError
 from .formulations import REGISTRY, default_formulation
-from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, rk4, scipy_ode
+from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, StepCollapse, rk4, scipy_ode
 from .model import Model
 from .monitor import Monitor
 from .results import Recorder
@@ -224,8 +224,9 @@ class Simulation:
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set)
         else:
+            acts = self.monitor is not None and self.monitor.acts
             yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
-                                 self._cancel.is_set)
+                                 self._cancel.is_set, config.STALL_STEPS if acts else None)
 
     def states(self):
         """Yield the raw ``(t, y)`` at every output instant, without evaluating rows:
@@ -292,11 +293,16 @@ class Simulation:
                 except StopIteration:
                     break
         except SimulationError as exc:
+            err = exc
             if mon is not None:
-                mon.log("failed", exc.t, exc.reason)
+                if isinstance(exc, StepCollapse):
+                    err = mon.collapsed(exc, rec)  # names the loop and what it means
+                mon.log("failed", err.t, err.reason)
             if rows:
                 yield chunk()
-            raise
+            if err is exc:
+                raise
+            raise err from exc
         except (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError) as exc:
             if mon is not None:
                 mon.log("failed", t_now, f"numerical failure: {exc}")

@@ -1,0 +1,111 @@
+"""How small the adaptive solvers' steps get on the bundled examples (the stall guard's margin).
+
+The pipeline ends a run with exit 3 when an adaptive solver takes ``config.STALL_STEPS``
+accepted steps in a row, each shorter than ``config.STALL_RATIO`` of the output interval
+(engine/integrators.py, ``StepCollapse``).  This prints, for every bundled example, ODE
+formulation and error-controlled integrator, the smallest accepted step relative to the
+output interval and the longest run of steps under ``STALL_RATIO``, with the guard
+counting but never stopping a run (everything else as in a normal run, monitor on):
+
+    python benchmarks/step_collapse.py [--t-end 2] [--only parallelogram-fourbar] [--forms dca,hdca]
+
+A run that stops for another reason (exit 3 from the monitor, rcr's change of mobility)
+shows the time it reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine import config, integrators  # noqa: E402
+from engine.errors import SettingsError, SimulationError  # noqa: E402
+from engine.model import load_model  # noqa: E402
+from engine.paths import examples_dir  # noqa: E402
+from engine.simulation import Settings, Simulation  # noqa: E402
+
+FORMS = ("dense", "dca", "hdca", "rcr", "embedding")
+SOLVERS = (("dop853", 1e-10), ("rk45", 1e-8))
+
+
+class _Counting(integrators._Stall):
+    """The guard's counter, recording instead of stopping."""
+
+    seen: list["_Counting"] = []
+
+    def __init__(self, steps, dt, method):
+        super().__init__(steps, dt, method)
+        self.limit = 1 << 62
+        self.longest = 0
+        self.min_ratio = float("inf")
+        self.steps = 0
+        _Counting.seen.append(self)
+
+    def step(self, solver):
+        h = abs(solver.t - solver.t_old)
+        self.steps += 1
+        if h > 0:
+            self.min_ratio = min(self.min_ratio, h / self.dt)
+        super().step(solver)
+        self.longest = max(self.longest, self.run)
+
+
+def measure(path: Path, form: str, method: str, tol: float, t_end: float) -> dict:
+    _Counting.seen.clear()
+    try:
+        sim = Simulation(load_model(path), Settings(formulation=form, integrator=method, rtol=tol, atol=tol,
+                                                    t_end=t_end))
+    except SettingsError:  # e.g. a coupling the formulation cannot honour
+        return {"status": "not supported", "wall": 0.0, "steps": 0, "min_ratio": float("nan"), "longest": 0}
+    c0 = time.perf_counter()
+    try:
+        sim.run_all()
+        status = "ok"
+    except SimulationError as exc:
+        status = f"exit 3 at {exc.t:.4g} s"
+    wall = time.perf_counter() - c0
+    g = _Counting.seen[0] if _Counting.seen else None
+    return {"status": status, "wall": wall, "steps": g.steps if g else 0,
+            "min_ratio": g.min_ratio if g else float("nan"), "longest": g.longest if g else 0}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--t-end", type=float, default=2.0)
+    ap.add_argument("--only", default="", help="comma-separated example names (without .mech.json)")
+    ap.add_argument("--forms", default=",".join(FORMS))
+    args = ap.parse_args(argv)
+    integrators._Stall = _Counting  # the simulation builds its guard through this name
+    names = [n for n in args.only.split(",") if n]
+    paths = sorted(examples_dir().glob("*.mech.json"))
+    if names:
+        paths = [p for p in paths if p.name.removesuffix(".mech.json") in names]
+    print(f"guard: {config.STALL_STEPS} steps in a row under {config.STALL_RATIO:g} of the output interval; "
+          f"t_end = {args.t_end:g} s, monitor on")
+    print(f"| example | formulation | solver | steps | smallest step / dt | longest run under the ratio | "
+          f"result | wall [s] |")
+    print("|---|---|---|---:|---:|---:|---|---:|")
+    worst = {"ok": (-1, ""), "stopped": (-1, "")}  # runs that ended normally / with exit 3
+    for path in paths:
+        for form in args.forms.split(","):
+            for method, tol in SOLVERS:
+                r = measure(path, form, method, tol, args.t_end)
+                name = path.name.removesuffix(".mech.json")
+                print(f"| {name} | {form} | {method} {tol:g} | {r['steps']} | {r['min_ratio']:.2g} | "
+                      f"{r['longest']} | {r['status']} | {r['wall']:.1f} |", flush=True)
+                key = "ok" if r["status"] == "ok" else "stopped"
+                if r["status"] != "not supported" and r["longest"] > worst[key][0]:
+                    worst[key] = (r["longest"], f"{name}, {form}, {method}")
+    for key, what in (("ok", "ended normally"), ("stopped", "stopped with exit 3")):
+        print(f"longest run of steps under the ratio in a run that {what}: {worst[key][0]} ({worst[key][1]}); "
+              f"the guard stops at {config.STALL_STEPS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
