@@ -264,9 +264,11 @@ class Monitor:
     def collapsed(self, exc, recorder) -> SimulationError:
         """The run's error for an adaptive solver whose steps collapsed
         (:class:`~engine.integrators.StepCollapse`).  Near a singular configuration the
-        solver is resolving the joint rates reversing inside a step -- a branch switch, the
-        continuity check's verdict reached before the wait; elsewhere the right-hand side
-        is too stiff for an explicit solver at these tolerances."""
+        solver is resolving either the joint rates reversing inside a step (a branch
+        switch: dca with dop853 at 1e-10 on the parallelogram) or the round-off of the loop
+        solve, which grows as the loop conditioning falls, against tolerances tighter than
+        it (hdca at 1e-12 there); elsewhere the right-hand side is too stiff for an
+        explicit solver at these tolerances."""
         cond = self.form.health().get("loop_conditioning")
         near = cond is not None and self._cond0 is not None and cond < config.SINGULAR_WINDOW * self._cond0
         if near:
@@ -274,8 +276,8 @@ class Monitor:
             closest = self._closest() if self.min_conditioning < cond else ""
             msg = (f"{self._worst_joint(recorder, loops_only=True)} (loop conditioning {cond:.2g} there): "
                    f"{exc.reason} while crossing a singular configuration: the joint rates change within a "
-                   f"step, the motion is leaving its branch{closest}. "
-                   f"{getattr(self.form, 'remedy', '')}")
+                   "step (the motion leaving its branch), or the tolerances are tighter than the round-off of "
+                   f"the loop solve there{closest}. {getattr(self.form, 'remedy', '')}")
         else:
             msg = (f"{exc.reason}: the accelerations change faster than the solver can follow (a stiff "
                    f"mechanism, or a right-hand side that is not smooth){self._closest()}. Try an implicit "

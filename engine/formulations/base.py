@@ -167,8 +167,15 @@ class Formulation(ABC):
     parameters: tuple[str, ...] = ()
     #: one line for tooltips and the formulation guide
     summary: str = ""
-    #: what to try when the pipeline's monitor stops a run of this formulation (exit 3)
-    remedy: str = "Try a smaller --dt, or an adaptive integrator (e.g. --integrator dop853)."
+    @property
+    def remedy(self) -> str:
+        """What to try when the pipeline's monitor stops a run of this formulation (exit 3);
+        formulations with a better answer override it with a class attribute."""
+        if getattr(self.settings, "integrator", "rk4") in ("rk4", "trapezoidal"):
+            return "Try a smaller --dt, or an adaptive integrator (e.g. --integrator dop853)."
+        return ("Try rk4 with a fixed --dt (e.g. --integrator rk4 --dt 0.01) or other tolerances (--rtol, --atol); "
+                "the dense formulation crosses singular configurations with dop853 too (docs/formulations.md, "
+                "\"Singular configurations\").")
     #: True if the formulation honours the file's couplings (gear pairs, contract section 1)
     honours_couplings: bool = False
 
