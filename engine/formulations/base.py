@@ -167,6 +167,9 @@ class Formulation(ABC):
     parameters: tuple[str, ...] = ()
     #: one line for tooltips and the formulation guide
     summary: str = ""
+    #: True if the formulation honours the file's couplings (gear pairs, contract section 1)
+    honours_couplings: bool = False
+
     @property
     def remedy(self) -> str:
         """What to try when the pipeline's monitor stops a run of this formulation (exit 3);
@@ -176,8 +179,6 @@ class Formulation(ABC):
         return ("Try rk4 with a fixed --dt (e.g. --integrator rk4 --dt 0.01) or other tolerances (--rtol, --atol); "
                 "the dense formulation crosses singular configurations with dop853 too (docs/formulations.md, "
                 "\"Singular configurations\").")
-    #: True if the formulation honours the file's couplings (gear pairs, contract section 1)
-    honours_couplings: bool = False
 
     def __init__(self, model: Model, settings):
         start_parallel_backend()  # before any cached parallel kernel runs

@@ -75,7 +75,7 @@ def test_parallelogram_with_an_error_controlled_integrator_right_branch_or_exit_
     (the joint rates reversed inside one output interval: J1 -2.86 -> +3.34 rad/s) and ended
     with exit 0 and the coupler turned by pi: the monitor's continuity check of the twists
     against the accelerations stopped it, after dop853 had ground through 2.8 million
-    right-hand sides of steps near 1e-10 s (78 s); the stall guard stops it where the steps
+    right-hand sides of steps under 1e-8 s (78 s); the stall guard stops it where the steps
     collapse."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     sim = Simulation(model, Settings(formulation=form, integrator="dop853", rtol=1e-10, atol=1e-10, t_end=5.0))
