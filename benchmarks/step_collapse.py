@@ -102,6 +102,9 @@ def main(argv=None) -> int:
                 if r["status"] != "not supported" and r["longest"] > worst[key][0]:
                     worst[key] = (r["longest"], f"{name}, {form}, {method}")
     for key, what in (("ok", "ended normally"), ("stopped", "stopped with exit 3")):
+        if worst[key][0] < 0:
+            print(f"no run {what}")
+            continue
         print(f"longest run of steps under the ratio in a run that {what}: {worst[key][0]} ({worst[key][1]}); "
               f"the guard stops at {config.STALL_STEPS}")
     return 0
