@@ -123,6 +123,11 @@ class Monitor:
         by ENERGY_SCALE_FLOOR of :func:`gravity_energy` (early in a run released at rest)."""
         return max(self.ke_peak if ke_peak is None else ke_peak, self.e_floor, 1e-300)
 
+    def _near(self, cond) -> bool:
+        """The loops are near a singular configuration: their conditioning below
+        SINGULAR_WINDOW of the first one reported."""
+        return cond is not None and self._cond0 is not None and cond < config.SINGULAR_WINDOW * self._cond0
+
     def _worst_joint(self, recorder, loops_only: bool = False) -> str:
         """Name the joint (and its loop) with the largest position residual of the last row
         (``loops_only``: among the cut joints, when there are any)."""
@@ -204,7 +209,7 @@ class Monitor:
                         f"{config.MONITOR_ENERGY_DRIFT:g})")
         if cond is not None and self._cond0 is None:
             self._cond0 = max(float(cond), 1e-300)
-        near = cond is not None and cond < config.SINGULAR_WINDOW * self._cond0
+        near = self._near(cond)
         if self._prev is not None:
             _, vp0, vv0, e_prev = self._prev
             if not self.integrates_velocities:
@@ -270,7 +275,7 @@ class Monitor:
         it (hdca at 1e-12 there); elsewhere the right-hand side is too stiff for an
         explicit solver at these tolerances."""
         cond = self.form.health().get("loop_conditioning")
-        near = cond is not None and self._cond0 is not None and cond < config.SINGULAR_WINDOW * self._cond0
+        near = self._near(cond)
         if near:
             # the closest approach of the accepted rows, when it was closer than this state
             closest = self._closest() if self.min_conditioning < cond else ""
