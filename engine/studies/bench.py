@@ -52,6 +52,37 @@ def _time_call(f, min_batch=0.05, repeats=5) -> float:
     return best
 
 
+def _time_interleaved(calls: dict, min_batch=0.05, rounds=5) -> dict:
+    """Seconds per call of each of ``calls`` (name -> callable), timed in turns: every
+    round times one batch of each callable, and each keeps its best round.  On a shared
+    machine whose speed changes over seconds, a slow window then falls on every entry
+    of a row alike, not on whichever one was being timed in it (as with
+    :func:`_time_call` run for each in turn), and the best rounds are spread over the
+    whole row's time."""
+    batch = {}
+    for name, f in calls.items():
+        f()
+        n = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            dt = time.perf_counter() - t0
+            if dt >= min_batch:
+                break
+            n *= 2
+        batch[name] = (n, dt / n)
+    best = {name: per for name, (_, per) in batch.items()}
+    for _ in range(rounds - 1):
+        for name, f in calls.items():
+            n = batch[name][0]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                f()
+            best[name] = min(best[name], (time.perf_counter() - t0) / n)
+    return best
+
+
 def _chain_model(n: int, kind: str):
     from ..generators import chain
     from ..model import build_model

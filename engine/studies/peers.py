@@ -52,10 +52,10 @@ def peers_available() -> tuple[bool, str]:
     return True, ""
 
 
-def _time_call(f, min_batch=0.05, repeats=5) -> float:
-    from .bench import _time_call as tc
+def _time_interleaved(calls: dict, min_batch=0.05, rounds=5) -> dict:
+    from .bench import _time_interleaved as ti
 
-    return tc(f, min_batch, repeats)
+    return ti(calls, min_batch, rounds)
 
 
 # ------------------------------------------------------------------ the mechanism
@@ -210,6 +210,7 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
     acc_ref = ev.acc
     v = peer_velocities(model, ev)
     row = {"chain": kind, "n": n, "nv": model.nv, "time_s": {}, "agreement": {}}
+    calls = {}
 
     # Pinocchio: agreement on a model whose Data fits, then timing while it fits
     pm, jid, anchor = pinocchio_model(model)
@@ -240,10 +241,9 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
         a_crba = np.linalg.solve(M, tau - pin.nonLinearEffects(pm, pdata, q0, v))
         row["agreement"]["pinocchio crba+solve (check)"] = _rel(
             body_accelerations(pm, pdata, jid, model, anchor, q0, v, a_crba), acc_ref)
-        row["time_s"]["pinocchio aba"] = _time_call(lambda: pin.aba(pm, pdata, q0, v, tau))
-        del pdata
+        calls["pinocchio aba"] = lambda: pin.aba(pm, pdata, q0, v, tau)
     if mm is not None:
-        row["time_s"]["mujoco mj_forward"] = _time_call(lambda: mujoco.mj_forward(mm, md))
+        calls["mujoco mj_forward"] = lambda: mujoco.mj_forward(mm, md)
 
     numba.set_num_threads(1)
     accs = {}
@@ -254,7 +254,10 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
         y = form.initial_state()
         accs[f] = form.evaluate(0.0, y).acc
         row["agreement"][f] = _rel(accs[f], acc_ref)
-        row["time_s"][f] = _time_call(lambda form=form, y=y: form.rhs(0.0, y))
+        calls[f] = lambda form=form, y=y: form.rhs(0.0, y)
+    # every entry of the row timed in turns, so that a slow window of the shared machine
+    # does not fall on one of them only
+    row["time_s"].update(_time_interleaved(calls))
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     # the O(n) formulations against each other, a check that does not go through dense
     on = [f for f in accs if f != "dense"]
@@ -322,7 +325,9 @@ def markdown(result: dict, cpu: str, date: str) -> str:
            f"`linkwork bench --peers`, one run, one thread, on {cpu}.", "",
            "Microseconds per forward-dynamics call (Linkwork: one ODE right-hand side); per body in "
            "brackets after it; ratio to Pinocchio's `aba` after `x`.  Pinocchio's figure in brackets is "
-           "its measured per-body cost at the largest size whose Data fits in memory, times n.", "",
+           "its measured per-body cost at the largest size whose Data fits in memory, times n.  Each "
+           "figure is the best of five rounds in which every entry of its row was timed in turn "
+           "(one batch of >= 50 ms each).", "",
            "| chain | n | pinocchio aba | mujoco mj_forward | " + " | ".join(forms) + " | difference: aba | "
            "crba+solve | mj_forward | worst Linkwork | Linkwork mutual |",
            "|---|---|---|---|" + "---|" * len(forms) + "---|---|---|---|---|"]
