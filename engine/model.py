@@ -135,6 +135,14 @@ class Model:
     g_ratio: np.ndarray = None  # (ng,) mu
     g_q0: np.ndarray = None  # (ng, 2) driver and driven coordinates at t = 0 (from q_zero)
 
+    def __setstate__(self, state: dict) -> None:
+        """A copied or unpickled model keeps its arrays read-only.  numpy hands out
+        writeable arrays on both, and numba types read-only arrays apart from writeable
+        ones: a copy's formulation compiled every kernel again (57 s for ``dca``)
+        instead of loading them from the cache."""
+        _frozen(**state)
+        self.__dict__.update(state)
+
     @property
     def ng(self) -> int:
         """Number of couplings (gear pairs): one constraint equation each."""

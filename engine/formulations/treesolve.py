@@ -291,7 +291,9 @@ def _region_arrays(model: Model, tree: AssemblyTree, region_of: np.ndarray, regi
     the handle slots of its joint to the parent on itself and on the parent (as leaves),
     the joint's first freedom and freedom count, and its region (-1: none)."""
     nb = tree.nb
-    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    # arrays of its own, never read-only views of the model's: a copied or unpickled layout
+    # gets writeable arrays, which numba types apart, and would compile every kernel again
+    i64 = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
     reg_start = i64(np.concatenate([[0], np.cumsum([len(r) for r in regions])]))
     reg_body = i64([b for r in regions for b in r])
     reg_head = np.zeros(len(regions), dtype=np.int64)

@@ -553,6 +553,40 @@ def test_a_copied_formulation_evaluates_into_its_own_arrays(name):
         f.rhs(0.0, y)
 
 
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("name", ["dense", "dca", "hdca", "index3", "rcr", "embedding"])
+def test_a_copied_formulation_compiles_nothing(name, how):
+    """A copy's arrays must have the types of the original's: numba types a read-only
+    array apart from a writeable one, and numpy's copies and unpickled arrays are
+    writeable.  The model's arrays lost their read-only flag and the regions held
+    read-only views of them, so a copied dca compiled every kernel again (57 s)."""
+    import copy
+    import pickle
+
+    from numba.core import event
+
+    model = build_model(gen.ladder(2))
+    f = Simulation(model, Settings(formulation=name)).formulation
+    y = f.initial_state()
+    # index3 steps (paper 000's Newton iteration), the others give a right-hand side
+    go = (lambda h: h.step(0.0, y.copy(), 1e-3)) if name == "index3" else (lambda h: h.rhs(0.0, y))
+    first = go(f)  # compiled or loaded here, before counting
+    compiled = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, ev):
+            pass
+
+    with event.install_listener("numba:compile", Count()):
+        g = copy.deepcopy(f) if how == "deepcopy" else pickle.loads(pickle.dumps(f))
+        assert np.array_equal(go(g), first)
+    assert compiled == []
+    assert not g.model.jtype.flags.writeable
+
+
 @pytest.mark.parametrize("name", ["dca", "hdca"])
 def test_dca_and_hdca_bind_their_kernel_on_the_first_right_hand_side(name):
     model = build_model(gen.chain(5, "spherical", planar=False))
