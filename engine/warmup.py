@@ -7,7 +7,8 @@ update of the engine compiles, every later one loads (docs/performance.md,
 "Compile time").  This command does that compiling ahead: it runs each registered
 formulation for two output steps on every bundled example, at the example's own
 default settings -- the kernels a first Run calls, with the types it calls them
-with -- and shows a progress bar, formulation by formulation, with the elapsed time.
+with -- plus the variants a formulation asks for (``Formulation.warm_variants``:
+``dca``'s two roles on a chain, which only a run on two threads calls), and shows a progress bar, formulation by formulation, with the elapsed time.
 ``scripts/setup.sh`` calls it at the end of every set-up.
 
 A record in the cache directory (:data:`RECORD`) lists the formulations done for
@@ -135,11 +136,13 @@ def examples() -> list[Path]:
 
 def warm(name: str, files: list[Path], on_file=None) -> tuple[int, list[str]]:
     """Run formulation ``name`` for two output steps on each mechanism file, at the
-    file's own default settings.  Returns how many ran and the errors of those that
+    file's own default settings and at the formulation's ``warm_variants`` of them
+    (dca: two threads on a long chain).  Returns how many ran and the errors of those that
     could not: files the formulation refuses are skipped quietly, a run that fails
     numerically has compiled its kernels all the same, anything else is reported
     (the warm-up never stops a set-up; the kernels then compile at first use)."""
     from .errors import LinkworkError, SimulationError
+    from .formulations import REGISTRY
     from .model import load_model
     from .simulation import Simulation, file_defaults
 
@@ -148,9 +151,10 @@ def warm(name: str, files: list[Path], on_file=None) -> tuple[int, list[str]]:
         try:
             model = load_model(path)
             s = file_defaults(model, name)
-            sim = Simulation(model, s.replace(formulation=name, t_end=2 * s.dt))
-            for _chunk in sim.run():
-                pass
+            s = s.replace(formulation=name, t_end=2 * s.dt)
+            for settings in [s, *REGISTRY[name].warm_variants(model, s)]:
+                for _chunk in Simulation(model, settings).run():
+                    pass
             done += 1
         except SimulationError:
             done += 1

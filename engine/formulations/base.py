@@ -196,6 +196,12 @@ class Formulation(ABC):
         return run_threads(model.nb, getattr(settings, "threads", None))
 
     @classmethod
+    def warm_variants(cls, model: Model, settings) -> list:
+        """Settings besides a file's defaults under which ``linkwork compile`` also runs this
+        formulation on ``model`` (engine/warmup.py): for kernels that only such runs call."""
+        return []
+
+    @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
         """Whether this formulation can run ``model``, and if not, why.
 

@@ -901,6 +901,20 @@ class DCAFormulation(TreeFormulation):
         self._kernel = StateKernel(kernel, self._workspace())
 
     @classmethod
+    def warm_variants(cls, model: Model, settings) -> list:
+        """An unbranched chain of ``PARALLEL_MIN_BODIES`` bodies or more on two threads:
+        its two roles (``_evaluate_chain``) are a kernel of their own, which a run calls
+        wherever it gets two threads (automatic threads from ``CHAIN_PARALLEL_MIN_BODIES``
+        bodies on a machine of three cores or more; ``--threads 2``).  Compiled at that
+        run's start they took 52 s while the application said it was loading."""
+        import numba
+
+        if (numba.config.NUMBA_NUM_THREADS < 2 or model.nb < treesolve.PARALLEL_MIN_BODIES
+                or not unbranched_chain(model)):
+            return []
+        return [settings.replace(threads=2)]
+
+    @classmethod
     def layout_threads(cls, model: Model, threads: int) -> int:
         """An unbranched open chain hanging from ground is one region on any thread count:
         on two or more threads it runs in two roles (``_evaluate_chain``) instead of being

@@ -168,3 +168,27 @@ def test_compile_with_a_failing_formulation_exits_1_and_does_not_claim_it(monkey
     err = capsys.readouterr().err
     assert "1 formulation(s) compiled" in err
     assert "dca failed on the examples above" in err
+
+
+def test_compile_also_warms_dca_two_roles_on_a_long_chain():
+    """``linkwork compile`` runs dca a second time on an unbranched chain of 64 bodies or
+    more, on two threads: the two roles (``_evaluate_chain``) are a kernel of their own,
+    which took 52 s to compile at the start of such a run.  Nowhere else."""
+    import numba
+
+    from engine.formulations import REGISTRY
+    from engine.model import load_model
+    from engine.simulation import Simulation, file_defaults
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    chain = load_model(examples_dir() / "chain-128-spherical.mech.json")
+    s = file_defaults(chain, "dca")
+    (variant,) = REGISTRY["dca"].warm_variants(chain, s)
+    assert variant.threads == 2 and variant.replace(threads=s.threads) == s
+    assert Simulation(chain, variant).formulation.two_roles
+    for name in ("parallelogram-fourbar", "chain-8-revolute", "ladder-16"):  # a loop, a short chain, a tree of loops
+        model = load_model(examples_dir() / f"{name}.mech.json")
+        assert REGISTRY["dca"].warm_variants(model, file_defaults(model, "dca")) == []
+    for other in ("dense", "hdca", "index3", "rcr", "embedding"):
+        assert REGISTRY[other].warm_variants(chain, file_defaults(chain, other)) == []
