@@ -8,7 +8,8 @@ update of the engine compiles, every later one loads (docs/performance.md,
 formulation for two output steps on every bundled example, at the example's own
 default settings -- the kernels a first Run calls, with the types it calls them
 with -- plus the variants a formulation asks for (``Formulation.warm_variants``:
-``dca``'s two roles on a chain, which only a run on two threads calls), and shows a progress bar, formulation by formulation, with the elapsed time.
+``dca``'s two roles on a chain, which only a run on two threads calls), and shows a
+progress bar, formulation by formulation, with the elapsed time.
 ``scripts/setup.sh`` calls it at the end of every set-up.
 
 A record in the cache directory (:data:`RECORD`) lists the formulations done for
