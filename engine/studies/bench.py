@@ -32,23 +32,28 @@ import time
 from pathlib import Path
 
 
-def _time_call(f, min_batch=0.05, repeats=5) -> float:
+def _per_call(f, n: int) -> float:
+    """Seconds per call of ``f`` over a batch of ``n`` calls."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f()
+    return (time.perf_counter() - t0) / n
+
+
+def _batch(f, min_batch: float) -> tuple[int, float]:
+    """After one untimed call, the smallest power of two of calls of ``f`` that takes
+    ``min_batch`` seconds or more: (that count, seconds per call in that batch)."""
     f()
     n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        dt = time.perf_counter() - t0
-        if dt >= min_batch:
-            break
+    while (per := _per_call(f, n)) * n < min_batch:
         n *= 2
-    best = dt / n
+    return n, per
+
+
+def _time_call(f, min_batch=0.05, repeats=5) -> float:
+    n, best = _batch(f, min_batch)
     for _ in range(repeats - 1):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        best = min(best, (time.perf_counter() - t0) / n)
+        best = min(best, _per_call(f, n))
     return best
 
 
@@ -59,27 +64,11 @@ def _time_interleaved(calls: dict, min_batch=0.05, rounds=5) -> dict:
     of a row alike, not on whichever one was being timed in it (as with
     :func:`_time_call` run for each in turn), and the best rounds are spread over the
     whole row's time."""
-    batch = {}
-    for name, f in calls.items():
-        f()
-        n = 1
-        while True:
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            dt = time.perf_counter() - t0
-            if dt >= min_batch:
-                break
-            n *= 2
-        batch[name] = (n, dt / n)
+    batch = {name: _batch(f, min_batch) for name, f in calls.items()}
     best = {name: per for name, (_, per) in batch.items()}
     for _ in range(rounds - 1):
         for name, f in calls.items():
-            n = batch[name][0]
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            best[name] = min(best[name], (time.perf_counter() - t0) / n)
+            best[name] = min(best[name], _per_call(f, batch[name][0]))
     return best
 
 
