@@ -904,9 +904,10 @@ class DCAFormulation(TreeFormulation):
     def warm_variants(cls, model: Model, settings) -> list:
         """An unbranched chain of ``PARALLEL_MIN_BODIES`` bodies or more on two threads:
         its two roles (``_evaluate_chain``) are a kernel of their own, which a run calls
-        wherever it gets two threads (automatic threads from ``CHAIN_PARALLEL_MIN_BODIES``
-        bodies on a machine of three cores or more; ``--threads 2``).  Compiled at that
-        run's start they took 52 s while the application said it was loading."""
+        wherever it gets two threads (``--threads 2``; the automatic count from
+        ``CHAIN_PARALLEL_MIN_BODIES`` bodies: every core from the command line, every core
+        but one in the application).  Compiled at that run's start they took 52 s while the
+        application said it was loading."""
         import numba
 
         if (numba.config.NUMBA_NUM_THREADS < 2 or model.nb < treesolve.PARALLEL_MIN_BODIES
