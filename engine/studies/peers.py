@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from .bench import _time_interleaved
+
 #: largest estimated pinocchio Data (10 n_v^3 doubles measured: 0.54 GB at n_v = 192)
 PINOCCHIO_MAX_BYTES = 1.5e9
 #: relative agreement required of every formulation and peer (issue 20)
@@ -50,12 +52,6 @@ def peers_available() -> tuple[bool, str]:
         return False, (f"the peers are not installed ({', '.join(missing)}): "
                        'pip install -e ".[bench]"  (Pinocchio: pin, MuJoCo: mujoco)')
     return True, ""
-
-
-def _time_interleaved(calls: dict, min_batch=0.05, rounds=5) -> dict:
-    from .bench import _time_interleaved as ti
-
-    return ti(calls, min_batch, rounds)
 
 
 # ------------------------------------------------------------------ the mechanism
