@@ -1182,6 +1182,58 @@ def _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T):
 
 
 @njit(cache=True, nogil=True, inline='always')
+def _matrix_step_one(p, v0, d0, d1, d2, s, Ic, D, U, IA, T):
+    """:func:`_matrix_step` for a joint of one freedom (revolute, prismatic) with motion
+    subspace column ``s``: ``U = I s``, ``D = s^T U`` and ``I - U D^-1 U^T`` with ``s``'s
+    six entries in registers, where the general step reads each through :func:`_ax` and a
+    branch.  The products by ``s``'s zero entries add exact zeros, so the sums equal the
+    general step's term by term -- the same result bit for bit."""
+    s0, s1, s2, s3, s4, s5 = s[0], s[1], s[2], s[3], s[4], s[5]
+    for a in range(6):  # U = I s
+        U[v0, a] = (((((0.0 + Ic[a, 0] * s0) + Ic[a, 1] * s1) + Ic[a, 2] * s2) + Ic[a, 3] * s3) + Ic[a, 4] * s4) \
+            + Ic[a, 5] * s5
+    D[0, 0] = 1.0 / (((((((0.0 + s0 * U[v0, 0]) + s1 * U[v0, 1]) + s2 * U[v0, 2]) + s3 * U[v0, 3])
+                       + s4 * U[v0, 4]) + s5 * U[v0, 5]))
+    if p < 0:  # a grounded region's root: its parent, ground, takes nothing
+        return p
+    dinv = D[0, 0]
+    for a in range(6):  # T = I - U D^-1 U^T
+        w0 = U[v0, a] * dinv
+        for b in range(a, 6):
+            t = Ic[a, b] - w0 * U[v0, b]
+            T[a, b] = t
+            T[b, a] = t
+    _shift_into_parent(T, d0, d1, d2, IA[p])
+    return p
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _shift_into_parent(T, d0, d1, d2, Ip):
+    """``I_p += Y^T T Y`` for the shift ``d = P_c - P_p``:
+    ``[[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]]``, ``B12 = A12 - A11 ~d`` (``T`` is
+    overwritten)."""
+    for r in range(3):
+        # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
+        g0_ = T[3 + r, 1] * d2 - T[3 + r, 2] * d1
+        g1_ = T[3 + r, 2] * d0 - T[3 + r, 0] * d2
+        g2_ = T[3 + r, 0] * d1 - T[3 + r, 1] * d0
+        T[3 + r, 3] -= g0_
+        T[3 + r, 4] -= g1_
+        T[3 + r, 5] -= g2_
+    for r in range(3):
+        m0, m1, m2 = T[r, 0], T[r, 1], T[r, 2]
+        T[r, 3] -= m1 * d2 - m2 * d1
+        T[r, 4] -= m2 * d0 - m0 * d2
+        T[r, 5] -= m0 * d1 - m1 * d0
+    for col in range(3):  # + ~d B12, column by column
+        b0, b1, b2 = T[0, 3 + col], T[1, 3 + col], T[2, 3 + col]
+        T[3, 3 + col] += d1 * b2 - d2 * b1
+        T[4, 3 + col] += d2 * b0 - d0 * b2
+        T[5, 3 + col] += d0 * b1 - d1 * b0
+    _into_parent(T, Ip)
+
+
+@njit(cache=True, nogil=True, inline='always')
 def _matrix_step(k, T, hy):
     """Step k of a region's matrix pass (:func:`region_matrices`): body c's ``U``,
     ``D^-1`` and its articulated inertia taken into its parent's (``T``: 6 x 6 scratch).
@@ -1192,6 +1244,8 @@ def _matrix_step(k, T, hy):
     D = Dinv[c]
     if n == 3:
         return _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T)
+    if n == 1:
+        return _matrix_step_one(p, v0, d0, d1, d2, S[va[c]], Ic, D, U, IA, T)
     for q in range(n):  # U = I S
         for a in range(6):
             t = 0.0
@@ -1239,26 +1293,7 @@ def _matrix_step(k, T, hy):
             for b in range(3, 6):
                 T[a, b] = 0.0
                 T[b, a] = 0.0
-    # I_p += Y^T T Y, d = P_c - P_p: [[A11, B12], [B12^T, A22 - A21 ~d + ~d B12]], B12 = A12 - A11 ~d
-    for r in range(3):
-        # A21 ~d, row r: (row r of A21) x d, before B12 overwrites A12 (A21 = T[3:, :3] stays)
-        g0_ = T[3 + r, 1] * d2 - T[3 + r, 2] * d1
-        g1_ = T[3 + r, 2] * d0 - T[3 + r, 0] * d2
-        g2_ = T[3 + r, 0] * d1 - T[3 + r, 1] * d0
-        T[3 + r, 3] -= g0_
-        T[3 + r, 4] -= g1_
-        T[3 + r, 5] -= g2_
-    for r in range(3):
-        m0, m1, m2 = T[r, 0], T[r, 1], T[r, 2]
-        T[r, 3] -= m1 * d2 - m2 * d1
-        T[r, 4] -= m2 * d0 - m0 * d2
-        T[r, 5] -= m0 * d1 - m1 * d0
-    for col in range(3):  # + ~d B12, column by column
-        b0, b1, b2 = T[0, 3 + col], T[1, 3 + col], T[2, 3 + col]
-        T[3, 3 + col] += d1 * b2 - d2 * b1
-        T[4, 3 + col] += d2 * b0 - d0 * b2
-        T[5, 3 + col] += d0 * b1 - d1 * b0
-    _into_parent(T, IA[p])
+    _shift_into_parent(T, d0, d1, d2, IA[p])  # I_p += Y^T T Y, d = P_c - P_p
     return p
 
 
