@@ -3,15 +3,16 @@ timed pass by pass on one thread.
 
 On two threads ``dca`` runs an unbranched chain in two roles beside one another
 (docs/performance.md, "Two threads on one chain"): the leading role does the positions,
-the bodies' own inertias, the applied forces and bias wrenches, the joints' rows, the
-bias pass and the disassembly; the trailing role the motion subspaces and twists, the
-matrix pass, the coordinates' rates and the accelerations.  Whatever the machine, two
-threads are then at most
+the bodies' own inertias, the applied forces and bias wrenches, the bias pass and the
+disassembly; the trailing role the motion subspaces, twists and joints' rows, the matrix
+pass, the coordinates' rates and the accelerations.  Whatever the machine, two threads
+are then at most
 
 - the whole right-hand side's time over the busier role's work, and
-- the whole over the path the recursions leave: positions (root first), then the matrix
-  pass (tips first), then the disassembly (root first), each waiting for the one before
-  to have reached the chain's far end.
+- the whole over the path the recursions leave: the positions (root first) with the
+  trailing role's subspaces, twists and rows behind them (the longer of the two), then
+  the matrix pass (tips first), then the disassembly (root first), each waiting for the
+  one before to have reached the chain's far end.
 
 This script times each pass alone on one thread, in a numba loop on the workspace of a
 full evaluation (no call overhead), ``--rounds`` times in turn, and prints both bounds::
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 #: the passes, in the order the kernel below numbers them, and the role doing each
 PASSES = (("whole", None), ("positions", "lead"), ("subspaces and twists", "trail"), ("inertias", "lead"),
-          ("forces and bias wrenches", "lead"), ("rows", "lead"), ("matrix pass", "trail"), ("bias pass", "lead"),
+          ("forces and bias wrenches", "lead"), ("rows", "trail"), ("matrix pass", "trail"), ("bias pass", "lead"),
           ("disassembly", "lead"), ("rates and accelerations", "trail"))
 
 
@@ -127,10 +128,12 @@ def main(argv=None) -> int:
             print(f"  {name:26s} {'' if role is None else role:5s} {med[name]:7.1f}   ({t.min():.1f}-{t.max():.1f})")
         whole = med["whole"]
         work = {role: sum(med[name] for name, r in PASSES if r == role) for role in ("lead", "trail")}
-        path = med["positions"] + med["matrix pass"] + med["disassembly"]
+        root_first = max(med["positions"], med["subspaces and twists"] + med["rows"])
+        path = root_first + med["matrix pass"] + med["disassembly"]
         print(f"  the roles' work: leading {work['lead']:.1f}, trailing {work['trail']:.1f} "
               f"(sum {work['lead'] + work['trail']:.1f}): two threads at most {whole / max(work.values()):.2f} x")
-        print(f"  the path (positions, matrix pass, disassembly): {path:.1f}: at most {whole / path:.2f} x")
+        print(f"  the path (positions or subspaces, twists and rows; matrix pass; disassembly): {path:.1f}: "
+              f"at most {whole / path:.2f} x")
     return 0
 
 

@@ -248,88 +248,143 @@ def _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
                      scratch, dca_rhs, blocks, hy)
 
 
+@njit(cache=True, nogil=True, inline='always')
+def _row_constants(i, mk, GA, GB, row_adr):
+    """The entries of tree joint i's rows that no state changes (:func:`tree_row_constants`):
+    the unit rows and the zero halves of the others, and ``GA = -GB`` of them."""
+    jt = mk[1][i]
+    r = row_adr[i]
+    if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
+        for k in range(3):
+            for cc in range(6):
+                GB[r + k, cc] = 1.0 if cc == k else 0.0
+                GA[r + k, cc] = -GB[r + k, cc]
+    if jt == REVOLUTE:  # angular rows after the three linear ones
+        for rr in range(r + 3, r + 5):
+            for cc in range(3):
+                GB[rr, cc] = 0.0
+                GA[rr, cc] = -GB[rr, cc]
+    elif jt == CYLINDRICAL or jt == PRISMATIC:  # linear rows u1, u2 first
+        for rr in range(r, r + 2):
+            for cc in range(3, 6):
+                GB[rr, cc] = 0.0
+                GA[rr, cc] = -GB[rr, cc]
+        if jt == CYLINDRICAL:  # then angular rows u1, u2
+            for rr in range(r + 2, r + 4):
+                for cc in range(3):
+                    GB[rr, cc] = 0.0
+                    GA[rr, cc] = -GB[rr, cc]
+    if jt == PRISMATIC:
+        for k in range(3):
+            for cc in range(6):
+                GB[r + 2 + k, cc] = 1.0 if cc == 3 + k else 0.0
+                GA[r + 2 + k, cc] = -GB[r + 2 + k, cc]
+    elif jt == FIXED:
+        for k in range(3):
+            for cc in range(6):
+                GB[r + 3 + k, cc] = 1.0 if cc == 3 + k else 0.0
+                GA[r + 3 + k, cc] = -GB[r + 3 + k, cc]
+    elif jt == UNIVERSAL:
+        for cc in range(3):
+            GB[r + 3, cc] = 0.0
+            GA[r + 3, cc] = -GB[r + 3, cc]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
-    """Rows T_j^T of every tree joint: GB = T^T, GA = -T^T, g0 = -T^T c_j (about P_j)."""
+def tree_row_constants(mk, GA, GB, row_adr):
+    """Write the entries of every tree joint's rows that do not depend on the state, once
+    for a layout: :func:`_tree_rows` writes only the others on each evaluation (a chain's
+    spherical joint has three unit rows, a revolute joint three of its five; writing them
+    on every call took most of the pass, docs/performance.md "The rows in the trailing
+    role")."""
+    for i in range(mk[0].shape[0]):
+        _row_constants(i, mk, GA, GB, row_adr)
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
+    """Tree joint i's rows T^T (:func:`_tree_rows`), its parent's rotation and its
+    velocity-product term done: the entries that depend on the state, ``GA = -GB`` of
+    them, and ``g0``."""
     parent, jtype, q_adr, v_adr = mk[0], mk[1], mk[2], mk[3]
-    nb = parent.shape[0]
-    for i in range(nb):
-        jt = jtype[i]
-        p = parent[i]
-        r = row_adr[i]
-        n = 0
-        if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
-            for k in range(3):
-                for cc in range(6):
-                    GB[r + k, cc] = 1.0 if cc == k else 0.0
-            n = 3
-        if jt == REVOLUTE or jt == CYLINDRICAL or jt == PRISMATIC:
-            # perpendicular pair carried by the predecessor
-            for s in range(2):
-                u0 = perp_pred[i, s, 0]
-                u1 = perp_pred[i, s, 1]
-                u2 = perp_pred[i, s, 2]
-                if p >= 0:
-                    w0 = R[p, 0, 0] * u0 + R[p, 0, 1] * u1 + R[p, 0, 2] * u2
-                    w1 = R[p, 1, 0] * u0 + R[p, 1, 1] * u1 + R[p, 1, 2] * u2
-                    w2 = R[p, 2, 0] * u0 + R[p, 2, 1] * u1 + R[p, 2, 2] * u2
-                else:
-                    w0, w1, w2 = u0, u1, u2
-                if jt == REVOLUTE:  # angular rows after the three linear ones
-                    rr = r + 3 + s
-                    for cc in range(3):
-                        GB[rr, cc] = 0.0
+    jt = jtype[i]
+    p = parent[i]
+    r = row_adr[i]
+    n = 0
+    if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
+        n = 3
+    if jt == REVOLUTE or jt == CYLINDRICAL or jt == PRISMATIC:
+        # perpendicular pair carried by the predecessor
+        for s in range(2):
+            u0 = perp_pred[i, s, 0]
+            u1 = perp_pred[i, s, 1]
+            u2 = perp_pred[i, s, 2]
+            if p >= 0:
+                w0 = R[p, 0, 0] * u0 + R[p, 0, 1] * u1 + R[p, 0, 2] * u2
+                w1 = R[p, 1, 0] * u0 + R[p, 1, 1] * u1 + R[p, 1, 2] * u2
+                w2 = R[p, 2, 0] * u0 + R[p, 2, 1] * u1 + R[p, 2, 2] * u2
+            else:
+                w0, w1, w2 = u0, u1, u2
+            if jt == REVOLUTE:  # angular rows after the three linear ones
+                rr = r + 3 + s
+                GB[rr, 3] = w0
+                GB[rr, 4] = w1
+                GB[rr, 5] = w2
+                GA[rr, 3] = -w0
+                GA[rr, 4] = -w1
+                GA[rr, 5] = -w2
+            else:  # linear rows u1, u2 first
+                rr = r + s
+                GB[rr, 0] = w0
+                GB[rr, 1] = w1
+                GB[rr, 2] = w2
+                GA[rr, 0] = -w0
+                GA[rr, 1] = -w1
+                GA[rr, 2] = -w2
+                if jt == CYLINDRICAL:  # then angular rows u1, u2
+                    rr = r + 2 + s
                     GB[rr, 3] = w0
                     GB[rr, 4] = w1
                     GB[rr, 5] = w2
-                else:  # linear rows u1, u2 first
-                    rr = r + s
-                    GB[rr, 0] = w0
-                    GB[rr, 1] = w1
-                    GB[rr, 2] = w2
-                    for cc in range(3, 6):
-                        GB[rr, cc] = 0.0
-                    if jt == CYLINDRICAL:  # then angular rows u1, u2
-                        rr = r + 2 + s
-                        for cc in range(3):
-                            GB[rr, cc] = 0.0
-                        GB[rr, 3] = w0
-                        GB[rr, 4] = w1
-                        GB[rr, 5] = w2
-            if jt == REVOLUTE:
-                n = 5
-            elif jt == CYLINDRICAL:
-                n = 4
-        if jt == PRISMATIC:
-            for k in range(3):
-                for cc in range(6):
-                    GB[r + 2 + k, cc] = 1.0 if cc == 3 + k else 0.0
+                    GA[rr, 3] = -w0
+                    GA[rr, 4] = -w1
+                    GA[rr, 5] = -w2
+        if jt == REVOLUTE:
             n = 5
-        elif jt == FIXED:
-            for k in range(3):
-                for cc in range(6):
-                    GB[r + 3 + k, cc] = 1.0 if cc == 3 + k else 0.0
-            n = 6
-        elif jt == UNIVERSAL:
-            va = v_adr[i]
-            a0, a1, a2 = S[va, 3], S[va, 4], S[va, 5]
-            b0, b1, b2 = S[va + 1, 3], S[va + 1, 4], S[va + 1, 5]
-            n0 = a1 * b2 - a2 * b1
-            n1 = a2 * b0 - a0 * b2
-            n2 = a0 * b1 - a1 * b0
-            nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
-            for cc in range(3):
-                GB[r + 3, cc] = 0.0
-            GB[r + 3, 3] = n0 / nn
-            GB[r + 3, 4] = n1 / nn
-            GB[r + 3, 5] = n2 / nn
+        elif jt == CYLINDRICAL:
             n = 4
-        for k in range(n):
-            s = 0.0
-            for cc in range(6):
-                GA[r + k, cc] = -GB[r + k, cc]
-                s += GB[r + k, cc] * c[i, cc]
-            g0[r + k] = -s
+    if jt == PRISMATIC:
+        n = 5
+    elif jt == FIXED:
+        n = 6
+    elif jt == UNIVERSAL:
+        va = v_adr[i]
+        a0, a1, a2 = S[va, 3], S[va, 4], S[va, 5]
+        b0, b1, b2 = S[va + 1, 3], S[va + 1, 4], S[va + 1, 5]
+        n0 = a1 * b2 - a2 * b1
+        n1 = a2 * b0 - a0 * b2
+        n2 = a0 * b1 - a1 * b0
+        nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+        GB[r + 3, 3] = n0 / nn
+        GB[r + 3, 4] = n1 / nn
+        GB[r + 3, 5] = n2 / nn
+        GA[r + 3, 3] = -GB[r + 3, 3]
+        GA[r + 3, 4] = -GB[r + 3, 4]
+        GA[r + 3, 5] = -GB[r + 3, 5]
+        n = 4
+    for k in range(n):
+        s = 0.0
+        for cc in range(6):
+            s += GB[r + k, cc] * c[i, cc]
+        g0[r + k] = -s
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
+    """Rows T_j^T of every tree joint: GB = T^T, GA = -T^T, g0 = -T^T c_j (about P_j);
+    the entries no state changes were written once (:func:`tree_row_constants`)."""
+    for i in range(mk[0].shape[0]):
+        _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -619,9 +674,9 @@ CHAIN_LAG = 2 * CHAIN_BLOCK
 #: whole evaluation on alone (the other thread busy elsewhere, or never coming)
 CHAIN_PATIENCE = 20000
 #: the progress counters (``progress``, int64), a cache line apart: the handshake; the
-#: bodies whose positions are done (root first), whose twists are, whose own inertias are
-#: (tips first), the matrix pass's steps done, the bodies disassembled (root first); and
-#: whether the rates came out finite
+#: bodies whose positions are done (root first), whose twists and rows are, whose own
+#: inertias are (tips first), the matrix pass's steps done, the bodies disassembled (root
+#: first); and whether the rates came out finite
 _ROLE, _POS, _VEL, _INERTIA, _MAT, _DOWN, _FINITE = 0, 8, 16, 24, 32, 40, 48
 CHAIN_PROGRESS = 56
 
@@ -648,9 +703,9 @@ def _take_role(progress):
 def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, mass, inertia, inertia_inv, x, R, P,
                 S, V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress):
     """The leading role of :func:`_evaluate_chain`: positions (root first), the bodies'
-    own inertias (tips first), then -- once the twists are done -- the applied forces,
-    the bodies' bias wrenches, the joints' rows, the bias pass behind the matrix pass,
-    and the disassembly."""
+    own inertias (tips first), then -- once the twists and rows are done -- the applied
+    forces, the bodies' bias wrenches, the bias pass behind the matrix pass, and the
+    disassembly."""
     row_adr, rows = ix[19], ix[20]
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
@@ -666,7 +721,6 @@ def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, ma
     tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
                  np.bool_(True), np.bool_(False), hy)
-    _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
     done = 0
     for k in range(nb):  # body nb - 1 - k, once the matrix pass has passed it
         need = min(k + 1 + CHAIN_LAG, nb)
@@ -680,11 +734,13 @@ def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, ma
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _chain_trail(nb, mk, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w, A, vdot, out, hy, progress):
-    """The trailing role of :func:`_evaluate_chain`: motion subspaces and twists behind
-    the positions, the matrix pass behind the bodies' own inertias, the coordinates'
-    rates (if ``out`` is to have them) while the disassembly starts, the accelerations
-    behind it."""
+def _chain_trail(nb, mk, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_body, mass, Jinv_w, A, vdot, out,
+                 hy, progress):
+    """The trailing role of :func:`_evaluate_chain`: motion subspaces, twists and the
+    joints' rows behind the positions, the matrix pass behind the bodies' own inertias,
+    the coordinates' rates (if ``out`` is to have them) while the disassembly starts, the
+    accelerations behind it."""
+    row_adr = ix[19]
     done = 0
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
@@ -692,6 +748,7 @@ def _chain_trail(nb, mk, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w,
         for i in range(i0, i1):
             _subspace_step(i, mk, q, R, S)
             _velocity_step(i, mk, x, P, S, v, V, c)
+            _row_step(i, mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
         store_release(progress, _VEL, i1)
     T = hy[9][0]
     done = 0
@@ -739,8 +796,8 @@ def _evaluate_chain(desc, proto, y, out):
                         R, P, S, V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy,
                         progress)
         elif role == 1:
-            _chain_trail(nb, mk_trail, ix, q, v, x, R, P, S, V, c, Fh, rhs_body, mass, Jinv_w, A, vdot, out, hy,
-                         progress)
+            _chain_trail(nb, mk_trail, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_body, mass, Jinv_w, A,
+                         vdot, out, hy, progress)
         elif role == 2:
             progress[_FINITE] = _evaluate_region(desc, proto, y, out)
     if progress[_ROLE] == 3:  # one thread did it all
@@ -801,6 +858,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, lay_threads, regions=self.articulated_regions,
                                           grounded=self.grounded_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
+        tree_row_constants(self.mk, self.lay.G[0], self.lay.G[1], self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
         self.spring_joints = spring_joints(m)
         self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)

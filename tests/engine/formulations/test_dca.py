@@ -643,6 +643,31 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
         numba.set_num_threads(old)
 
 
+@pytest.mark.parametrize("name", ["dca", "hdca"])
+@pytest.mark.parametrize("spec", [gen.joint_zoo(), gen.random_mechanism(3, 12, 0), gen.random_mechanism(8, 12, 2),
+                                  gen.chain(40, "revolute", planar=False)], ids=["zoo", "tree", "loops", "chain"])
+def test_tree_rows_are_each_joints_constraint_space_after_any_evaluation(spec, name):
+    """The rows of every tree joint, of which a layout writes the state-independent
+    entries once and each evaluation the others (``tree_row_constants``, ``_tree_rows``):
+    after evaluations at random states they annihilate the joint's motion subspace
+    (T^T S = 0), span with it all six directions, and GA = -GB -- an entry left unwritten
+    or stale would break one of these."""
+    model = build_model(spec)
+    f = Simulation(model, Settings(formulation=name, threads=1)).formulation
+    row_adr, rows = f.lay.ix[19], f.lay.ix[20]
+    GA, GB = f.lay.G[0], f.lay.G[1]
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        f.rhs(0.0, _random_tree_state(model, rng))
+        for j in range(model.nb):
+            T = GB[row_adr[j]:row_adr[j] + rows[j]]
+            S = f.S[model.v_adr[j]:model.v_adr[j] + model.nv_j[j]]
+            assert T.shape[0] + S.shape[0] == 6
+            assert np.abs(T @ S.T).max(initial=0.0) < 1e-12
+            assert np.linalg.matrix_rank(np.vstack([T, S]), tol=1e-9) == 6
+            assert np.array_equal(GA[row_adr[j]:row_adr[j] + rows[j]], -T)
+
+
 def test_two_roles_only_on_unbranched_chains(monkeypatch):
     """``_evaluate_chain`` is taken on two threads for an unbranched open chain only: a
     branched tree, a loop and a chain on one thread keep their kernels."""
