@@ -1344,20 +1344,31 @@ def _bias_step(k, row_adr, rows, G, g0, hy):
     va, nvj = hy[17], hy[18]
     c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
     cp = cperp[c]
-    for a in range(6):
-        cp[a] = 0.0
-    for rr in range(row_adr[c], row_adr[c] + rows[c]):
-        gg = g0[rr]
-        if gg != 0.0:
-            for a in range(6):
-                cp[a] -= G[1, rr, a] * gg
     z = xa[c]  # scratch here: z = W_c - I_c c
     Ic = IA[c]
-    for a in range(6):
-        t = W[c, a]
-        for b in range(6):
-            t -= Ic[a, b] * cp[b]
-        z[a] = t
+    if n == 3:  # a spherical joint's rows are e_0, e_1, e_2 (dca.tree_row_constants): c = -g0, linear
+        r = row_adr[c]
+        cp[0] = 0.0 - g0[r]
+        cp[1] = 0.0 - g0[r + 1]
+        cp[2] = 0.0 - g0[r + 2]
+        cp[3] = 0.0
+        cp[4] = 0.0
+        cp[5] = 0.0
+        for a in range(6):  # the general sums below, without the products by c's zeros
+            z[a] = ((W[c, a] - Ic[a, 0] * cp[0]) - Ic[a, 1] * cp[1]) - Ic[a, 2] * cp[2]
+    else:
+        for a in range(6):
+            cp[a] = 0.0
+        for rr in range(row_adr[c], row_adr[c] + rows[c]):
+            gg = g0[rr]
+            if gg != 0.0:
+                for a in range(6):
+                    cp[a] -= G[1, rr, a] * gg
+        for a in range(6):
+            t = W[c, a]
+            for b in range(6):
+                t -= Ic[a, b] * cp[b]
+            z[a] = t
     ball = n == 3  # S: the unit angular axes (_ax), products by its zeros and ones skipped
     for q in range(n):
         if ball:
@@ -1467,17 +1478,23 @@ def _down_step(k, row_adr, rows, Fh, G, lam, hy):
     # where I_c x_c - W_c has round-off along S that a slender body's small inertia
     # about its axis would turn into a large error in its acceleration
     r0_, r1_ = row_adr[c], row_adr[c] + rows[c]
-    for rr in range(r0_, r1_):
-        t = 0.0
+    if n == 3:  # rows e_0, e_1, e_2: the general sums below, without the products by their zeros
+        for a in range(3):
+            lam[r0_ + a] = 0.0 + Fh[si, a]
+            Fh[si, a] = 0.0 + lam[r0_ + a]
+            Fh[si, 3 + a] = 0.0
+    else:
+        for rr in range(r0_, r1_):
+            t = 0.0
+            for a in range(6):
+                t += G[1, rr, a] * Fh[si, a]
+            lam[rr] = t
         for a in range(6):
-            t += G[1, rr, a] * Fh[si, a]
-        lam[rr] = t
-    for a in range(6):
-        Fh[si, a] = 0.0
-    for rr in range(r0_, r1_):
-        t = lam[rr]
-        for a in range(6):
-            Fh[si, a] += G[1, rr, a] * t
+            Fh[si, a] = 0.0
+        for rr in range(r0_, r1_):
+            t = lam[rr]
+            for a in range(6):
+                Fh[si, a] += G[1, rr, a] * t
     if so >= 0:  # on the parent's handle (none on ground)
         for a in range(6):
             Fh[so, a] = -Fh[si, a]
