@@ -302,6 +302,17 @@ def tree_row_constants(mk, GA, GB, row_adr):
 
 
 @njit(cache=True, nogil=True, inline='always')
+def _set_row(GA, GB, rr, o, w0, w1, w2):
+    """Row rr's entries o .. o + 2: ``GB = w``, ``GA = -w``."""
+    GB[rr, o] = w0
+    GB[rr, o + 1] = w1
+    GB[rr, o + 2] = w2
+    GA[rr, o] = -w0
+    GA[rr, o + 1] = -w1
+    GA[rr, o + 2] = -w2
+
+
+@njit(cache=True, nogil=True, inline='always')
 def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
     """Tree joint i's rows T^T (:func:`_tree_rows`), its parent's rotation and its
     velocity-product term done: the entries that depend on the state, ``GA = -GB`` of
@@ -326,29 +337,11 @@ def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
             else:
                 w0, w1, w2 = u0, u1, u2
             if jt == REVOLUTE:  # angular rows after the three linear ones
-                rr = r + 3 + s
-                GB[rr, 3] = w0
-                GB[rr, 4] = w1
-                GB[rr, 5] = w2
-                GA[rr, 3] = -w0
-                GA[rr, 4] = -w1
-                GA[rr, 5] = -w2
+                _set_row(GA, GB, r + 3 + s, 3, w0, w1, w2)
             else:  # linear rows u1, u2 first
-                rr = r + s
-                GB[rr, 0] = w0
-                GB[rr, 1] = w1
-                GB[rr, 2] = w2
-                GA[rr, 0] = -w0
-                GA[rr, 1] = -w1
-                GA[rr, 2] = -w2
+                _set_row(GA, GB, r + s, 0, w0, w1, w2)
                 if jt == CYLINDRICAL:  # then angular rows u1, u2
-                    rr = r + 2 + s
-                    GB[rr, 3] = w0
-                    GB[rr, 4] = w1
-                    GB[rr, 5] = w2
-                    GA[rr, 3] = -w0
-                    GA[rr, 4] = -w1
-                    GA[rr, 5] = -w2
+                    _set_row(GA, GB, r + 2 + s, 3, w0, w1, w2)
         if jt == REVOLUTE:
             n = 5
         elif jt == CYLINDRICAL:
@@ -365,12 +358,7 @@ def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
         n1 = a2 * b0 - a0 * b2
         n2 = a0 * b1 - a1 * b0
         nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
-        GB[r + 3, 3] = n0 / nn
-        GB[r + 3, 4] = n1 / nn
-        GB[r + 3, 5] = n2 / nn
-        GA[r + 3, 3] = -GB[r + 3, 3]
-        GA[r + 3, 4] = -GB[r + 3, 4]
-        GA[r + 3, 5] = -GB[r + 3, 5]
+        _set_row(GA, GB, r + 3, 3, n0 / nn, n1 / nn, n2 / nn)
         n = 4
     for k in range(n):
         s = 0.0
