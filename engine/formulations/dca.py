@@ -646,6 +646,12 @@ _evaluate = _evaluator(False)
 _evaluate_region = _evaluator(True)
 
 
+#: left automatic, dca runs an open branched tree (no loop) of fewer bodies on one thread
+#: (:meth:`DCAFormulation.run_threads`): measured up to 512 bodies, where two threads took
+#: 1.48 x one thread's time; above, every thread as before
+TREE_PARALLEL_MIN_BODIES = 1024
+
+
 # ------------------------------------------------------- two threads on one chain
 
 #: bodies per block of the two-thread chain kernel: each role publishes its progress, and
@@ -945,6 +951,22 @@ class DCAFormulation(TreeFormulation):
         self.two_roles = direct and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
         kernel = _evaluate_chain if self.two_roles else _evaluate_region if direct else _evaluate
         self._kernel = StateKernel(kernel, self._workspace())
+
+    @classmethod
+    def run_threads(cls, model: Model, settings) -> int:
+        """As :meth:`TreeFormulation.run_threads`; and, left automatic, one thread on an
+        open branched tree (no loop) of fewer than ``TREE_PARALLEL_MIN_BODIES`` bodies.
+        On one thread such a tree is assembled by the articulated-body recursion with its
+        ground joint; on two it is cut into subtrees that merge, and random trees of 128,
+        256 and 512 bodies took 1.5-1.9 times one thread's time there
+        (``benchmarks/thread_choice.py``, 2026-11-28; docs/performance.md, "Automatic
+        threads").  ``hdca`` keeps its rule: its regions end in a merge with ground, and
+        it broke even on the same trees (0.91-1.09)."""
+        n = super().run_threads(model, settings)
+        if (getattr(settings, "threads", None) is None and n > 1 and not model.ncut
+                and model.nb < TREE_PARALLEL_MIN_BODIES and not unbranched_chain(model)):
+            return 1
+        return n
 
     @classmethod
     def warm_variants(cls, model: Model, settings) -> list:

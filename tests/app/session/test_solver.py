@@ -104,8 +104,9 @@ def test_a_geared_mechanism_offers_only_the_formulations_that_honour_gears():
 
 def test_automatic_threads_take_the_engines_choice_where_it_is_fewer(monkeypatch):
     """Left automatic, the panel gives the engine every core but one -- and one thread to
-    dca on a chain shorter than treesolve.CHAIN_PARALLEL_MIN_BODIES, which the engine
-    runs on one thread (docs/performance.md, "Automatic threads")."""
+    dca on a chain shorter than treesolve.CHAIN_PARALLEL_MIN_BODIES and on an open tree
+    shorter than dca.TREE_PARALLEL_MIN_BODIES, which the engine runs on one thread
+    (docs/performance.md, "Automatic threads")."""
     import app.session.solver as solver
     from engine.formulations.treesolve import run_threads
 
@@ -116,4 +117,6 @@ def test_automatic_threads_take_the_engines_choice_where_it_is_fewer(monkeypatch
     assert m.resolved()[0].threads == 1
     m.set_model(build_model(g.random_mechanism(0, 128, loops=0)), reset=True)
     m.update(formulation="dca")
+    assert m.resolved()[0].threads == 1
+    m.update(formulation="hdca")
     assert m.resolved()[0].threads == min(7, run_threads(128, None))

@@ -385,8 +385,10 @@ def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch)
 def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     """Left automatic, dca and hdca run an unbranched chain shorter than
     ``CHAIN_PARALLEL_MIN_BODIES`` on one thread, over the tree and layout of
-    ``--threads 1``; a longer chain, a branched tree and a chain with a thread count the
-    user set keep every thread asked for (docs/performance.md, "Automatic threads")."""
+    ``--threads 1``; dca also an open branched tree shorter than
+    ``TREE_PARALLEL_MIN_BODIES``.  A longer chain, hdca's branched tree and any thread
+    count the user set keep every thread asked for (docs/performance.md, "Automatic
+    threads")."""
     from engine.formulations import REGISTRY
     from engine.formulations.treesolve import CHAIN_PARALLEL_MIN_BODIES, run_threads
 
@@ -399,7 +401,8 @@ def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     assert cls.run_threads(short, Settings(formulation=form)) == 1
     assert cls.run_threads(short, Settings(formulation=form, threads=2)) == min(2, cores)
     assert cls.run_threads(long, Settings(formulation=form)) == cores
-    assert cls.run_threads(tree, Settings(formulation=form)) == cores
+    assert cls.run_threads(tree, Settings(formulation=form)) == (1 if form == "dca" else cores)
+    assert cls.run_threads(tree, Settings(formulation=form, threads=2)) == min(2, cores)
     assert REGISTRY["index3"].run_threads(short, Settings(formulation="index3")) == cores
     old = numba.get_num_threads()
     try:
