@@ -694,8 +694,8 @@ def _take_role(progress):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, mass, inertia, inertia_inv, x, R, P,
-                S, V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress):
+def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia, inertia_inv, x, R, P, S, V, c,
+                Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress):
     """The leading role of :func:`_evaluate_chain`: positions (root first), the bodies'
     own inertias (tips first), then -- once the twists and rows are done -- the applied
     forces, the bodies' bias wrenches, the bias pass behind the matrix pass, and the
@@ -786,9 +786,8 @@ def _evaluate_chain(desc, proto, y, out):
     for _ in prange(2):
         role = _take_role(progress)
         if role == 0:
-            _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, perp_pred, mass, inertia, inertia_inv, x,
-                        R, P, S, V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy,
-                        progress)
+            _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia, inertia_inv, x, R, P, S,
+                        V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress)
         elif role == 1:
             _chain_trail(nb, mk_trail, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_body, mass, Jinv_w, A,
                          vdot, out, hy, progress)

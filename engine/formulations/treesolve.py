@@ -1138,9 +1138,10 @@ def _matrix_step_ball(p, v0, d0, d1, d2, Ic, D, U, IA, T):
     """:func:`_matrix_step` for a spherical joint, whose freedoms in the region basis are
     the unit angular axes: ``U`` = the angular columns of ``I``, ``D`` = its angular
     block, and of ``I - U D^-1 U^T`` only the linear block ``A`` remains (the joint passes
-    no moment), which goes to the parent as ``[[A, -A ~d], [~d A, -~d A ~d]]``.  The same
-    sums in the same order as the general step's for these entries -- the same result
-    bit for bit -- without the entries it sets to zero and the products by S's zeros
+    no moment), which goes to the parent as ``[[A, -A ~d], [~d A, -~d A ~d]]``: exactly,
+    where the subtraction would leave round-off of the size eps |I| cond(D) that a
+    slender parent's small axial inertia would see magnified.  The same sums in the same
+    order as the general step's for these entries, without the products by S's zeros
     and ones."""
     for q in range(3):  # U = I S: I's angular columns
         for a in range(6):
@@ -1285,14 +1286,6 @@ def _matrix_step(k, T, hy):
                 t -= w2 * U[v0 + 2, b]
             T[a, b] = t
             T[b, a] = t
-    if n == 3:
-        # a spherical joint passes no moment: the angular rows and columns vanish exactly,
-        # where the subtraction leaves round-off of the size eps |I| cond(D) -- which a
-        # slender parent's small axial inertia would see magnified
-        for a in range(6):
-            for b in range(3, 6):
-                T[a, b] = 0.0
-                T[b, a] = 0.0
     _shift_into_parent(T, d0, d1, d2, IA[p])  # I_p += Y^T T Y, d = P_c - P_p
     return p
 
