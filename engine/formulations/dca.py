@@ -360,6 +360,13 @@ def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
         nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         _set_row(GA, GB, r + 3, 3, n0 / nn, n1 / nn, n2 / nn)
         n = 4
+    if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
+        # rows e_0, e_1, e_2, then rows with zero linear halves: the sums below without their zeros
+        for k in range(3):
+            g0[r + k] = -(0.0 + c[i, k])
+        for k in range(3, n):
+            g0[r + k] = -(((0.0 + GB[r + k, 3] * c[i, 3]) + GB[r + k, 4] * c[i, 4]) + GB[r + k, 5] * c[i, 5])
+        return
     for k in range(n):
         s = 0.0
         for cc in range(6):
@@ -821,6 +828,12 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
     return sel
 
 
+def unit_rows_first(model: Model) -> np.ndarray:
+    """For each tree joint: its rows are e_0, e_1, e_2 first, then rows with zero linear
+    halves (:func:`_row_constants`; ``TreeLayout.unit_first``)."""
+    return np.isin(model.jtype[:model.nb], (SPHERICAL, REVOLUTE, UNIVERSAL, FIXED))
+
+
 # ----------------------------------------------------------------- formulation
 
 
@@ -851,6 +864,8 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.lay = treesolve.build_layout(m, self.tree, 6, m.nc_j, lay_threads, regions=self.articulated_regions,
                                           grounded=self.grounded_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix[19])
+        if self.lay.unit_first.size:
+            self.lay.unit_first[:] = unit_rows_first(m)
         tree_row_constants(self.mk, self.lay.G[0], self.lay.G[1], self.lay.ix[19])
         self._watch_init(self.lay, m.nb)
         self.spring_joints = spring_joints(m)

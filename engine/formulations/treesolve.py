@@ -143,6 +143,10 @@ class TreeLayout:
     xa: np.ndarray  # (nb, 6) handle quantity at the joint point, disassembly
     LA: np.ndarray  # (n_regions, 6, 6) Cholesky factor of each region root's inertia; scratch
     reg: tuple  # the regions' index arrays (_region_arrays)
+    #: (nb,) the body's joint has rows e_0, e_1, e_2 first (G_succ, linear) and rows with
+    #: zero linear halves after them: its passes skip their zeros (_bias_step, _down_step).
+    #: Set by the formulation when it knows its rows' structure; False is always safe.
+    unit_first: np.ndarray
 
     @property
     def n_regions(self) -> int:
@@ -162,10 +166,12 @@ class TreeLayout:
         """The passes' last argument ``hy``: the regions' workspace with the formulation's
         motion subspaces ``S`` and joint points ``P`` (arrays it writes in place), then
         their index arrays: ``hy[10:20]`` = region_of, reg_start, reg_body, reg_head,
-        parent, slot_in, slot_out, va, nvj, in_region (:func:`_region_arrays`).  Apart from
+        parent, slot_in, slot_out, va, nvj, in_region (:func:`_region_arrays`), and
+        ``hy[20]`` = ``unit_first``.  Apart from
         the layout's ``ix``: index-3's kernels, which take ``ix`` everywhere, compile
         without them."""
-        return (S, P, self.IA, self.W, self.U, self.Dinv, self.sz, self.cperp, self.xa, self.LA) + self.reg
+        return ((S, P, self.IA, self.W, self.U, self.Dinv, self.sz, self.cperp, self.xa, self.LA) + self.reg
+                + (self.unit_first,))
 
     @property
     def GA(self) -> np.ndarray:  # view: rows on the pred end
@@ -281,7 +287,7 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         sel=np.full(n_rows, -1, dtype=np.int64),
         IA=np.zeros((nbr, 6, 6)), W=np.zeros((nbr, 6)), U=np.zeros((nv, 6)), Dinv=np.zeros((nbr, 3, 3)),
         sz=np.zeros(nv), cperp=np.zeros((nbr, 6)), xa=np.zeros((nbr, 6)), LA=np.zeros((len(regions_list), 6, 6)),
-        reg=_region_arrays(model, tree, region_of, regions_list),
+        reg=_region_arrays(model, tree, region_of, regions_list), unit_first=np.zeros(nbr, dtype=np.bool_),
     )
 
 
@@ -1334,35 +1340,43 @@ def _bias_step(k, row_adr, rows, G, g0, hy):
     bias wrench taken into its parent's.  Returns the parent (-1: a grounded region's
     root, the pass's last step)."""
     S, IA, W, U, Dinv, sz, cperp, xa = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8]
-    va, nvj = hy[17], hy[18]
+    va, nvj, unit_first = hy[17], hy[18], hy[20]
     c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
     cp = cperp[c]
     z = xa[c]  # scratch here: z = W_c - I_c c
     Ic = IA[c]
-    if n == 3:  # a spherical joint's rows are e_0, e_1, e_2 (dca.tree_row_constants): c = -g0, linear
-        r = row_adr[c]
-        cp[0] = 0.0 - g0[r]
-        cp[1] = 0.0 - g0[r + 1]
-        cp[2] = 0.0 - g0[r + 2]
+    r0_, r1_ = row_adr[c], row_adr[c] + rows[c]
+    if unit_first[c]:  # rows e_0, e_1, e_2, then angular ones: the sums below without their zeros
+        cp[0] = 0.0 - g0[r0_]
+        cp[1] = 0.0 - g0[r0_ + 1]
+        cp[2] = 0.0 - g0[r0_ + 2]
         cp[3] = 0.0
         cp[4] = 0.0
         cp[5] = 0.0
-        for a in range(6):  # the general sums below, without the products by c's zeros
-            z[a] = ((W[c, a] - Ic[a, 0] * cp[0]) - Ic[a, 1] * cp[1]) - Ic[a, 2] * cp[2]
+        for rr in range(r0_ + 3, r1_):
+            gg = g0[rr]
+            if gg != 0.0:
+                cp[3] -= G[1, rr, 3] * gg
+                cp[4] -= G[1, rr, 4] * gg
+                cp[5] -= G[1, rr, 5] * gg
     else:
         for a in range(6):
             cp[a] = 0.0
-        for rr in range(row_adr[c], row_adr[c] + rows[c]):
+        for rr in range(r0_, r1_):
             gg = g0[rr]
             if gg != 0.0:
                 for a in range(6):
                     cp[a] -= G[1, rr, a] * gg
+    ball = n == 3  # S: the unit angular axes (_ax), products by its zeros and ones skipped
+    if ball and unit_first[c]:  # its three rows the unit ones: c's angular half is zero
+        for a in range(6):
+            z[a] = ((W[c, a] - Ic[a, 0] * cp[0]) - Ic[a, 1] * cp[1]) - Ic[a, 2] * cp[2]
+    else:
         for a in range(6):
             t = W[c, a]
             for b in range(6):
                 t -= Ic[a, b] * cp[b]
             z[a] = t
-    ball = n == 3  # S: the unit angular axes (_ax), products by its zeros and ones skipped
     for q in range(n):
         if ball:
             sz[v0 + q] = 0.0 + z[3 + q]
@@ -1418,7 +1432,7 @@ def _down_step(k, row_adr, rows, Fh, G, lam, hy):
     """Step k of a region's disassembly (:func:`region_down`), its parent's done: body
     c's handle quantity ``x_c``, its joint's force and multipliers."""
     S, IA, W, U, Dinv, sz, cperp, xa = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8]
-    slot_in, slot_out, va, nvj = hy[15], hy[16], hy[17], hy[18]
+    slot_in, slot_out, va, nvj, unit_first = hy[15], hy[16], hy[17], hy[18], hy[20]
     c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
     xc = xa[c]
     if p >= 0:  # x_p shifted to P_c: [a + alpha x d; alpha]
@@ -1471,11 +1485,23 @@ def _down_step(k, row_adr, rows, Fh, G, lam, hy):
     # where I_c x_c - W_c has round-off along S that a slender body's small inertia
     # about its axis would turn into a large error in its acceleration
     r0_, r1_ = row_adr[c], row_adr[c] + rows[c]
-    if n == 3:  # rows e_0, e_1, e_2: the general sums below, without the products by their zeros
+    if unit_first[c]:  # rows e_0, e_1, e_2, then angular ones: the sums below without their zeros
+        f3, f4, f5 = Fh[si, 3], Fh[si, 4], Fh[si, 5]
         for a in range(3):
             lam[r0_ + a] = 0.0 + Fh[si, a]
             Fh[si, a] = 0.0 + lam[r0_ + a]
-            Fh[si, 3 + a] = 0.0
+        m3 = 0.0
+        m4 = 0.0
+        m5 = 0.0
+        for rr in range(r0_ + 3, r1_):
+            t = ((0.0 + G[1, rr, 3] * f3) + G[1, rr, 4] * f4) + G[1, rr, 5] * f5
+            lam[rr] = t
+            m3 += G[1, rr, 3] * t
+            m4 += G[1, rr, 4] * t
+            m5 += G[1, rr, 5] * t
+        Fh[si, 3] = m3
+        Fh[si, 4] = m4
+        Fh[si, 5] = m5
     else:
         for rr in range(r0_, r1_):
             t = 0.0
