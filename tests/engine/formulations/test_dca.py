@@ -8,7 +8,7 @@ from engine import generators as gen
 from engine.errors import SimulationError
 from engine.kinematics import kin_arrays, normalize_quaternions
 from engine.mechfile import spec_from_dict, spec_to_dict
-from engine.model import build_model
+from engine.model import FIXED, REVOLUTE, SPHERICAL, UNIVERSAL, build_model
 from engine.simulation import Settings, Simulation
 
 
@@ -670,6 +670,35 @@ def test_tree_rows_are_each_joints_constraint_space_after_any_evaluation(spec, n
             assert np.linalg.matrix_rank(np.vstack([T, S]), tol=1e-9) == 6
             assert np.array_equal(GA[row_adr[j]:row_adr[j] + rows[j]], -T)
 
+
+@pytest.mark.parametrize("name", ["dca", "hdca"])
+@pytest.mark.parametrize("spec", [gen.joint_zoo(), gen.random_mechanism(8, 12, 2),
+                                  gen.random_mechanism(101, 30, 1, joint_types=("prismatic", "revolute"))],
+                         ids=["zoo", "loops", "prismatic"])
+def test_unit_first_marks_exactly_the_joints_whose_rows_are_unit_then_angular(spec, name):
+    """The bias and disassembly steps take a marked joint's first three rows as e_0, e_1,
+    e_2 and its other rows' linear halves as zero (``TreeLayout.unit_first``): after
+    evaluations at random states the rows of every marked joint are so, and every joint
+    whose rows are so and that has a revolute, universal, spherical or fixed type is
+    marked (a prismatic joint's rows never are)."""
+    model = build_model(spec)
+    f = Simulation(model, Settings(formulation=name, threads=1)).formulation
+    marks = f.lay.unit_first
+    assert marks.shape == (model.nb,)
+    row_adr, rows = f.lay.ix[19], f.lay.ix[20]
+    rng = np.random.default_rng(4)
+    kinds = set()
+    for _ in range(3):
+        f.rhs(0.0, _random_tree_state(model, rng))
+        for j in range(model.nb):
+            T = f.lay.G[1][row_adr[j]:row_adr[j] + rows[j]]
+            shaped = T.shape[0] >= 3 and np.array_equal(T[:3], np.eye(3, 6)) and not T[3:, :3].any()
+            if marks[j]:
+                assert shaped, (spec.name, j)
+                kinds.add(int(model.jtype[j]))
+            else:
+                assert not shaped or model.jtype[j] not in (REVOLUTE, UNIVERSAL, SPHERICAL, FIXED), (spec.name, j)
+    assert kinds, "no joint marked"
 
 def test_two_roles_only_on_unbranched_chains(monkeypatch):
     """``_evaluate_chain`` is taken on two threads for an unbranched open chain only: a
