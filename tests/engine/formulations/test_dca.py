@@ -700,6 +700,7 @@ def test_unit_first_marks_exactly_the_joints_whose_rows_are_unit_then_angular(sp
                 assert not shaped or model.jtype[j] not in (REVOLUTE, UNIVERSAL, SPHERICAL, FIXED), (spec.name, j)
     assert kinds, "no joint marked"
 
+
 def test_two_roles_only_on_unbranched_chains(monkeypatch):
     """``_evaluate_chain`` is taken on two threads for an unbranched open chain only: a
     branched tree, a loop and a chain on one thread keep their kernels."""
