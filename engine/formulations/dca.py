@@ -322,7 +322,8 @@ def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
     p = parent[i]
     r = row_adr[i]
     n = 0
-    if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
+    unit_first = jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED  # UNIT_FIRST
+    if unit_first:
         n = 3
     if jt == REVOLUTE or jt == CYLINDRICAL or jt == PRISMATIC:
         # perpendicular pair carried by the predecessor
@@ -360,8 +361,7 @@ def _row_step(i, mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
         nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         _set_row(GA, GB, r + 3, 3, n0 / nn, n1 / nn, n2 / nn)
         n = 4
-    if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
-        # rows e_0, e_1, e_2, then rows with zero linear halves: the sums below without their zeros
+    if unit_first:  # rows e_0, e_1, e_2, then rows with zero linear halves: the sums below without their zeros
         for k in range(3):
             g0[r + k] = -(0.0 + c[i, k])
         for k in range(3, n):
@@ -814,12 +814,17 @@ def unbranched_chain(model: Model) -> bool:
             and np.bincount(parent[parent >= 0], minlength=1).max() <= 1)
 
 
+#: the joint types whose rows are e_0, e_1, e_2, then rows with zero linear halves
+#: (:func:`_row_constants`; the kernels spell the same test out)
+UNIT_FIRST = (SPHERICAL, REVOLUTE, UNIVERSAL, FIXED)
+
+
 def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
     """For each constraint row: k if the tree-joint row is +-e_k (see :func:`_tree_rows`), else -1."""
     sel = np.full(int(model.nc_j.sum()), -1, dtype=np.int64)
     for j in range(model.nb):
         r, t = row_adr[j], model.jtype[j]
-        if t in (SPHERICAL, REVOLUTE, UNIVERSAL, FIXED):
+        if t in UNIT_FIRST:
             sel[r:r + 3] = (0, 1, 2)
         if t == FIXED:
             sel[r + 3:r + 6] = (3, 4, 5)
@@ -831,7 +836,7 @@ def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
 def unit_rows_first(model: Model) -> np.ndarray:
     """For each tree joint: its rows are e_0, e_1, e_2 first, then rows with zero linear
     halves (:func:`_row_constants`; ``TreeLayout.unit_first``)."""
-    return np.isin(model.jtype[:model.nb], (SPHERICAL, REVOLUTE, UNIVERSAL, FIXED))
+    return np.isin(model.jtype[:model.nb], UNIT_FIRST)
 
 
 # ----------------------------------------------------------------- formulation
