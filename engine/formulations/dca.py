@@ -807,6 +807,30 @@ def _evaluate_chain(desc, proto, y, out):
     return second_rates(v, vdot, out)
 
 
+#: the arrays one role of ``_evaluate_chain`` writes and the other reads, kept in two
+#: copies that right-hand sides use in turn (``TreeFormulation.rhs``).  Where a role
+#: writes a cache line the other core read in the previous call, each store waits for
+#: that core to give its copy up: on a 1024-body revolute chain the trailing role's
+#: root-first loop took 69-72 us instead of 38.  With two copies the lines a call writes
+#: were last touched two calls before (docs/performance.md, "Two copies of what the roles
+#: hand over").
+CHAIN_TWIN = ("x", "R", "P", "S", "V", "c", "Fext", "G", "g0", "Fh", "lam", "rhs_body", "A", "vdot",
+              "IA", "W", "U", "Dinv", "sz", "xa")
+
+
+def _swapped(values: tuple, old: list, new: list) -> tuple:
+    """``values`` (a workspace, nested tuples) with each array of ``old``, wherever it
+    occurs, replaced by the array of ``new`` at the same place."""
+    by_id = {id(a): b for a, b in zip(old, new)}
+
+    def walk(v):
+        if isinstance(v, tuple):
+            return tuple(walk(w) for w in v)
+        return by_id.get(id(v), v) if isinstance(v, np.ndarray) else v
+
+    return walk(values)
+
+
 def unbranched_chain(model: Model) -> bool:
     """An open chain: one body on ground, every body at most one child, no cut joint."""
     parent = model.parent
@@ -905,9 +929,13 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
 
     def rhs(self, t, y):
         """One evaluation (``self._kernel``: the subclass's ``_evaluate``, whose last pass
-        writes the rates) into a new array; ``not_finite`` says which rates were not."""
+        writes the rates) into a new array; ``not_finite`` says which rates were not.
+        Calls take ``_rhs_kernels`` in turn: ``dca``'s two roles on a chain alternate
+        between two copies of the arrays they hand each other (:data:`CHAIN_TWIN`), so
+        after ``rhs`` the workspace may hold the call before last; the formulation's own
+        readers evaluate through :meth:`_solve`, on the first copy."""
         self.nfev += 1
-        out, finite = self._kernel.rates(y)
+        out, finite = self._rhs_kernels[self.nfev & 1].rates(y)
         if not finite:
             raise SingularSystemError(t, self.not_finite)
         return out
@@ -970,6 +998,17 @@ class DCAFormulation(TreeFormulation):
         self.two_roles = direct and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
         kernel = _evaluate_chain if self.two_roles else _evaluate_region if direct else _evaluate
         self._kernel = StateKernel(kernel, self._workspace())
+        self._rhs_kernels = (self._kernel, self._kernel)
+        self.twin = {}  # the second copies of CHAIN_TWIN's arrays, by name (two roles only)
+        if self.two_roles:  # right-hand sides alternate between two copies of what the roles hand over
+            first = self._chain_twin()
+            self.twin = {n: a.copy() for n, a in zip(CHAIN_TWIN, first)}
+            self._rhs_kernels = (self._kernel,
+                                 StateKernel(kernel, _swapped(self._workspace(), first, list(self.twin.values()))))
+
+    def _chain_twin(self) -> list:
+        """The arrays of :data:`CHAIN_TWIN`: the layout's by its names, the formulation's by its own."""
+        return [getattr(self.lay, n) if hasattr(self.lay, n) else getattr(self, n) for n in CHAIN_TWIN]
 
     @classmethod
     def run_threads(cls, model: Model, settings) -> int:

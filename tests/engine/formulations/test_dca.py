@@ -612,8 +612,9 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
     another, so the rates, the multipliers and the accelerations are those of one thread
     bit for bit -- with the rates and without (the workspace only), at random states,
     across block boundaries (17, 33, 100 bodies) and with every joint kind and force
-    element (the joint zoo).  With numba on one thread the first role waits for the
-    other in vain and does it all."""
+    element (the joint zoo).  Right-hand sides take the two copies of what the roles
+    hand over (``CHAIN_TWIN``) in turn: each is checked, at a state of its own every call.
+    With numba on one thread the first role waits for the other in vain and does it all."""
     from engine.formulations import dca as dca_module
     from engine.formulations import treesolve
 
@@ -628,14 +629,18 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
         assert two.threads == 2 and two._kernel.kernel is dca_module._evaluate_chain
         assert one._kernel.kernel is dca_module._evaluate_region
         assert np.array_equal(two.tree.left, one.tree.left)
+        assert set(two.twin) == set(dca_module.CHAIN_TWIN) and not one.twin
+        assert not any(np.shares_memory(b, a) for b, a in zip(two.twin.values(), two._chain_twin()))
         rng = np.random.default_rng(11)
         for _ in range(4):
-            y = _random_tree_state(model, rng)
-            numba.set_num_threads(1)
-            a, la, acc = one.rhs(0.0, y), one.lay.lam.copy(), one.A.copy()
-            numba.set_num_threads(2)
-            b = two.rhs(0.0, y)
-            assert np.array_equal(a, b) and np.array_equal(la, two.lay.lam) and np.array_equal(acc, two.A)
+            for _ in range(2):  # the second copy, then the first
+                y = _random_tree_state(model, rng)
+                numba.set_num_threads(1)
+                a, la, acc = one.rhs(0.0, y), one.lay.lam.copy(), one.A.copy()
+                numba.set_num_threads(2)
+                b = two.rhs(0.0, y)
+                used = two.twin if two.nfev & 1 else {"lam": two.lay.lam, "A": two.A}
+                assert np.array_equal(a, b) and np.array_equal(la, used["lam"]) and np.array_equal(acc, used["A"])
             two.vdot[:] = np.nan
             two._solve(0.0, y)
             assert np.array_equal(two.vdot, one.vdot)
