@@ -88,7 +88,7 @@ def _kernel():
                     treesolve._bias_step(k, row_adr, rows, G, g0, hy)
             elif which == 8:
                 for k in range(nb - 1, -1, -1):
-                    treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy)
+                    treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy, False)  # as the rates call runs it
             else:
                 qdot_from_v(mk, q, v, out)
                 for phase in range(2):

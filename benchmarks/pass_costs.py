@@ -42,7 +42,7 @@ def _prefix(N, stop, direct, desc, proto, y, out):
     same passes, arguments and order as those kernels: keep the three in step."""
     (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
      Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     rhs_body, Jinv_w, scratch, A, vdot, hy) = unpack(desc, proto)
+     rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
     nb = ix[0]
     nq = y.shape[0] - vdot.shape[0]
     q = y[:nq]
@@ -68,7 +68,7 @@ def _prefix(N, stop, direct, desc, proto, y, out):
             if stop > 7:
                 treesolve.region_biases(0, ix, bv, G, g0, hy)
             if stop > 8:
-                treesolve.region_down(0, ix, Fh, G, lam, hy)
+                treesolve.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
             if stop > 9:
                 for phase in range(2):
                     _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot,

@@ -608,6 +608,10 @@ def _evaluator(direct: bool):
 
         ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if
         it is as long as ``y``; an empty ``out`` (``NO_RATES``) fills the workspace only.
+        With the rates, ``direct`` leaves the joints' forces and multipliers out of the
+        disassembly: a region's accelerations come from its recursion, and nothing in the
+        rates reads them (docs/performance.md, "The rates without the multipliers"); the
+        formulation's readers of them evaluate without rates (``_solve``).
         The rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second
         kernel call they cost 1 us a right-hand side.  Returns whether v and vdot are all
         finite."""
@@ -629,7 +633,7 @@ def _evaluator(direct: bool):
                          scratch, np.bool_(True), np.bool_(True), hy)
             treesolve.region_matrices(0, ix, Phi, hy)
             treesolve.region_biases(0, ix, bv, G, g0, hy)
-            treesolve.region_down(0, ix, Fh, G, lam, hy)
+            treesolve.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
             for phase in range(2):
                 _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
         else:
@@ -702,11 +706,11 @@ def _take_role(progress):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia, inertia_inv, x, R, P, S, V, c,
-                Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress):
+                Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, forces, progress):
     """The leading role of :func:`_evaluate_chain`: positions (root first), the bodies'
     own inertias (tips first), then -- once the twists and rows are done -- the applied
     forces, the bodies' bias wrenches, the bias pass behind the matrix pass, and the
-    disassembly."""
+    disassembly (with the joints' forces and multipliers if ``forces``)."""
     row_adr, rows = ix[19], ix[20]
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
@@ -729,7 +733,7 @@ def _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia
             done = wait_for(progress, _MAT, need, done)
         treesolve._bias_step(k, row_adr, rows, G, g0, hy)
     for k in range(nb - 1, -1, -1):  # body nb - 1 - k, root first
-        treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy)
+        treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy, forces)
         if (nb - k) % CHAIN_BLOCK == 0 or k == 0:
             store_release(progress, _DOWN, nb - k)
 
@@ -794,7 +798,8 @@ def _evaluate_chain(desc, proto, y, out):
         role = _take_role(progress)
         if role == 0:
             _chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia, inertia_inv, x, R, P, S,
-                        V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, progress)
+                        V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy,
+                        out.shape[0] != y.shape[0], progress)
         elif role == 1:
             _chain_trail(nb, mk_trail, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_body, mass, Jinv_w, A,
                          vdot, out, hy, progress)

@@ -1428,9 +1428,9 @@ def region_biases(rg, ix, bv, G, g0, hy):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _down_step(k, row_adr, rows, Fh, G, lam, hy):
+def _down_step(k, row_adr, rows, Fh, G, lam, hy, forces):
     """Step k of a region's disassembly (:func:`region_down`), its parent's done: body
-    c's handle quantity ``x_c``, its joint's force and multipliers."""
+    c's handle quantity ``x_c``; and if ``forces``, its joint's force and multipliers."""
     S, IA, W, U, Dinv, sz, cperp, xa = hy[0], hy[2], hy[3], hy[4], hy[5], hy[6], hy[7], hy[8]
     slot_in, slot_out, va, nvj, unit_first = hy[15], hy[16], hy[17], hy[18], hy[20]
     c, p, n, v0, d0, d1, d2 = _region_step(k, hy)
@@ -1472,6 +1472,8 @@ def _down_step(k, row_adr, rows, Fh, G, lam, hy):
             sb = _ax(S, c, q, va, nvj, b)
             if sb != 0.0:
                 xc[b] += sb * sq
+    if not forces:
+        return
     Ic = IA[c]
     si = slot_in[c]
     so = slot_out[c]
@@ -1520,10 +1522,13 @@ def _down_step(k, row_adr, rows, Fh, G, lam, hy):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def region_down(rg, ix, Fh, G, lam, hy):
+def region_down(rg, ix, Fh, G, lam, hy, forces):
     """Disassembly of region ``rg`` from its handle force: root first, each body's handle
-    quantity, its joint's force ``F_c`` (on both handles) and multipliers ``G_succ F_c``.
-    A grounded region starts from ground at rest with its root's joint."""
+    quantity, and if ``forces`` its joint's force ``F_c`` (on both handles) and multipliers
+    ``G_succ F_c``.  The region's bodies' accelerations come from the handle quantities
+    alone (``dca._region_acceleration``): only a joint force that leaves the region -- a
+    root's on a parent outside it -- and the multipliers need ``forces``.  A grounded
+    region starts from ground at rest with its root's joint."""
     nb, node_h_start, row_adr, rows = ix[0], ix[5], ix[19], ix[20]
     W, xa, LA = hy[3], hy[8], hy[9]
     reg_start, reg_body, reg_head, slot_in = hy[11], hy[12], hy[13], hy[15]
@@ -1539,7 +1544,7 @@ def region_down(rg, ix, Fh, G, lam, hy):
             xr[a] = Fh[sN, a] + W[root, a]
         _chol_solve6(LA[rg], xr, xr)
     for k in range(k1 - 1 if grounded else k1 - 2, k0 - 1, -1):
-        _down_step(k, row_adr, rows, Fh, G, lam, hy)
+        _down_step(k, row_adr, rows, Fh, G, lam, hy, forces)
 
 
 # ----------------------------------------------------------------- level passes
@@ -1622,7 +1627,7 @@ def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
             rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
                 if regions:
-                    region_down(rg, ix, Fh, G, lam, hy)
+                    region_down(rg, ix, Fh, G, lam, hy, True)
             elif rg == -2:
                 continue
             elif _one_joint_merge(m, ix, nd):

@@ -6,6 +6,7 @@ import pytest
 
 from engine import generators as gen
 from engine.errors import SimulationError
+from engine.formulations.base import NO_RATES
 from engine.kinematics import kin_arrays, normalize_quaternions
 from engine.mechfile import spec_from_dict, spec_to_dict
 from engine.model import FIXED, REVOLUTE, SPHERICAL, UNIVERSAL, build_model
@@ -289,11 +290,15 @@ def test_dca_takes_the_joints_to_ground_into_its_regions(spec, monkeypatch):
             subtree[r].append(b)
     assert grounded_parts(dca) == sorted(tuple(sorted(s)) for s in subtree.values() if len(s) >= 2)
     y = _random_tree_state(model, np.random.default_rng(13))
-    a, la = dca.rhs(0.0, y), dca.lay.lam.copy()
+    a = dca.rhs(0.0, y)
+    dca._solve(0.0, y)  # the multipliers: a one-region kernel's rates call leaves them out
+    la = dca.lay.lam.copy()
     _merges_only(monkeypatch)
     merges = Simulation(model, Settings(formulation="dca", threads=1)).formulation
     assert np.array_equal(merges.tree.left, dca.tree.left) and merges.lay.n_regions == 0
-    b, lb = merges.rhs(0.0, y), merges.lay.lam
+    b = merges.rhs(0.0, y)
+    merges._solve(0.0, y)
+    lb = merges.lay.lam
     assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
     assert np.abs(la - lb).max() <= 1e-12 * max(1.0, np.abs(lb).max())
 
@@ -324,9 +329,11 @@ def test_one_region_called_directly_is_the_passes(spec, monkeypatch):
     passes = Simulation(model, Settings(formulation="dca", threads=1)).formulation
     assert passes._kernel.kernel is dca_module._evaluate
     y = _random_tree_state(model, np.random.default_rng(5)) if model.nj == model.nb else direct.initial_state()
-    a, la = direct.rhs(0.0, y), direct.lay.lam.copy()
-    b, lb = passes.rhs(0.0, y), passes.lay.lam
-    assert np.array_equal(a, b) and np.array_equal(la, lb)
+    a, b = direct.rhs(0.0, y), passes.rhs(0.0, y)
+    direct._solve(0.0, y)  # the multipliers: the direct kernel's rates call leaves them out
+    passes._solve(0.0, y)
+    assert np.array_equal(a, b) and np.array_equal(direct.lay.lam, passes.lay.lam)
+    assert np.array_equal(direct.A, passes.A) and np.array_equal(direct.vdot, passes.vdot)
 
 
 @pytest.mark.parametrize("n, kind, inertia", [(6, "spherical", None), (6, "revolute", None),
@@ -636,14 +643,19 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
             for _ in range(2):  # the second copy, then the first
                 y = _random_tree_state(model, rng)
                 numba.set_num_threads(1)
-                a, la, acc = one.rhs(0.0, y), one.lay.lam.copy(), one.A.copy()
+                a, acc = one.rhs(0.0, y), one.A.copy()
                 numba.set_num_threads(2)
                 b = two.rhs(0.0, y)
-                used = two.twin if two.nfev & 1 else {"lam": two.lay.lam, "A": two.A}
-                assert np.array_equal(a, b) and np.array_equal(la, used["lam"]) and np.array_equal(acc, used["A"])
+                used = two.twin if two.nfev & 1 else {"A": two.A}
+                assert np.array_equal(a, b) and np.array_equal(acc, used["A"])
+            numba.set_num_threads(1)
+            one._solve(0.0, y)  # the multipliers too
+            numba.set_num_threads(2)
+            two._rhs_kernels[1](y, NO_RATES)  # on the second copy
+            assert np.array_equal(one.lay.lam, two.twin["lam"]) and np.array_equal(one.vdot, two.twin["vdot"])
             two.vdot[:] = np.nan
-            two._solve(0.0, y)
-            assert np.array_equal(two.vdot, one.vdot)
+            two._solve(0.0, y)  # on the first
+            assert np.array_equal(two.vdot, one.vdot) and np.array_equal(two.lay.lam, one.lay.lam)
         numba.set_num_threads(1)
         two.vdot[:] = np.nan
         assert np.array_equal(two.rhs(0.0, y), a)
