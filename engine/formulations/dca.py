@@ -937,8 +937,9 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         writes the rates) into a new array; ``not_finite`` says which rates were not.
         Calls take ``_rhs_kernels`` in turn: ``dca``'s two roles on a chain alternate
         between two copies of the arrays they hand each other (:data:`CHAIN_TWIN`), so
-        after ``rhs`` the workspace may hold the call before last; the formulation's own
-        readers evaluate through :meth:`_solve`, on the first copy."""
+        after ``rhs`` the workspace may hold the call before last, and ``dca``'s
+        one-region kernels leave the multipliers out of a rates call; the formulation's
+        own readers evaluate through :meth:`_solve`, on the first copy, with them."""
         self.nfev += 1
         out, finite = self._rhs_kernels[self.nfev & 1].rates(y)
         if not finite:
