@@ -9,8 +9,9 @@ worth only as much as the window it fell in.  This script times, in one process 
 
 - ``one thread``: a right-hand side on one thread;
 - ``two threads``: on two threads as the formulation runs them (``dca``: an unbranched
-  chain in two roles beside one another, ``_evaluate_chain``; ``hdca``: the two-part
-  tree);
+  chain in two roles beside one another, ``_evaluate_chain``, or one thread alone where
+  ``rhs``'s timing found that faster, ``_choose_kernels``; ``hdca``: the two-part tree);
+- ``two roles, no choice`` (``dca`` only): the two roles every call, whatever is faster;
 - ``two threads, two-part tree`` (``dca`` only): the chain cut into two parts that
   merge, as ``dca`` ran it on two threads before the two roles;
 - ``ceiling (a pair at once)``: two one-thread right-hand sides at once, one on each
@@ -189,6 +190,8 @@ def main(argv=None) -> int:
     try:
         for kind in ("spherical", "revolute"):
             times: dict[str, list[float]] = {label: [] for label, _, _ in configs}
+            if a.formulation == "dca":
+                times["two roles, no choice"] = []
             times["ceiling (a pair at once)"] = []
             times["ceiling, halves"] = []
             machine: dict[str, list[float]] = {"hand-over (ns)": [], "ceiling, arithmetic only": []}
@@ -205,6 +208,14 @@ def main(argv=None) -> int:
                     f, y = forms[label]
                     numba.set_num_threads(threads)
                     times[label].append(_time_call(lambda: f.rhs(0.0, y)) * 1e6)
+                    if label == "two threads" and getattr(f, "two_roles", False):
+                        turn = [0]
+
+                        def roles():
+                            turn[0] ^= 1
+                            return f._roles[turn[0]].rates(y)
+
+                        times["two roles, no choice"].append(_time_call(roles) * 1e6)
                 numba.set_num_threads(2)
                 times["ceiling (a pair at once)"].append(_time_pair(pair, wholes) * 1e6)
                 times["ceiling, halves"].append(_time_pair(pair, halves) * 1e6)

@@ -21,6 +21,8 @@ beta)`` adds ``2 alpha Phi_dot + beta^2 Phi`` to the closure rows.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit, prange
 
@@ -812,6 +814,20 @@ def _evaluate_chain(desc, proto, y, out):
     return second_rates(v, vdot, out)
 
 
+#: ``TreeFormulation.rhs`` chooses its kernels (``DCAFormulation._choose_kernels``) at
+#: the right-hand sides whose count ``nfev`` has ``nfev & CHAIN_RETIME_MASK == CHAIN_RETIME_AT``:
+#: the 16th, then every 1024th.  Six extra calls a choice: about 0.6 % more work
+CHAIN_RETIME_MASK = 1023
+CHAIN_RETIME_AT = 16
+
+
+def _seconds(kernel: StateKernel, y: np.ndarray) -> float:
+    """Wall seconds of one rates call of ``kernel`` at ``y``."""
+    t0 = time.perf_counter()
+    kernel.rates(y)
+    return time.perf_counter() - t0
+
+
 #: the arrays one role of ``_evaluate_chain`` writes and the other reads, kept in two
 #: copies that right-hand sides use in turn (``TreeFormulation.rhs``).  Where a role
 #: writes a cache line the other core read in the previous call, each store waits for
@@ -941,10 +957,16 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         one-region kernels leave the multipliers out of a rates call; the formulation's
         own readers evaluate through :meth:`_solve`, on the first copy, with them."""
         self.nfev += 1
+        if self.nfev & CHAIN_RETIME_MASK == CHAIN_RETIME_AT:
+            self._choose_kernels(y)
         out, finite = self._rhs_kernels[self.nfev & 1].rates(y)
         if not finite:
             raise SingularSystemError(t, self.not_finite)
         return out
+
+    def _choose_kernels(self, y) -> None:
+        """Every ``CHAIN_RETIME_MASK + 1`` right-hand sides: which kernels ``rhs`` takes,
+        where there is a choice (``DCAFormulation``)."""
 
     def post_step(self, t, y):
         y = y.copy()
@@ -1011,6 +1033,26 @@ class DCAFormulation(TreeFormulation):
             self.twin = {n: a.copy() for n, a in zip(CHAIN_TWIN, first)}
             self._rhs_kernels = (self._kernel,
                                  StateKernel(kernel, _swapped(self._workspace(), first, list(self.twin.values()))))
+        # the two roles, and the one-thread kernel on the same workspace (compiled with them:
+        # they call it when the second thread does not come); rhs takes the faster
+        self._roles = self._rhs_kernels
+        self._alone = StateKernel(_evaluate_region, self._workspace()) if self.two_roles else None
+        self.kernel_choices: list[tuple[int, float, float]] = []  # (nfev, two roles s, alone s) of each choice
+
+    def _choose_kernels(self, y) -> None:
+        """On an unbranched chain on two threads, times the two roles against one thread
+        alone at state ``y`` (twice each, the best) and takes the faster for the next
+        right-hand sides: both give the same result bit for bit, but where the two cores
+        hand cache lines over slowly the roles take twice one thread's time
+        (docs/performance.md, "One thread when two are slower")."""
+        if not self.two_roles:
+            return
+        roles, alone = self._roles, self._alone
+        t_roles = min(_seconds(roles[0], y), _seconds(roles[1], y), _seconds(roles[0], y), _seconds(roles[1], y))
+        t_alone = min(_seconds(alone, y), _seconds(alone, y))
+        self._rhs_kernels = roles if t_roles < t_alone else (alone, alone)
+        if len(self.kernel_choices) < 1000:
+            self.kernel_choices.append((self.nfev, t_roles, t_alone))
 
     def _chain_twin(self) -> list:
         """The arrays of :data:`CHAIN_TWIN`: the layout's by its names, the formulation's by its own."""

@@ -663,6 +663,46 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
         numba.set_num_threads(old)
 
 
+def test_two_roles_give_way_to_one_thread_where_it_is_faster(monkeypatch):
+    """``rhs`` times the two roles against the one-thread kernel at its 16th right-hand
+    side and every 1024th after (``_choose_kernels``) and takes the faster for the calls
+    up to the next choice; the rates are one thread's either way."""
+    from engine.formulations import dca as dca_module
+    from engine.formulations import treesolve
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two cores")
+    monkeypatch.setattr(treesolve, "PARALLEL_MIN_BODIES", 1)
+    model = build_model(gen.chain(40, "revolute", planar=False))
+    old = numba.get_num_threads()
+    try:
+        one = Simulation(model, Settings(formulation="dca", threads=1)).formulation
+        two = Simulation(model, Settings(formulation="dca", threads=2)).formulation
+        assert one._alone is None and two._alone is not None
+        assert two._alone.kernel is dca_module._evaluate_region and two._roles == two._rhs_kernels
+        slow = {"roles": 2.0, "alone": 1.0}  # seconds a timed call takes, as _choose_kernels sees it
+        monkeypatch.setattr(dca_module, "_seconds",
+                            lambda k, y: slow["alone"] if k is two._alone else slow["roles"])
+        rng = np.random.default_rng(3)
+        for n in range(1, 21):
+            y = _random_tree_state(model, rng)
+            numba.set_num_threads(1)
+            a = one.rhs(0.0, y)
+            numba.set_num_threads(2)
+            assert np.array_equal(two.rhs(0.0, y), a)
+            alone = two._rhs_kernels == (two._alone, two._alone)
+            assert alone == (n >= dca_module.CHAIN_RETIME_AT), n
+        assert [c[0] for c in two.kernel_choices] == [dca_module.CHAIN_RETIME_AT]
+        slow.update(roles=0.5)  # the two roles faster at the next choice
+        two.nfev = dca_module.CHAIN_RETIME_MASK + dca_module.CHAIN_RETIME_AT - 1
+        assert np.array_equal(two.rhs(0.0, y), a)
+        assert two._rhs_kernels == (two._alone, two._alone)  # no choice at this call
+        assert np.array_equal(two.rhs(0.0, y), a)  # the 1040th: a choice
+        assert two._rhs_kernels is two._roles and len(two.kernel_choices) == 2
+    finally:
+        numba.set_num_threads(old)
+
+
 @pytest.mark.parametrize("name", ["dca", "hdca"])
 @pytest.mark.parametrize("spec", [gen.joint_zoo(), gen.random_mechanism(3, 12, 0), gen.random_mechanism(8, 12, 2),
                                   gen.chain(40, "revolute", planar=False)], ids=["zoo", "tree", "loops", "chain"])
