@@ -35,7 +35,7 @@ from ..model import UNIVERSAL, Model
 from . import treesolve
 from .base import NO_RATES, Evaluation, StateKernel, check_consistent
 from .workspace import unpack
-from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows
+from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows, unbranched_chain
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -267,6 +267,13 @@ def _evaluate(desc, proto, y, out):
     return ode_rates(mk, q, v, pdot, out)
 
 
+#: left automatic, hdca runs an unbranched open chain of fewer bodies on one thread
+#: (:meth:`HDCAFormulation.run_threads`): on two threads it cuts the chain into two parts
+#: that merge, and measured up to 4096 bodies that was 0.77-0.91x one thread's speed on
+#: spherical chains and 0.90-1.08x on revolute ones (docs/performance.md, "Automatic threads")
+CHAIN_PARALLEL_MIN_BODIES = 8192
+
+
 class HDCAFormulation(TreeFormulation):
     name = "hdca"
     title = "Hamiltonian divide-and-conquer algorithm, velocity level"
@@ -275,6 +282,16 @@ class HDCAFormulation(TreeFormulation):
     not_finite = "velocities or momentum rates are not finite"
     summary = ("Paper 001's Hamiltonian DCA: joint coordinates and canonical momenta, loops closed at the "
                "velocity level, so velocity constraints hold to round-off and positions drift only slowly.")
+
+    @classmethod
+    def run_threads(cls, model: Model, settings) -> int:
+        """As :meth:`TreeFormulation.run_threads`; and, left automatic, one thread on an
+        unbranched open chain of fewer than :data:`CHAIN_PARALLEL_MIN_BODIES` bodies."""
+        n = super().run_threads(model, settings)
+        if (getattr(settings, "threads", None) is None and n > 1 and model.nb < CHAIN_PARALLEL_MIN_BODIES
+                and unbranched_chain(model)):
+            return 1
+        return n
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)

@@ -391,11 +391,11 @@ def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch)
 @pytest.mark.parametrize("form", ["dca", "hdca"])
 def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     """Left automatic, dca and hdca run an unbranched chain shorter than
-    ``CHAIN_PARALLEL_MIN_BODIES`` on one thread, over the tree and layout of
-    ``--threads 1``; dca also an open branched tree shorter than
-    ``TREE_PARALLEL_MIN_BODIES``.  A longer chain, hdca's branched tree and any thread
-    count the user set keep every thread asked for (docs/performance.md, "Automatic
-    threads")."""
+    ``CHAIN_PARALLEL_MIN_BODIES`` (hdca: ``hdca.CHAIN_PARALLEL_MIN_BODIES``) on one
+    thread, over the tree and layout of ``--threads 1``; dca also an open branched tree
+    shorter than ``TREE_PARALLEL_MIN_BODIES``.  A longer chain, hdca's branched tree and
+    any thread count the user set keep every thread asked for (docs/performance.md,
+    "Automatic threads")."""
     from engine.formulations import REGISTRY
     from engine.formulations.treesolve import CHAIN_PARALLEL_MIN_BODIES, run_threads
 
@@ -407,7 +407,13 @@ def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     assert (tree.parent[: tree.nb] < 0).sum() > 1 or np.bincount(tree.parent[tree.parent >= 0]).max() > 1
     assert cls.run_threads(short, Settings(formulation=form)) == 1
     assert cls.run_threads(short, Settings(formulation=form, threads=2)) == min(2, cores)
-    assert cls.run_threads(long, Settings(formulation=form)) == cores
+    assert cls.run_threads(long, Settings(formulation=form)) == (cores if form == "dca" else 1)
+    if form == "hdca":
+        from engine.formulations.hdca import CHAIN_PARALLEL_MIN_BODIES as HDCA_CHAIN
+
+        longer = build_model(gen.chain(HDCA_CHAIN, "revolute", planar=True))
+        assert cls.run_threads(longer, Settings(formulation=form)) == cores
+        assert cls.run_threads(long, Settings(formulation=form, threads=2)) == min(2, cores)
     assert cls.run_threads(tree, Settings(formulation=form)) == (1 if form == "dca" else cores)
     assert cls.run_threads(tree, Settings(formulation=form, threads=2)) == min(2, cores)
     assert REGISTRY["index3"].run_threads(short, Settings(formulation="index3")) == cores
