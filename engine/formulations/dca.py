@@ -814,7 +814,7 @@ def _evaluate_chain(desc, proto, y, out):
     return second_rates(v, vdot, out)
 
 
-#: ``TreeFormulation.rhs`` chooses its kernels (``DCAFormulation._choose_kernels``) at
+#: a chain's ``rhs`` on two threads chooses its kernels (``DCAFormulation._choose_kernels``) at
 #: the right-hand sides whose count ``nfev`` has ``nfev & CHAIN_RETIME_MASK == CHAIN_RETIME_AT``:
 #: the 16th, then every 1024th.  Six extra calls a choice: about 0.6 % more work
 CHAIN_RETIME_MASK = 1023
@@ -829,7 +829,7 @@ def _seconds(kernel: StateKernel, y: np.ndarray) -> float:
 
 
 #: the arrays one role of ``_evaluate_chain`` writes and the other reads, kept in two
-#: copies that right-hand sides use in turn (``TreeFormulation.rhs``).  Where a role
+#: copies that right-hand sides use in turn (``DCAFormulation._rhs_two_roles``).  Where a role
 #: writes a cache line the other core read in the previous call, each store waits for
 #: that core to give its copy up: on a 1024-body revolute chain the trailing role's
 #: root-first loop took 69-72 us instead of 38.  With two copies the lines a call writes
@@ -951,22 +951,14 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
     def rhs(self, t, y):
         """One evaluation (``self._kernel``: the subclass's ``_evaluate``, whose last pass
         writes the rates) into a new array; ``not_finite`` says which rates were not.
-        Calls take ``_rhs_kernels`` in turn: ``dca``'s two roles on a chain alternate
-        between two copies of the arrays they hand each other (:data:`CHAIN_TWIN`), so
-        after ``rhs`` the workspace may hold the call before last, and ``dca``'s
-        one-region kernels leave the multipliers out of a rates call; the formulation's
-        own readers evaluate through :meth:`_solve`, on the first copy, with them."""
+        ``dca``'s one-region kernels leave the multipliers out of a rates call: the
+        formulation's own readers evaluate through :meth:`_solve`, with them.  ``dca``
+        on a chain on two threads takes ``DCAFormulation._rhs_two_roles`` instead."""
         self.nfev += 1
-        if self.nfev & CHAIN_RETIME_MASK == CHAIN_RETIME_AT:
-            self._choose_kernels(y)
-        out, finite = self._rhs_kernels[self.nfev & 1].rates(y)
+        out, finite = self._kernel.rates(y)
         if not finite:
             raise SingularSystemError(t, self.not_finite)
         return out
-
-    def _choose_kernels(self, y) -> None:
-        """Every ``CHAIN_RETIME_MASK + 1`` right-hand sides: which kernels ``rhs`` takes,
-        where there is a choice (``DCAFormulation``)."""
 
     def post_step(self, t, y):
         y = y.copy()
@@ -1026,18 +1018,32 @@ class DCAFormulation(TreeFormulation):
         self.two_roles = direct and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
         kernel = _evaluate_chain if self.two_roles else _evaluate_region if direct else _evaluate
         self._kernel = StateKernel(kernel, self._workspace())
-        self._rhs_kernels = (self._kernel, self._kernel)
         self.twin = {}  # the second copies of CHAIN_TWIN's arrays, by name (two roles only)
+        self._roles = self._alone = None
+        self.kernel_choices: list[tuple[int, float, float]] = []  # (nfev, two roles s, alone s) of each choice
         if self.two_roles:  # right-hand sides alternate between two copies of what the roles hand over
             first = self._chain_twin()
             self.twin = {n: a.copy() for n, a in zip(CHAIN_TWIN, first)}
-            self._rhs_kernels = (self._kernel,
-                                 StateKernel(kernel, _swapped(self._workspace(), first, list(self.twin.values()))))
-        # the two roles, and the one-thread kernel on the same workspace (compiled with them:
-        # they call it when the second thread does not come); rhs takes the faster
-        self._roles = self._rhs_kernels
-        self._alone = StateKernel(_evaluate_region, self._workspace()) if self.two_roles else None
-        self.kernel_choices: list[tuple[int, float, float]] = []  # (nfev, two roles s, alone s) of each choice
+            self._roles = (self._kernel,
+                           StateKernel(kernel, _swapped(self._workspace(), first, list(self.twin.values()))))
+            # and the one-thread kernel on the same workspace (compiled with the roles: they
+            # call it when the second thread does not come): rhs takes the faster
+            self._alone = StateKernel(_evaluate_region, self._workspace())
+            self._rhs_kernels = self._roles
+            self.rhs = self._rhs_two_roles  # the other mechanisms' rhs pays nothing for the choice
+
+    def _rhs_two_roles(self, t, y):
+        """``rhs`` of a chain on two threads: the calls take ``_rhs_kernels`` in turn --
+        the two roles' two copies of the arrays they hand each other
+        (:data:`CHAIN_TWIN`), or one thread alone (:meth:`_choose_kernels`) -- so after
+        it the workspace may hold the call before last."""
+        self.nfev += 1
+        if self.nfev & CHAIN_RETIME_MASK == CHAIN_RETIME_AT:
+            self._choose_kernels(y)
+        out, finite = self._rhs_kernels[self.nfev & 1].rates(y)
+        if not finite:
+            raise SingularSystemError(t, self.not_finite)
+        return out
 
     def _choose_kernels(self, y) -> None:
         """On an unbranched chain on two threads, times the two roles against one thread
@@ -1045,8 +1051,6 @@ class DCAFormulation(TreeFormulation):
         right-hand sides: both give the same result bit for bit, but where the two cores
         hand cache lines over slowly the roles take twice one thread's time
         (docs/performance.md, "One thread when two are slower")."""
-        if not self.two_roles:
-            return
         roles, alone = self._roles, self._alone
         t_roles = min(_seconds(roles[0], y), _seconds(roles[1], y), _seconds(roles[0], y), _seconds(roles[1], y))
         t_alone = min(_seconds(alone, y), _seconds(alone, y))

@@ -317,7 +317,6 @@ class HDCAFormulation(TreeFormulation):
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
         self._kernel = StateKernel(_evaluate, self._workspace())
-        self._rhs_kernels = (self._kernel, self._kernel)
 
     # ----------------------------------------------------------------- state
     def initial_state(self) -> np.ndarray:

@@ -657,7 +657,7 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
             numba.set_num_threads(1)
             one._solve(0.0, y)  # the multipliers too
             numba.set_num_threads(2)
-            two._rhs_kernels[1](y, NO_RATES)  # on the second copy
+            two._roles[1](y, NO_RATES)  # on the second copy
             assert np.array_equal(one.lay.lam, two.twin["lam"]) and np.array_equal(one.vdot, two.twin["vdot"])
             two.vdot[:] = np.nan
             two._solve(0.0, y)  # on the first
