@@ -113,7 +113,8 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="engine threads [all cores; dca and hdca: one on an open chain of fewer than 512 bodies]")
     p.add_argument("--out", metavar="FILE.csv", help="results file [stdout]")
     p.add_argument("--projection", choices=("on", "off"),
-                   help="dense: project onto the constraints at every output instant [on with loops]")
+                   help="dense, dca, hdca: project positions and velocities onto the loops at every output "
+                        "instant [on with loops]")
     p.add_argument("--baumgarte", nargs=2, type=_float, metavar=("ALPHA", "BETA"),
                    help="dca: Baumgarte stabilisation of loop closures [off]")
     p.add_argument("--tangent-hold", type=_int, default=1, metavar="N",

@@ -74,6 +74,15 @@ SINGULAR_STEP_FRACTION = 0.2
 #: ... and it counts as being crossed when it is at most this far in time at
 #: its current rate (a mechanism that merely stays ill-conditioned is not).
 CROSSING_TIME = 0.05
+#: rcr and embedding stop where the loops reach a singular configuration: the mobility
+#: measure below this, or predicted to fall below it before the next sample (engine.
+#: formulations.rcr.singular_crossing).  Measured on the rk4 paths at dt = 0.01: the
+#: parallelogram's fold falls linearly (0.047, 0.032, 0.016, then 9e-4 past the fold), a
+#: crossing; the five-bars pass near one -- the measure turning at 0.044-0.073 within two
+#: output intervals (fivebar), at 0.009 on one path of fivebar-redundant -- with re-chosen
+#: partitions of block conditioning >= 0.1 and no branch to choose: no singular
+#: configuration (docs/formulations.md, "Singular configurations").
+SINGULAR_STOP = 1e-3
 
 # ------------------------------------------------------ branch and health monitor
 # engine/monitor.py judges every output instant of every formulation; docs/formulations.md,
@@ -142,3 +151,20 @@ MONITOR_MAX_REFINE = 4
 #: so a collapse is final.
 STALL_RATIO = 1e-6
 STALL_STEPS = 1000
+
+#: Fixed-step integrators (rk4, index3's trapezoidal rule) under the monitor: an output
+#: interval the monitor accepted only at a finer step, or an energy drift (conservative
+#: mechanisms) ahead of MONITOR_ENERGY_PACE of its limit -- the limit times
+#: max(t / t_end, 1/2), so the run ends within half its budget -- makes every following
+#: interval take twice (or 2**level times) as many sub-steps, up to 2**FIXED_STEP_MAX_LEVEL.
+#: The output instants stay those of dt.  A run the monitor never questions is unchanged;
+#: one whose step is too coarse for its mechanism refines itself instead of stopping
+#: (measured: index3's trapezoidal dissipation on chain-8-revolute, 0.24 % of the peak
+#: kinetic energy over 10 s at dt = 0.01, against the limit's 0.1 %; hdca's rk4 on the
+#: whip of chain-5-spherical-spatial at dt = 0.01).
+MONITOR_ENERGY_PACE = 0.5
+FIXED_STEP_MAX_LEVEL = 5
+#: ... of which the energy's pace may ask for at most this many (8 sub-steps), and none
+#: after one that did not halve the drift's rate (index3 on chain-6-universal-spatial: its
+#: drift of 6e-4 is its Newton iterations' and penalty's, the same at dt / 32).
+FIXED_STEP_PACE_LEVELS = 3

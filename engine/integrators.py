@@ -74,8 +74,28 @@ def _rk4_step(f, t, y, h):
     return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
-def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], bool]) -> Iterator:
+class Refinement:
+    """The sub-step level of a fixed-step run (rk4, index3's trapezoidal rule): every output
+    interval takes ``2**(base + level)`` steps, ``level`` the monitor's retry of that
+    interval.  The pipeline raises ``base`` when the monitor accepted an interval only at a
+    finer step or the energy drift is ahead of its pace (config.MONITOR_ENERGY_PACE), so
+    a step too coarse for the mechanism refines itself instead of stopping the run."""
+
+    def __init__(self):
+        self.base = 0
+
+    def raise_by(self, levels: int) -> None:
+        self.base = min(self.base + int(levels), config.FIXED_STEP_MAX_LEVEL)
+
+    @property
+    def substeps(self) -> int:
+        return 1 << self.base
+
+
+def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], bool],
+        refinement: Refinement | None = None) -> Iterator:
     ts = output_times(dt, t_end)
+    refinement = refinement or Refinement()
     y = y0
     yield ts[0], y
     f = form.rhs
@@ -88,7 +108,7 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
         t0, t1 = ts[k - 1], ts[k]
         level = 0
         while True:
-            n = 1 << level
+            n = 1 << (refinement.base + level)
             h = (t1 - t0) / n
             yk = y
             for i in range(n):

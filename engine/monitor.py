@@ -116,6 +116,13 @@ class Monitor:
         self._first = None  # (reasons, where, conditioning) of the interval's first attempt
         self._motion = []  # (t, V, A) of the last two accepted rows: the continuity check
         self.max_continuity = 0.0  # largest continuity ratio accepted (statistics)
+        self.max_leap = 0.0  # largest position-continuity ratio accepted (statistics)
+        #: () -> the loops' mobility measure at the state being judged; the pipeline sets it
+        self.mobility = None
+        #: the refinement level at which the last row was accepted (0: at the first attempt)
+        self.accepted_level = 0
+        self._pace_marks = [(0.0, 0.0)]  # (t, energy drift) where ahead_of_pace said so
+        self._pace_spent = False  # refining for the energy's pace no longer pays
 
     # ----------------------------------------------------------------- helpers
     def _energy_scale(self, ke_peak: float | None = None) -> float:
@@ -147,8 +154,7 @@ class Monitor:
     def _closest(self) -> str:
         if not np.isfinite(self.min_conditioning):
             return ""
-        return (f"; closest approach to a singular configuration: loop conditioning {self.min_conditioning:.2g} "
-                f"at t = {self.t_closest:.4g} s")
+        return f"; lowest loop conditioning so far {self.min_conditioning:.2g} at t = {self.t_closest:.4g} s"
 
     def _continuity(self, t: float, recorder) -> float:
         """How far the twists' change over the last output interval is from what the
@@ -158,7 +164,7 @@ class Monitor:
         V1, A1 = getattr(recorder, "last_twists", (None, None))
         if V1 is None or not self._motion or not np.all(np.isfinite(A1)):
             return 0.0
-        t0, V0, A0 = self._motion[-1]
+        t0, V0, A0 = self._motion[-1][:3]
         dt = t - t0
         if dt <= 0:
             return 0.0
@@ -171,10 +177,42 @@ class Monitor:
             worst = max(worst, float(R[:, part].max()) / (scale + floor))
         return worst
 
+    def _leap(self, t: float, recorder) -> float:
+        """How far the centres of mass moved over the last output interval beyond what their
+        velocities and accelerations at both ends allow (config.MONITOR_CONTINUITY_FACTOR):
+        the ratio of the two-point Hermite residual ``|x1 - x0 - dt (v0 + v1) / 2 - dt^2 (a0 -
+        a1) / 12|`` (exact to dt^5 x^(5) / 720) to ``dt r_v + dt^2 max|a| / 90 + floor``, where
+        ``r_v`` is the velocities' own trapezoid residual (large where the interval spans
+        fast modes) and ``dt^2 max|a| / 90`` bounds the quadrature's error for a motion
+        smooth over the interval; a stepper's trapezoidal positions add their own
+        ``dt^2 |a1 - a0| / 12``.  0 without an earlier row.
+
+        A position that jumps while the velocities say otherwise -- a loop's bodies thrown
+        onto another branch inside one interval, a state corrupted between two rows -- shows
+        here even when the velocities and residuals at both ends look sound."""
+        x1 = getattr(recorder, "last_positions", None)
+        V1, A1 = getattr(recorder, "last_twists", (None, None))
+        if x1 is None or V1 is None or not self._motion or len(self._motion[-1]) < 4:
+            return 0.0
+        t0, V0, A0, x0 = self._motion[-1]
+        dt = t - t0
+        if dt <= 0 or not (np.all(np.isfinite(A1)) and np.all(np.isfinite(x1))):
+            return 0.0
+        v0, v1, a0, a1 = V0[:, :3], V1[:, :3], A0[:, :3], A1[:, :3]
+        R = np.abs(x1 - x0 - 0.5 * dt * (v0 + v1) - dt * dt / 12.0 * (a0 - a1)).max()
+        r_v = np.abs(v1 - v0 - 0.5 * dt * (a0 + a1)).max()
+        scale = dt * r_v + dt * dt * max(np.abs(a0).max(), np.abs(a1).max()) / 90.0
+        if not self.integrates_velocities:
+            scale += dt * dt * np.abs(a1 - a0).max() / 12.0
+        floor = 1e-9 * (1.0 + max(np.abs(x0).max(), np.abs(x1).max()))
+        return float(R / (scale + floor))
+
     def _remember_motion(self, t: float, recorder) -> None:
         V, A = getattr(recorder, "last_twists", (None, None))
+        x = getattr(recorder, "last_positions", None)
         if V is not None:
-            self._motion = (self._motion + [(t, V.copy(), A.copy())])[-2:]
+            entry = (t, V.copy(), A.copy()) if x is None else (t, V.copy(), A.copy(), x.copy())
+            self._motion = (self._motion + [entry])[-2:]
 
     # ------------------------------------------------------------------ judging
     def judge(self, t: float, row: np.ndarray, recorder) -> int:
@@ -230,6 +268,9 @@ class Monitor:
         if continuity > config.MONITOR_CONTINUITY_FACTOR:
             soft.append(f"the velocities jumped within one step ({continuity:.3g} times what the accelerations "
                         "allow): the motion left its branch")
+        leap = self._leap(t, recorder)
+        if leap > config.MONITOR_CONTINUITY_FACTOR:
+            soft.append(f"the positions jumped within one step ({leap:.3g} times what the velocities allow)")
         bad = hard + soft
         if bad and self.acts:
             if self._level == 0:
@@ -242,13 +283,14 @@ class Monitor:
             # is no truncation error (that shrinks with the step): the closure solution or
             # the energy is discontinuous -- a branch switch -- so it fails like a hard limit.
             reasons, where, cond0 = self._first
-            near = "" if cond0 is None else f" (loop conditioning {cond0:.2g} there)"
+            near, remedy = self._where_singular()
             msg = (f"{where}{near}: {'; '.join(reasons)}; smaller steps (down to dt / {2 ** self._level}) did "
-                   f"not help{self._closest()}. {getattr(self.form, 'remedy', '')}").rstrip()
+                   f"not help. {remedy}").rstrip()
             raise SimulationError(t, msg)
         if bad and not self.acts:
             self.flags.append(f"t = {t:.4g} s: " + "; ".join(bad))
         # accepted
+        self.accepted_level = self._level
         if near and self._vv_entry is None:
             self._vv_entry = self._prev[2] if self._prev is not None else vv
         elif not near:
@@ -257,6 +299,7 @@ class Monitor:
         self._prev = (t, vp, vv, e)
         self._remember_motion(t, recorder)
         self.max_continuity = max(self.max_continuity, continuity)
+        self.max_leap = max(self.max_leap, leap)
         self.ke_peak = ke_peak
         if vp > self.max_position:
             self.max_position, self.t_max_position = vp, t
@@ -266,6 +309,33 @@ class Monitor:
             self.min_conditioning, self.t_closest = float(cond), t
         return 0
 
+    def ahead_of_pace(self, t: float) -> bool:
+        """For a fixed-step run: whether the energy drift of this conservative mechanism is
+        ahead of MONITOR_ENERGY_PACE of its limit at time ``t`` (the limit times
+        ``max(t / t_end, 1/2)``): the step's own truncation would then use up the limit
+        before the end, and the following intervals should take finer sub-steps
+        (config.FIXED_STEP_MAX_LEVEL).  At most FIXED_STEP_PACE_LEVELS times, and no
+        more once a refinement did not halve the drift's rate."""
+        if not (self.acts and self.conservative) or self._pace_spent:
+            return False
+        scale = self._energy_scale()
+        budget = config.MONITOR_ENERGY_PACE * config.MONITOR_ENERGY_DRIFT * max(t / self.t_end, 0.5)
+        # once per tenth of the limit the drift grows: a refinement acts on what follows
+        if not (self.max_drift > budget * scale
+                and self.max_drift > self._pace_marks[-1][1] + 0.1 * config.MONITOR_ENERGY_DRIFT * scale):
+            return False
+        (t0, d0), (t1, d1) = self._pace_marks[-2:] if len(self._pace_marks) > 1 else ((0.0, 0.0), self._pace_marks[-1])
+        if len(self._pace_marks) > 1 and t1 > t0 and t > t1:
+            # the last refinement did not slow the drift: its cause is no truncation error
+            # of the step (index3's Newton and penalty), and finer steps only cost time
+            if (self.max_drift - d1) / (t - t1) > 0.5 * (d1 - d0) / (t1 - t0):
+                self._pace_spent = True
+                return False
+        self._pace_marks.append((t, self.max_drift))
+        if len(self._pace_marks) > config.FIXED_STEP_PACE_LEVELS:
+            self._pace_spent = True
+        return True
+
     def collapsed(self, exc, recorder) -> SimulationError:
         """The run's error for an adaptive solver whose steps collapsed
         (:class:`~engine.integrators.StepCollapse`).  Near a singular configuration the
@@ -274,20 +344,39 @@ class Monitor:
         solve, which grows as the loop conditioning falls, against tolerances tighter than
         it (hdca at 1e-12 there); elsewhere the right-hand side is too stiff for an
         explicit solver at these tolerances."""
-        cond = self.form.health().get("loop_conditioning")
-        near = self._near(cond)
-        if near:
-            # the closest approach of the accepted rows, when it was closer than this state
-            closest = self._closest() if self.min_conditioning < cond else ""
-            msg = (f"{self._worst_joint(recorder, loops_only=True)} (loop conditioning {cond:.2g} there): "
+        mob = self._mobility_now()
+        if mob is not None and mob < config.SINGULAR_WINDOW:
+            msg = (f"{self._worst_joint(recorder, loops_only=True)} (loop mobility measure {mob:.2g} there): "
                    f"{exc.reason} while crossing a singular configuration: the joint rates change within a "
                    "step (the motion leaving its branch), or the tolerances are tighter than the round-off of "
-                   f"the loop solve there{closest}. {getattr(self.form, 'remedy', '')}")
+                   f"the loop solve there. {self.form.singular_remedy}")
         else:
             msg = (f"{exc.reason}: the accelerations change faster than the solver can follow (a stiff "
                    f"mechanism, or a right-hand side that is not smooth){self._closest()}. Try an implicit "
                    "integrator (--integrator radau or bdf) or looser tolerances (--rtol, --atol).")
         return SimulationError(exc.t, msg.rstrip())
+
+    def _mobility_now(self) -> float | None:
+        """The loops' mobility measure at the state being judged (:meth:`Formulation.mobility`
+        through ``self.mobility``, which the pipeline sets), None without loops or a state."""
+        if self.model.nj == self.model.nb and not self.model.ng or self.mobility is None:
+            return None
+        try:
+            mob = self.mobility()
+        except Exception:  # noqa: BLE001 - a message must not fail on its figure
+            return None
+        return None if mob is None or not np.isfinite(mob) else float(mob)
+
+    def _where_singular(self) -> tuple[str, str]:
+        """The failure message's note on the loops and what to try: a singular configuration
+        is blamed only where the mobility measure says the mechanism is near one."""
+        mob = self._mobility_now()
+        if mob is None:
+            return "", self.form.remedy
+        if mob < config.SINGULAR_WINDOW:
+            return (f" (near a singular configuration: loop mobility measure {mob:.2g}{self._closest()})",
+                    self.form.singular_remedy)
+        return f" (the loops are well conditioned there: mobility measure {mob:.2g})", self.form.remedy
 
     def failed_evaluation(self, t: float, exc: SimulationError) -> int:
         """An evaluation raised at the new state (e.g. inconsistent closure equations next to a
@@ -306,7 +395,7 @@ class Monitor:
                "t_max_position_violation": self.t_max_position, "energy_drift": self.max_drift,
                "energy_drift_relative": self.max_drift / scale,
                "conservative": self.conservative, "monitor_time": self.time,
-               "max_continuity_ratio": self.max_continuity}
+               "max_continuity_ratio": self.max_continuity, "max_leap_ratio": self.max_leap}
         if np.isfinite(self.min_conditioning):
             out["min_loop_conditioning"] = self.min_conditioning
             out["t_closest_approach"] = self.t_closest

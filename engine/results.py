@@ -93,7 +93,8 @@ class Recorder:
         out[k:k + 3] = (ke, pe, ke + pe)
         k += 3
         acc = ev.acc if ev.acc is not None else np.full((m.nb, 6), np.nan)
-        self.last_twists = (ev.V, acc)  # for the monitor's continuity check (engine/monitor.py)
+        self.last_twists = (ev.V, acc)  # for the monitor's continuity checks (engine/monitor.py)
+        self.last_positions = ev.x
         vp, vv, va = violations(self.ca, ev.x, ev.R, ev.V, acc, self._phi, self._Ga, self._Gb, self._g)
         if m.ng:  # gear residuals join the stacked residuals (contract section 1, "Couplings")
             sp, sv, sa = coupling_violations(self.fa, m.g_driver, m.g_driven, m.g_ratio, m.g_q0, jq, ev.x,

@@ -19,7 +19,7 @@ import numpy as np
 from . import config
 from .errors import SettingsError, SimulationError
 from .formulations import REGISTRY, default_formulation
-from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, StepCollapse, rk4, scipy_ode
+from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, Refinement, StepCollapse, rk4, scipy_ode
 from .model import Model
 from .monitor import Monitor
 from .results import Recorder
@@ -39,7 +39,8 @@ class Settings:
     newton_iters: int = config.DEFAULT_NEWTON_ITERS
     newton_tol: float = config.DEFAULT_NEWTON_TOL
     threads: int | None = None
-    #: dense: project positions/velocities at output instants (None: when there are loops or gears)
+    #: dense, dca, hdca: project positions and velocities onto the loops at output instants
+    #: (None: when there are loops, or gears)
     projection: bool | None = None
     #: dca: Baumgarte stabilisation (alpha, beta) of the loop closures; None = off
     baumgarte: tuple[float, float] | None = None
@@ -167,6 +168,10 @@ class Simulation:
         self._cancel = threading.Event()
         self.stats: dict = {}
         self._y0 = None
+        #: fixed-step runs: the sub-steps per output interval, raised by the monitor's verdicts
+        self.refinement = Refinement()
+        self.fixed_step = ((self.formulation.kind == "stepper" or self.settings.integrator == "rk4")
+                           and self.formulation.refines_with_step)
 
     @property
     def columns(self) -> list[str]:
@@ -205,8 +210,8 @@ class Simulation:
                     return
                 t0, t1 = ts[k - 1], ts[k]
                 level = 0
-                while True:  # a retried interval (monitor): 2**level steps of the stepper
-                    n = 1 << level
+                while True:  # 2**(base + level) steps of the stepper; level: the monitor's retry
+                    n = 1 << (self.refinement.base + level)
                     h = (t1 - t0) / n
                     yk = y
                     try:
@@ -222,7 +227,7 @@ class Simulation:
                         break
                 y = yk
         elif s.integrator == "rk4":
-            yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set)
+            yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set, self.refinement)
         else:
             acts = self.monitor is not None and self.monitor.acts
             yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
@@ -255,16 +260,21 @@ class Simulation:
             rows = []
             wall = time.perf_counter() - t_wall0
             self.stats = {"t": t_now, "rows": n_rows, "wall_time": wall, **form.stats(),
+                          **({"substeps": self.refinement.substeps} if self.refinement.base else {}),
                           **({} if self.monitor is None else self.monitor.stats())}
             return ResultChunk(arr, cols, dict(self.stats))
 
         mon = self.monitor
         rec = self.recorder
+        state = [None]  # the state being judged, for the monitor's messages
+        if mon is not None:
+            mon.mobility = lambda: None if state[0] is None else form.mobility(state[0])
         try:
             self.prepare()
             steps = self._steps(self._y0)
             t, y = next(steps)
             while True:
+                state[0] = y
                 t_now = float(t)
                 level = 0
                 if mon is None:
@@ -282,6 +292,12 @@ class Simulation:
                         rec.restore(saved)
                     else:
                         rows.append(row)
+                        if self.fixed_step:
+                            # a step too coarse for the mechanism: finer sub-steps from here on
+                            if mon.accepted_level:
+                                self.refinement.raise_by(mon.accepted_level)
+                            if mon.ahead_of_pace(t_now):
+                                self.refinement.raise_by(1)
                 if not level:
                     n_rows += 1
                     now = time.perf_counter()

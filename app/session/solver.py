@@ -178,7 +178,8 @@ def available_formulations(model: Model | None) -> list[FormulationInfo]:
         out.append(FormulationInfo(
             name=name, title=getattr(cls, "title", "") or name, summary=getattr(cls, "summary", ""),
             kind=getattr(cls, "kind", "ode"), integrators=tuple(cls.integrators),
-            default_integrator=cls.default_integrator, parameters=tuple(getattr(cls, "parameters", ())),
+            default_integrator=cls.default_integrator,
+            parameters=tuple(cls.parameters_for(model) if model is not None else getattr(cls, "parameters", ())),
             ok=bool(ok), reason=str(reason)))
     return out
 

@@ -170,6 +170,25 @@ class Formulation(ABC):
     #: True if the formulation honours the file's couplings (gear pairs, contract section 1)
     honours_couplings: bool = False
 
+    #: whether a finer fixed step makes this formulation's result more accurate -- so that a
+    #: fixed-step run may refine itself where the monitor finds the step too coarse
+    #: (engine.integrators.Refinement).  index3 with the paper's penalised projections
+    #: says no: there a smaller step weakens the penalty (what counts is alpha dt^2 / 4)
+    refines_with_step: bool = True
+
+    #: what to try when the monitor stops a run near a singular configuration of the loops
+    singular_remedy = ("the dense formulation crosses singular configurations (--formulation dense; "
+                       "docs/formulations.md, \"Singular configurations\").")
+
+    def mobility(self, y: np.ndarray) -> float | None:
+        """The loops' mobility measure at state ``y``: ``s_min / s_max`` of the mass-whitened
+        loop Jacobian over the closure's rank (``dense``'s :meth:`singularity`), 1.0 without
+        loops, None where the formulation cannot say.  The one figure by which every
+        formulation's failure messages decide whether the mechanism is near a singular
+        configuration (below SINGULAR_WINDOW); computed when a message needs it, not per
+        step (O(n^3))."""
+        return None
+
     @property
     def remedy(self) -> str:
         """What to try when the pipeline's monitor stops a run of this formulation (exit 3);
@@ -194,6 +213,17 @@ class Formulation(ABC):
         from .treesolve import run_threads
 
         return run_threads(model.nb, getattr(settings, "threads", None))
+
+    #: settings that act on loops (and gears) only
+    LOOP_PARAMETERS = ("projection", "baumgarte")
+
+    @classmethod
+    def parameters_for(cls, model: Model) -> tuple[str, ...]:
+        """The :attr:`parameters` that act on ``model``: without loops or gears, none of
+        :attr:`LOOP_PARAMETERS` (the application shows only these)."""
+        if model.nj > model.nb or model.ng:
+            return tuple(cls.parameters)
+        return tuple(p for p in cls.parameters if p not in cls.LOOP_PARAMETERS)
 
     @classmethod
     def warm_variants(cls, model: Model, settings) -> list:

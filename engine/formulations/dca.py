@@ -15,8 +15,9 @@ closures, drift terms and multipliers are those of the ``dense`` reference.
 The assembly/disassembly over the binary tree is :mod:`.treesolve`; the joint
 accelerations come from the body accelerations, ``vdot_j = S_j^T (A_succ - A_pred - c_j)``.
 
-No stabilisation by default (so drift can be studied); ``baumgarte=(alpha,
-beta)`` adds ``2 alpha Phi_dot + beta^2 Phi`` to the closure rows.
+Loops are held by projection at the output instants (:mod:`.stabilise`, on by default;
+``projection=False`` lets the drift be studied); ``baumgarte=(alpha, beta)`` adds
+``2 alpha Phi_dot + beta^2 Phi`` to the closure rows between them.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..spatial import shift_force_by, shift_motion, shift_motion_by
 from ..topology import cheaper_tree
 from . import treesolve
 from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
+from .stabilise import LoopProjection
 from .workspace import unpack
 
 
@@ -887,10 +889,11 @@ def unit_rows_first(model: Model) -> np.ndarray:
 # ----------------------------------------------------------------- formulation
 
 
-class TreeFormulation(treesolve.SingularityWatch, Formulation):
+class TreeFormulation(treesolve.SingularityWatch, LoopProjection, Formulation):
     """What ``dca`` and ``hdca`` share: kernel arrays, the assembly tree and its layout
-    (6-D handles, the joints' constraint rows, unit-row selection), the singularity
-    watch, springs, the position-level workspace, and quaternion renormalisation."""
+    (6-D handles, the joints' constraint rows, unit-row selection, the rank of the
+    closure rows), the singularity watch, springs, the position-level workspace,
+    quaternion renormalisation and the projection onto the loops (:mod:`.stabilise`)."""
 
     #: assemble the tree's articulated-body regions by the recursion in inertia form
     #: (treesolve, docs/derivations.md "The articulated-body regions"); False: merge by merge
@@ -928,6 +931,7 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
         self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
         self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
         self.hy = self.lay.hybrid(self.S, self.P)  # the passes' articulated-body regions
+        self._projection_init()
 
     @classmethod
     def run_threads(cls, model: Model, settings) -> int:
@@ -963,7 +967,23 @@ class TreeFormulation(treesolve.SingularityWatch, Formulation):
     def post_step(self, t, y):
         y = y.copy()
         normalize_quaternions(self.mk, y[: self.model.nq])
+        if self._project:
+            self._stabilise(t, y)
         return y
+
+    def _stabilise(self, t, y) -> None:  # pragma: no cover - the subclasses choose
+        raise NotImplementedError
+
+    def _decide_ranks(self) -> None:
+        """Bound each loop-closing merge's rank by the one it has at the file's configuration,
+        where the loops close (:meth:`treesolve.TreeLayout.cap_ranks`): whether a closure
+        row is redundant is then the mechanism's property, not one state's.  Called by the
+        subclasses once their kernel exists."""
+        m = self.model
+        if not m.ncut:
+            return
+        self._solve(0.0, np.concatenate([m.q_zero(), np.zeros(m.nv)]), check=False)
+        self.lay.cap_ranks()
 
     def _reactions(self) -> np.ndarray:
         """Each joint's wrench on its successor, ``G_b^T lambda``, from the last disassembly."""
@@ -985,13 +1005,15 @@ class DCAFormulation(TreeFormulation):
     name = "dca"
     title = "divide-and-conquer algorithm (Featherstone), acceleration level"
     kind = "ode"
-    parameters = ("baumgarte", "threads")
+    parameters = ("projection", "baumgarte", "threads")
     not_finite = "accelerations are not finite"
     grounded_regions = True
-    remedy = ("dca closes loops at the acceleration level only and cannot hold a loop through a singular "
-              "configuration: use hdca, dense or index3 (docs/formulations.md, \"Singular configurations\").")
+    singular_remedy = ("dca closes loops at the acceleration level and cannot tell the branch through a singular "
+                       "configuration: use dense or index3 (docs/formulations.md, \"Singular configurations\").")
     summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "
                "O(log n) depth over a binary assembly tree, loops closed at the acceleration level.")
+
+    _stabilise = LoopProjection._project_velocity_state
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
@@ -1031,6 +1053,7 @@ class DCAFormulation(TreeFormulation):
             self._alone = StateKernel(_evaluate_region, self._workspace())
             self._rhs_kernels = self._roles
             self.rhs = self._rhs_two_roles  # the other mechanisms' rhs pays nothing for the choice
+        self._decide_ranks()
 
     def _rhs_two_roles(self, t, y):
         """``rhs`` of a chain on two threads: the calls take ``_rhs_kernels`` in turn --

@@ -240,19 +240,26 @@ def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, Kabs, gamma, 
         row += n
 
 
-def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float, floor: float = 0.0) -> np.ndarray:
-    """Filtered minimum-norm least squares: ``x = V diag(s^7 / (s^8 + mu^8)) U^T b``.
+def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float, floor: float = 0.0, rank: int | None = None) -> np.ndarray:
+    """Filtered minimum-norm least squares of rank at most ``rank``:
+    ``x = V_r diag(s^7 / (s^8 + mu^8)) U_r^T b`` over the ``rank`` largest singular values.
+
+    ``rank`` is the rank of the closure equations, decided once for the mechanism
+    (:meth:`DenseFormulation.closure_rank`): the directions beyond it are the redundant
+    rows', which are dependent *on* the closure but lift to singular values ~d at a state
+    off it by d (a Runge-Kutta stage, a drifted position).  Kept, such a direction would
+    impose a constraint that is not the mechanism's -- its row is the O(d) perturbation,
+    normalised -- and remove a real freedom for one stage (docs/derivations.md, "Redundant
+    rows").  ``None``: every singular value, as filtered below.
 
     ``mu = max(mu_rel * s_max, floor)``: ``floor`` is the size below which a singular
     value is round-off whatever the largest one (:meth:`DenseFormulation._floor`; when
     every row of A is round-off, a loop joint redundant with the tree, ``s_max`` is
     round-off too and a filter relative to it would keep it).  For ``s >> mu`` this is
-    the exact pseudo-inverse (relative error (mu/s)^8); dependent rows (redundant
-    constraints: s ~ 0 on the closure, ~ the offset of a state off it) contribute
-    nothing; and while a singular configuration is being crossed (``mu_rel =
-    DENSE_FILTER_RTOL``) the vanishing direction is switched off smoothly within ~mu of
-    it, so round-off is amplified by at most ~0.8/mu instead of 1/s (docs/derivations.md,
-    section 5, "The dense reference").
+    the exact pseudo-inverse (relative error (mu/s)^8); and while a singular configuration
+    is being crossed (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched
+    off smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu instead of
+    1/s (docs/derivations.md, section 5, "The dense reference").
     """
     if A.size == 0:
         return np.zeros(A.shape[1])
@@ -262,6 +269,8 @@ def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float, floor: float = 0.0) -> n
     r = s / max(mu_rel * s[0], floor)
     inv = 1.0 / np.where(s > 0, s, 1.0)
     f = np.where(r > 1e3, inv, inv * (r**8 / (r**8 + 1.0)))
+    if rank is not None:
+        f[rank:] = 0.0
     return Vt.T @ (f * (U.T @ b))
 
 
@@ -335,6 +344,8 @@ class DenseFormulation(Formulation):
         self.near_singular = False  # crossing a singular configuration (monitor)
         self._sing_rate = 0.0
         self.mu_rel = config.DENSE_BASE_FILTER_RTOL  # filter width of _lstsq (monitor)
+        #: rank of the closure equations, decided once at the file's configuration
+        self.rank = self.closure_rank() if self.ncr else 0
 
     # ------------------------------------------------------------------ state
     def initial_state(self) -> np.ndarray:
@@ -364,6 +375,22 @@ class DenseFormulation(Formulation):
         if not ref > 0.0:
             ref = 1.0
         self.gear_scale[:] = ref / np.linalg.norm(Kt[nc:], axis=1)
+
+    def closure_rank(self) -> int:
+        """The rank of the closure equations (cut rows and gear rows) at the file's
+        configuration, where every loop closes: the number of singular values of the
+        mass-whitened Jacobian above ``RANK_RTOL`` of the largest and above the round-off
+        floor.  Redundant rows sit at round-off there (1e-16 relative); every least-squares
+        solve and projection then keeps this many directions (:func:`_lstsq`), so the
+        decision is the mechanism's, not one state's.  Leaves the workspace at that
+        configuration."""
+        m = self.model
+        self._cut_phi_K(m.q_zero(), np.zeros(m.nv))
+        L = self._cholesky()
+        s = np.linalg.svd(self._whitened_K(L), compute_uv=False)
+        if s.size == 0 or s[0] == 0.0:
+            return 0
+        return int(np.sum(s > max(config.RANK_RTOL * s[0], self._floor(L))))
 
     def _split(self, y):
         m = self.model
@@ -419,10 +446,10 @@ class DenseFormulation(Formulation):
             # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
             # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
             # that a singular configuration amplifies round-off by 1/d, not 1/d^2
-            z = _lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel, floor)
+            z = _lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel, floor, self.rank)
             u = u0 - z
             vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
-            self.lam[:] = _lstsq(Kt.T, z, self.mu_rel, floor)
+            self.lam[:] = _lstsq(Kt.T, z, self.mu_rel, floor, self.rank)
             self.lam[self.ncut_rows:] *= self.gear_scale  # the gear rows' own multipliers
             # In a singular configuration the closure equations lose a direction: the
             # least-squares solution then gives the instantaneous dynamics of the freed
@@ -475,8 +502,8 @@ class DenseFormulation(Formulation):
     def projects(self) -> bool:
         return self._project
 
-    def _cut_phi_K(self, q, v):
-        """Kinematics, Phi, K and M at (q, v) (for the projections)."""
+    def _closure_rows(self, q, v):
+        """Kinematics, Phi and K at (q, v), without the mass matrix."""
         m = self.model
         self._kinematics(q, v)
         nc = self.ncut_rows
@@ -484,6 +511,20 @@ class DenseFormulation(Formulation):
                    np.zeros((m.nb, 6)), self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc], self._Ga6,
                    self._Gb6, self._g6)
         self._gear_rows(q)
+
+    def closure_residuals(self, q, v) -> tuple[float, float]:
+        """The largest closure residual of the positions ``q`` and of the velocities ``v``
+        (cut joints and gears): what decides whether :meth:`project_state` has work to do.
+        O(n) per loop; no mass matrix."""
+        if not self.ncr:
+            return 0.0, 0.0
+        self._closure_rows(q, v)
+        return float(np.abs(self.phi).max()), float(np.abs(self.K @ v).max())
+
+    def _cut_phi_K(self, q, v):
+        """Kinematics, Phi, K and M at (q, v) (for the projections)."""
+        m = self.model
+        self._closure_rows(q, v)
         self.M[:] = 0.0
         _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
 
@@ -531,24 +572,29 @@ class DenseFormulation(Formulation):
         return config.REDUNDANT_RTOL * float(np.linalg.norm(scipy.linalg.solve_triangular(L, self.Kabs.T,
                                                                                            lower=True)))
 
-    def _project_state(self, q, v, iterations=config.PROJECTION_MAX_ITER):
-        """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0.
+    def project_state(self, q, v, velocities: bool = True, iterations: int = config.PROJECTION_MAX_ITER):
+        """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0 (with
+        ``velocities`` False: of the positions alone, ``v`` returned as given).
 
-        Leaves the workspace (kinematics, K, M) at the projected state.
+        The stabilisation of every joint-coordinate formulation that does not close its loops
+        at the position level (dense, dca, hdca: docs/derivations.md, "Projection").  Leaves
+        the workspace (kinematics, K, M) at the projected state.
         """
         for _ in range(iterations):
             self._cut_phi_K(q, v)
             if np.abs(self.phi).max(initial=0.0) < config.PROJECTION_TOL:
                 break
             L = self._cholesky()
-            u = -_lstsq(self._whitened_K(L), self.phi, self.mu_rel, self._floor(L))
+            u = -_lstsq(self._whitened_K(L), self.phi, self.mu_rel, self._floor(L), self.rank)
             q = self._apply_increment(q, scipy.linalg.solve_triangular(L, u, lower=True, trans="T"))
         else:
             self._cut_phi_K(q, v)
+        if not velocities:
+            return q, v
         L = self._cholesky()
         Kt = self._whitened_K(L)
         u = L.T @ v
-        u -= _lstsq(Kt, Kt @ u, self.mu_rel, self._floor(L))
+        u -= _lstsq(Kt, Kt @ u, self.mu_rel, self._floor(L), self.rank)
         v = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
         return q, v
 
@@ -558,7 +604,7 @@ class DenseFormulation(Formulation):
         q, v = y[: m.nq], y[m.nq:]
         normalize_quaternions(self.mk, q)
         if self._project and self.ncr:
-            q, v = self._project_state(q, v)
+            q, v = self.project_state(q, v)
         y[: m.nq] = q
         y[m.nq:] = v
         return y
@@ -571,10 +617,13 @@ class DenseFormulation(Formulation):
         q, v = self._split(y)
         self._cut_phi_K(q, v)
         L = self._cholesky()
-        s = np.linalg.svd(self._whitened_K(L), compute_uv=False)
+        s = np.linalg.svd(self._whitened_K(L), compute_uv=False)[:self.rank]
         if s.size == 0 or s[0] == 0.0:
             return np.zeros(0)
-        return s[s > max(config.REDUNDANT_RTOL * s[0], self._floor(L))]
+        return s
+
+    def mobility(self, y) -> float:
+        return self.singularity(y)
 
     def singularity(self, y) -> float:
         """Distance measure to a singular configuration: the smallest singular value of

@@ -234,8 +234,8 @@ class EmbeddingFormulation(RCRFormulation):
                "multipliers, dependent coordinates restored by Newton after every step, independent "
                "coordinates re-chosen near partition singularities. Linear in the number of loops of bounded "
                "size, cubic in the size of one aggregated body.")
-    remedy = ("embedding stops where a loop changes mobility (a singular configuration); the dense formulation "
-              "crosses such configurations (--formulation dense).")
+    singular_remedy = ("embedding stops where a loop changes mobility (a singular configuration); the dense "
+                       "formulation crosses such configurations (--formulation dense).")
 
     honours_couplings = True
     _positions_entry = staticmethod(_positions)

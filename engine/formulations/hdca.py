@@ -278,10 +278,12 @@ class HDCAFormulation(TreeFormulation):
     name = "hdca"
     title = "Hamiltonian divide-and-conquer algorithm, velocity level"
     kind = "ode"
-    parameters = ("threads",)
+    parameters = ("projection", "threads")
     not_finite = "velocities or momentum rates are not finite"
     summary = ("Paper 001's Hamiltonian DCA: joint coordinates and canonical momenta, loops closed at the "
                "velocity level, so velocity constraints hold to round-off and positions drift only slowly.")
+
+    _stabilise = TreeFormulation._project_momentum_state
 
     @classmethod
     def run_threads(cls, model: Model, settings) -> int:
@@ -317,6 +319,7 @@ class HDCAFormulation(TreeFormulation):
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
         self._kernel = StateKernel(_evaluate, self._workspace())
+        self._decide_ranks()
 
     # ----------------------------------------------------------------- state
     def initial_state(self) -> np.ndarray:

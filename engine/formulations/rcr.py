@@ -343,19 +343,87 @@ def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=
                      ndep=int(lx[12][-1]))
 
 
-def loop_singularity(model: Model, q: np.ndarray, structure=None) -> float:
-    """The mobility measure of the loops at q: the smallest singular value of the
-    mass-whitened loop Jacobian that is not a redundancy, over the largest (dense's
-    measure; 1 without loops).  Small for every choice of independent speeds."""
-    Kmat, M = _numeric_loop_jacobian(model, q, structure or loop_structure(model))
+def _whitened_singular_values(model: Model, q: np.ndarray, structure) -> np.ndarray:
+    Kmat, M = _numeric_loop_jacobian(model, q, structure)
     if not Kmat.size:
-        return 1.0
+        return np.zeros(0)
     L = np.linalg.cholesky(M)
-    s = np.linalg.svd(scipy.linalg.solve_triangular(L, Kmat.T, lower=True).T, compute_uv=False)
-    if s[0] == 0.0:
+    return np.linalg.svd(scipy.linalg.solve_triangular(L, Kmat.T, lower=True).T, compute_uv=False)
+
+
+def loop_rank(model: Model, structure=None) -> int:
+    """The rank of the closure equations at the file's configuration, where every loop
+    closes (``dense``'s :meth:`~.dense.DenseFormulation.closure_rank`): singular values of
+    the mass-whitened loop Jacobian above ``RANK_RTOL`` of the largest."""
+    s = _whitened_singular_values(model, model.q_zero(), structure or loop_structure(model))
+    if not s.size or s[0] == 0.0:
+        return 0
+    return int(np.sum(s > config.RANK_RTOL * s[0]))
+
+
+def loop_singularity(model: Model, q: np.ndarray, structure=None, rank: int | None = None) -> float:
+    """The mobility measure of the loops at q: the smallest of the ``rank`` (the closure's,
+    :func:`loop_rank`) largest singular values of the mass-whitened loop Jacobian over the
+    largest -- dense's measure; 1 without loops.  Small for every choice of independent
+    speeds."""
+    structure = structure or loop_structure(model)
+    s = _whitened_singular_values(model, q, structure)
+    if rank is None:
+        rank = loop_rank(model, structure)
+    if not s.size or s[0] == 0.0 or rank == 0:
         return 1.0
-    live = s[s > config.REDUNDANT_RTOL * s[0]]
-    return float(live[-1] / live[0])
+    return float(s[rank - 1] / s[0])
+
+
+def singular_crossing(samples: list, t: float) -> tuple[bool, float, float]:
+    """Whether the loops are reaching a singular configuration, from the mobility measure's
+    recent ``samples`` ``[(t, s), ...]`` (oldest first, the last at ``t``): ``(crossing,
+    predicted minimum, seconds until it falls below SINGULAR_STOP)``.
+
+    Near a configuration ``t*`` where the closure loses rank, the measure behaves as
+    ``s(t)^2 = a^2 + b^2 (t - t*)^2``: ``a = 0`` at a singular configuration (a
+    parallelogram folding flat: ``s`` falls linearly to zero and rises again), ``a > 0``
+    when the motion only passes near one (a five-bar: the measure dips to 0.07 and turns
+    within two output intervals).  A quadratic in ``s^2`` through three samples, at least
+    1 ms apart, predicts ``a``: a crossing is a measure predicted to fall below
+    SINGULAR_STOP before the next sample, or one below it already; with fewer samples, a
+    measure falling below SINGULAR_STOP; below DENSE_FILTER_RTOL, always."""
+    s = samples[-1][1]
+    if s < config.DENSE_FILTER_RTOL:
+        return True, s, 0.0
+    pts = [samples[-1]]
+    for ti, si in reversed(samples[:-1]):
+        if pts[-1][0] - ti >= 1e-3:
+            pts.append((ti, si))
+            if len(pts) == 3:
+                break
+    if len(pts) < 3:
+        falling = len(pts) == 2 and pts[1][1] > s
+        return bool(falling and s < config.SINGULAR_STOP), s, 0.0
+    (t2, s2), (t1, s1), (t0, s0) = pts
+    # s^2 = c0 + c1 (t - t) + c2 (t - t)^2 through the three samples (Newton's form)
+    d1 = (s2 * s2 - s1 * s1) / (t2 - t1)
+    d0 = (s1 * s1 - s0 * s0) / (t1 - t0)
+    c2 = (d1 - d0) / (t2 - t0)
+    slope = d1 + c2 * (t2 - t1)  # d(s^2)/dt at t2
+    if slope >= 0.0:
+        return False, s, 0.0  # rising (or at its minimum): moving away
+    if s < config.SINGULAR_STOP:
+        return True, s, 0.0
+    # when s^2 reaches SINGULAR_STOP^2, if it does; decided only when that is before the
+    # next sample (1.5 sample intervals): until then the samples may yet show the turn of
+    # a near pass, which three samples far from the minimum cannot tell from a crossing
+    gap = s * s - config.SINGULAR_STOP ** 2
+    if c2 <= 0.0:
+        tau = gap / -slope
+        low = 0.0
+    else:
+        low = float(np.sqrt(max(s * s - slope * slope / (4.0 * c2), 0.0)))
+        disc = slope * slope - 4.0 * c2 * gap
+        if disc < 0.0:
+            return False, low, -slope / (2.0 * c2)  # turns above SINGULAR_STOP
+        tau = (-slope - np.sqrt(disc)) / (2.0 * c2)
+    return bool(tau < 1.5 * (t2 - t1)), low, float(tau)
 
 
 class RCRFormulation(Formulation):
@@ -427,7 +495,8 @@ class RCRFormulation(Formulation):
         self.switches = 0
         self.switch_log: list[str] = []
         self.block_conditioning = 1.0
-        self._sing_prev = None
+        self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
+        self.loop_rank = loop_rank(m, self.structure) if self.ncr else 0
         self.part: Partition | None = None
         self._use(self._partition_at(m.q_zero()))
 
@@ -544,7 +613,7 @@ class RCRFormulation(Formulation):
 
     def post_step(self, t, y):
         y = self._close(t, y)
-        if self.ncr and self.block_conditioning < SWITCH_RTOL:
+        if self.ncr and (self.block_conditioning < SWITCH_RTOL or self._sing_samples):
             y = self._repartition(t, y)
         return y
 
@@ -554,28 +623,32 @@ class RCRFormulation(Formulation):
         current partition can come within one output interval).  Never bounds the step."""
         if self.ncr:
             self.block_conditioning = self._positions(y[: self.model.nq])
-            if self.block_conditioning < SWITCH_RTOL:
+            if self.block_conditioning < SWITCH_RTOL or self._sing_samples:
                 self._repartition(t, y, close=False)
         return None
 
     def _repartition(self, t, y, close=True):
-        """Item 2: a block has become ill-conditioned.  If the loops themselves are
-        singular (every partition is), the mobility changes: stop.  Otherwise re-choose
-        the independent speeds at this state; the state layout is unchanged."""
+        """A block has become ill-conditioned, or the loops are near a singular configuration.
+        If the loops themselves reach one (every partition is singular there: a change of
+        mobility), stop; otherwise re-choose the independent speeds at this state (the state
+        layout is unchanged).  The mobility measure is tracked while it is below twice
+        SINGULAR_WINDOW; :func:`singular_crossing` tells a crossing from a near pass."""
         m = self.model
         q = y[: m.nq]
-        s = loop_singularity(m, q, self.structure)
-        prev = self._sing_prev
-        self._sing_prev = (t, s)
-        # a crossing: the mobility measure small and, at its current rate, gone within
-        # CROSSING_TIME (dense's criterion); an ill-conditioned loop that stays so is not
-        rate = (prev[1] - s) / (t - prev[0]) if prev is not None and 0.0 < t - prev[0] < 0.1 else 0.0
-        if s < config.SINGULAR_WINDOW and (rate > 0.0 and s < rate * config.CROSSING_TIME
-                                           or s < config.DENSE_FILTER_RTOL):
-            raise SimulationError(
-                t, f"{self.name}: the loops reach a singular configuration (mobility measure {s:.2e}, "
-                   f"falling by {rate:.2g}/s): the mechanism may change branch here, which a choice of "
-                   "independent coordinates cannot decide; the dense formulation crosses singular configurations")
+        s = loop_singularity(m, q, self.structure, self.loop_rank)
+        if s < 2.0 * config.SINGULAR_WINDOW:
+            self._sing_samples = [p for p in self._sing_samples if 0.0 < t - p[0] <= 0.1][-8:] + [(t, s)]
+            crossing, low, tau = singular_crossing(self._sing_samples, t)
+            if crossing:
+                raise SimulationError(
+                    t, f"{self.name}: the loops reach a singular configuration (mobility measure {s:.2e}, "
+                       f"falling below {config.SINGULAR_STOP:g} within {tau:.2g} s): the mechanism may change branch there, "
+                       "which a choice of independent coordinates cannot decide; the dense formulation crosses "
+                       "singular configurations")
+        else:
+            self._sing_samples = []
+        if self.block_conditioning >= SWITCH_RTOL:
+            return y
         new = self._partition_at(q)
         old_cond = self.block_conditioning
         if new.key() != self.part.key() and new.conditioning > SWITCH_GAIN * old_cond:
@@ -589,8 +662,14 @@ class RCRFormulation(Formulation):
                 y = self._close(t, y)
         return y
 
-    remedy = ("rcr stops where the loops reach a singular configuration (a change of mobility); the dense "
-              "formulation crosses such configurations (--formulation dense).")
+    singular_remedy = ("rcr stops where the loops reach a singular configuration (a change of mobility); the "
+                       "dense formulation crosses such configurations (--formulation dense).")
+
+    def mobility(self, y) -> float:
+        """The mobility measure at the positions of ``y`` (:func:`loop_singularity`, dense's)."""
+        if not self.ncr:
+            return 1.0
+        return loop_singularity(self.model, y[: self.model.nq], self.structure, self.loop_rank)
 
     def health(self) -> dict:
         """For the pipeline's monitor (:mod:`engine.monitor`): the conditioning of the

@@ -120,9 +120,14 @@ class TreeLayout:
     G: np.ndarray  # (2, n_rows, nd) constraint rows on the pred (0) and succ (1) ends, formulation
     g0: np.ndarray  # (n_rows,) constant term of each constraint row, formulation
     lam: np.ndarray  # (n_rows,) multipliers, disassembly
-    Kf: np.ndarray  # (sum nr^2,) pivoted Cholesky factor of each merge's K, matrix pass
+    #: (2 sum nr^2,) pivoted Cholesky factor of each merge's K, matrix pass; then, for a
+    #: factor of lower rank, its null space and the Cholesky factor of that space's Gram matrix (_null_factor)
+    Kf: np.ndarray
     Kp: np.ndarray  # (sum nr,) its pivot order
-    Kr: np.ndarray  # (nm,) its rank
+    #: (2 nm,) its rank, then each merge's rank bound: the rank of its closure rows where the
+    #: loops close (:meth:`cap_ranks`), its row count until then.  The pivoting keeps at most
+    #: that many pivots, so redundant rows stay dropped off the closure too.
+    Kr: np.ndarray
     Ks: np.ndarray  # (sum nr^2,) scratch for the factorisation
     Y: np.ndarray  # (sum ne*nr, nd) K^-1 E_e per external handle, matrix pass
     E: np.ndarray  # (sum ne*nr, nd) E_e, matrix pass
@@ -147,6 +152,16 @@ class TreeLayout:
     #: zero linear halves after them: its passes skip their zeros (_bias_step, _down_step).
     #: Set by the formulation when it knows its rows' structure; False is always safe.
     unit_first: np.ndarray
+
+    def cap_ranks(self) -> None:
+        """Bound each merge's rank, from now on, by the rank its last matrix pass found: called
+        once, after a pass at a configuration where every loop closes (the file's).  Redundant
+        closure rows are dependent there to round-off (a planar loop's three out-of-plane rows);
+        off the closure -- a Runge-Kutta stage, a drifted position -- they become independent
+        by ~d, and a pivot test alone would then keep one as a constraint that is not the
+        mechanism's (docs/derivations.md, "Redundant rows")."""
+        nm = self.Kr.shape[0] // 2
+        self.Kr[nm:] = self.Kr[:nm]
 
     @property
     def n_regions(self) -> int:
@@ -280,8 +295,8 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         nd=nd, ix=ix, n_rows=n_rows, tree=tree,
         Phi=np.zeros((tree.n_pairs, nd, nd)), bv=np.zeros((tree.n_slots, nd)),
         Fh=np.zeros((tree.n_slots, nd)), G=np.zeros((2, n_rows, nd)),
-        g0=np.zeros(n_rows), lam=np.zeros(n_rows), Kf=np.zeros(nK), Kp=np.zeros(nR, dtype=np.int64),
-        Kr=np.zeros(nm, dtype=np.int64), Ks=np.zeros(nK), Y=np.zeros((nE, nd)), E=np.zeros((nE, nd)),
+        g0=np.zeros(n_rows), lam=np.zeros(n_rows), Kf=np.zeros(2 * nK), Kp=np.zeros(nR, dtype=np.int64),
+        Kr=np.concatenate([np.zeros(nm, dtype=np.int64), m_nr.astype(np.int64)]), Ks=np.zeros(nK), Y=np.zeros((nE, nd)), E=np.zeros((nE, nd)),
         r0=np.zeros(nR), y0=np.zeros(nR),
         scr=np.zeros((max(nm, 1), nd + 3 * int(m_nr.max(initial=0)) + nd * nd)),
         sel=np.full(n_rows, -1, dtype=np.int64),
@@ -331,13 +346,15 @@ def _leaf_slot(tree: AssemblyTree, body: int, joint: int) -> int:
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _pchol(W, L, P, kb, rb, n, tol):
+def _pchol(W, L, P, kb, rb, n, tol, cap):
     """Pivoted Cholesky of the symmetric positive semi-definite n x n matrix stored
     flat at ``W[kb:]`` (overwritten): ``K[piv][:, piv] = L L^T`` on the leading
     ``rank`` rows, ``L`` flat at ``L[kb:]``, ``piv`` at ``P[rb:]``.
 
     Stops when the largest remaining diagonal is below ``tol`` times the largest
-    initial one; returns the rank.
+    initial one, or after ``cap`` pivots (the merge's rank bound, ``TreeLayout.Kr``:
+    its redundant rows, decided where the loops close); returns the rank.  A factor of
+    lower rank is completed by :func:`_null_factor` for the minimum-norm solves.
     """
     for k in range(n):
         P[rb + k] = k
@@ -351,8 +368,8 @@ def _pchol(W, L, P, kb, rb, n, tol):
         return 0
     thresh = tol * dmax0
     # first try without pivoting (K is definite unless closure equations are redundant)
-    ok = True
-    for k in range(n):
+    ok = cap >= n
+    for k in range(n if ok else 0):
         d = W[kb + k * n + k]
         for i in range(k):
             d -= L[kb + k * n + i] * L[kb + k * n + i]
@@ -381,7 +398,7 @@ def _pchol(W, L, P, kb, rb, n, tol):
             if W[kb + i * n + i] > dmax:
                 dmax = W[kb + i * n + i]
                 p = i
-        if dmax <= thresh:
+        if dmax <= thresh or rank >= cap:
             break
         if p != k:
             # symmetric swap of rows/columns k and p in W, rows in L, entries in piv
@@ -415,8 +432,102 @@ def _pchol(W, L, P, kb, rb, n, tol):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _null_factor(L, kb, n, rank):
+    """For a factor of rank ``r < n`` (``K[piv][:, piv] = [L11; L21] [L11; L21]^T``): the null
+    space of ``K`` in pivoted order, ``Z = [T; I]`` with ``T = -L11^-T L21^T`` (r x z, z = n -
+    r), and the lower Cholesky factor ``R`` of ``Z^T Z = T^T T + I``; ``T`` row-major at
+    ``L[L.shape[0] // 2 + kb:]``, ``R`` after it (z x z), for :func:`_pinv_solve`.
+
+    With redundant rows the multipliers of a merge are not unique; the basic solution of
+    the pivoted factor (zero on the rows not pivoted) jumps by a self-equilibrated set
+    whenever two nearly equal diagonals swap pivots between nearby states.  The
+    minimum-norm one is the same smooth function of the state whichever rows were
+    pivoted, at the conditioning of the basic solve.  dca's accelerations do not see the
+    difference; hdca's momenta carry the multipliers, and their jumps made its right-hand
+    side discontinuous (docs/derivations.md, "Redundant rows")."""
+    z = n - rank
+    h = L.shape[0] // 2 + kb
+    hr = h + rank * z
+    for j in range(z):  # column j of T: L11^T t = -(row r + j of L)
+        for k in range(rank - 1, -1, -1):
+            t = -L[kb + (rank + j) * n + k]
+            for i in range(k + 1, rank):
+                t -= L[kb + i * n + k] * L[h + i * z + j]
+            L[h + k * z + j] = t / L[kb + k * n + k]
+    for a in range(z):  # R R^T = T^T T + I
+        for b in range(a + 1):
+            t = 1.0 if a == b else 0.0
+            for k in range(rank):
+                t += L[h + k * z + a] * L[h + k * z + b]
+            for q in range(b):
+                t -= L[hr + a * z + q] * L[hr + b * z + q]
+            L[hr + a * z + b] = np.sqrt(t) if a == b else t / L[hr + b * z + b]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _null_out(L, kb, n, rank, v, o, w, wo):
+    """``v[o:o+n]`` (pivoted order) minus its part in the null space of the rank-r factor:
+    ``v - Z (Z^T Z)^-1 Z^T v`` with :func:`_null_factor`'s ``Z = [T; I]`` and ``R``;
+    ``w[wo:wo+n-r]`` is scratch."""
+    z = n - rank
+    h = L.shape[0] // 2 + kb
+    hr = h + rank * z
+    for j in range(z):  # w = R^-1 Z^T v
+        t = v[o + rank + j]
+        for k in range(rank):
+            t += L[h + k * z + j] * v[o + k]
+        for q in range(j):
+            t -= L[hr + j * z + q] * w[wo + q]
+        w[wo + j] = t / L[hr + j * z + j]
+    for j in range(z - 1, -1, -1):  # w = R^-T w
+        t = w[wo + j]
+        for q in range(j + 1, z):
+            t -= L[hr + q * z + j] * w[wo + q]
+        w[wo + j] = t / L[hr + j * z + j]
+    for k in range(rank):  # v -= Z w
+        t = 0.0
+        for j in range(z):
+            t += L[h + k * z + j] * w[wo + j]
+        v[o + k] -= t
+    for j in range(z):
+        v[o + rank + j] -= w[wo + j]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _pinv_solve(L, kb, n, rank, v, o, w, wo):
+    """``v[o:o+n] = K^+ v[o:o+n]`` (pivoted order) for a factor of rank below n: the
+    right-hand side's part in the range of ``K`` (where the rows are dependent on the
+    closure it all is; off it, the dependent rows' O(offset) inconsistency is dropped),
+    the pivoted rows solved for it, and the solution's null-space part removed -- the
+    minimum-norm least-squares solution for the rank-r ``K``, which does not depend on
+    which rows were pivoted (:func:`_null_factor`), at the basic solve's conditioning."""
+    _null_out(L, kb, n, rank, v, o, w, wo)
+    for k in range(rank):
+        s = v[o + k]
+        for i in range(k):
+            s -= L[kb + k * n + i] * v[o + i]
+        v[o + k] = s / L[kb + k * n + k]
+    for k in range(rank - 1, -1, -1):
+        s = v[o + k]
+        for i in range(k + 1, rank):
+            s -= L[kb + i * n + k] * v[o + i]
+        v[o + k] = s / L[kb + k * n + k]
+    for k in range(rank, n):
+        v[o + k] = 0.0
+    _null_out(L, kb, n, rank, v, o, w, wo)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
-    """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] (basic solution); ``scr[m, t0:t0+n]`` is scratch."""
+    """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] (basic solution; minimum-norm least squares where
+    the rank is below n, :func:`_pinv_solve`); ``scr[m, t0:t0+2n]`` is scratch."""
+    if rank < n:
+        for k in range(n):
+            scr[m, t0 + k] = b[vb + P[rb + k]]
+        _pinv_solve(L, kb, n, rank, scr[m], t0, scr[m], t0 + n)
+        for k in range(n):
+            x[vb + P[rb + k]] = sgn * scr[m, t0 + k]
+        return
     for k in range(rank):
         s = b[vb + P[rb + k]]
         for i in range(k):
@@ -435,9 +546,17 @@ def _psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
-    """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] (basic solution);
-    ``scr[m, t0:t0+n]`` is scratch."""
+    """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] (basic solution; minimum-norm
+    least squares where the rank is below n, :func:`_pinv_solve`); ``scr[m, t0:t0+2n]``
+    is scratch."""
     for d in range(ncol):
+        if rank < n:
+            for k in range(n):
+                scr[m, t0 + k] = B[base + P[rb + k], d]
+            _pinv_solve(L, kb, n, rank, scr[m], t0, scr[m], t0 + n)
+            for k in range(n):
+                X[base + P[rb + k], d] = sgn * scr[m, t0 + k]
+            continue
         for k in range(rank):
             s = B[base + P[rb + k], d]
             for i in range(k):
@@ -475,9 +594,18 @@ def _gphi(Gs, w, r, nr, Phi, blk, out, nd):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline='always')
-def _psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z, nd):
+def _psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z, nd, w):
     """X[base:base+n, :nd] = sgn K^-1 B[base:base+n, :nd], all nd columns at once
-    (basic solution of the pivoted factor; ``Z`` is (>= n, nd) scratch)."""
+    (basic solution of the pivoted factor, minimum-norm least squares where the rank is
+    below n: :func:`_pinv_solve`; ``Z`` is (>= n, nd) scratch, ``w`` (>= 2n,) scratch)."""
+    if rank < n:
+        for d in range(nd):
+            for k in range(n):
+                w[k] = B[base + P[rb + k], d]
+            _pinv_solve(L, kb, n, rank, w, 0, w, n)
+            for k in range(n):
+                X[base + P[rb + k], d] = sgn * w[k]
+        return
     for k in range(rank):
         pk = P[rb + k]
         for d in range(nd):
@@ -550,8 +678,10 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
     if eps != 0.0:
         for a in range(nr):
             Ks[kb + a * nr + a] -= sgn * eps
-    rank = _pchol(Ks, Kf, Kp, kb, rb, nr, tol)
+    rank = _pchol(Ks, Kf, Kp, kb, rb, nr, tol, Kr[Kr.shape[0] // 2 + m])
     Kr[m] = rank
+    if rank < nr:
+        _null_factor(Kf, kb, nr, rank)
     n_h = node_nh[n]
     sN = node_h_start[n]
     eb = m_E[m]
@@ -565,7 +695,7 @@ def _merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol,
         for a in range(nr):
             for d in range(nd):
                 E[base + a, d] = T[a, d]
-        _psolve_cols(Kf, Kp, kb, rb, nr, rank, E, Y, base, sgn, T, nd)
+        _psolve_cols(Kf, Kp, kb, rb, nr, rank, E, Y, base, sgn, T, nd, scr[m])
     pN = node_pair_start[n]
     for e in range(n_h):
         se = h_src[sN + e]
@@ -631,7 +761,7 @@ def _merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, to
     n = nb + m
     ii = if_start[m]
     j = if_joint[ii]
-    if node_nh[n] != 1 or rows[j] != 3:
+    if node_nh[n] != 1 or rows[j] != 3 or Kr[Kr.shape[0] // 2 + m] < 3:
         return False
     Ln = left[m]
     Rn = right[m]
@@ -785,8 +915,10 @@ def _merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
     if eps != 0.0:
         for a in range(nr):
             Ks[kb + a * nr + a] -= sgn * eps
-    rank = _pchol(Ks, Kf, Kp, kb, rb, nr, tol)
+    rank = _pchol(Ks, Kf, Kp, kb, rb, nr, tol, Kr[Kr.shape[0] // 2 + m])
     Kr[m] = rank
+    if rank < nr:
+        _null_factor(Kf, kb, nr, rank)
     # ---- E_e (rows of G Phi coupling interface constraints to handle e), Y_e = K^-1 E_e
     n_h = node_nh[n]
     sN = node_h_start[n]
@@ -1726,10 +1858,21 @@ assemble_matrices7, assemble_biases7, disassemble7 = _passes(7)
 
 
 def closing_merges(lay: TreeLayout, nb: int) -> np.ndarray:
-    """The merges that eliminate a cut joint: where loops close."""
+    """The merges that close loops: those joining their two parts by more than one joint,
+    or by one joint where both parts are already attached to ground.  (A merge that only
+    eliminates a cut joint attaches a body by it -- a pendulum's conditioning, constant
+    -- while the loop closes where the two paths meet.)"""
     tr = lay.tree
-    return np.array([m for m in range(tr.n_merges)
-                     if (tr.if_joint[tr.if_start[m]:tr.if_start[m + 1]] >= nb).any()], dtype=np.int64)
+    grounded = np.zeros(nb + tr.n_merges, dtype=bool)
+    out = []
+    for m in range(tr.n_merges):
+        a, b = int(tr.left[m]), int(tr.right[m])
+        ga = grounded[a]
+        gb = b < 0 or grounded[b]
+        grounded[nb + m] = ga or gb
+        if tr.if_start[m + 1] - tr.if_start[m] > 1 or (ga and gb):
+            out.append(m)
+    return np.array(out, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True, _nrt=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import STUDY_MONITOR, _fmt, _log, _pyplot, growth_exponent, run_case
+from . import STUDY_MONITOR, _fmt, _log, _pyplot, growth_exponent, run_case, study_projection
 
 LADDER_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -80,6 +80,7 @@ def pendulum_spec():
 def _run(model, formulation, t_end, **kw):
     from ..simulation import Settings, Simulation
 
+    kw.setdefault("projection", study_projection(formulation))
     sim = Simulation(model, Settings(formulation=formulation, t_end=t_end, monitor=STUDY_MONITOR, **kw))
     cols, rows = sim.run_all()
     return cols, rows, sim

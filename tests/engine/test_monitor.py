@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from engine import config
 from engine import generators as gen
 from engine.errors import SimulationError
 from engine.integrators import StepCollapse
@@ -70,13 +71,8 @@ def test_parallelogram_right_branch_or_exit_3(form):
 
 @pytest.mark.parametrize("form", ["dca", "hdca"])
 def test_parallelogram_with_an_error_controlled_integrator_right_branch_or_exit_3(form):
-    """Issue 17's second acceptance case: dop853 at 1e-10.  dca left the branch at 1.43 s
-    with every residual continuous and an energy step of 1.2e-5 of the peak kinetic energy
-    (the joint rates reversed inside one output interval: J1 -2.86 -> +3.34 rad/s) and ended
-    with exit 0 and the coupler turned by pi: the monitor's continuity check of the twists
-    against the accelerations stopped it, after dop853 had ground through 2.8 million
-    right-hand sides of steps under 1e-8 s (78 s); the stall guard stops it where the steps
-    collapse."""
+    """dop853 at 1e-10 across the parallelogram's folds: on the branch to the end, or a
+    stop whose rows are all on it."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     sim = Simulation(model, Settings(formulation=form, integrator="dop853", rtol=1e-10, atol=1e-10, t_end=5.0))
     rows, err = _run(sim)
@@ -85,11 +81,25 @@ def test_parallelogram_with_an_error_controlled_integrator_right_branch_or_exit_
         assert rows[-1, 0] == pytest.approx(5.0)
     else:
         assert "loop closed at joint J3" in err.reason and rows[-1, 0] < err.t
-    if form == "dca":
-        assert err is not None and "steps collapsed" in err.reason and "singular configuration" in err.reason
-        assert sim.stats["rhs_evaluations"] < 100_000
-    elif err is not None:
+    if err is not None:
         assert "--integrator dop853" not in err.reason  # the remedy does not offer what was used
+
+
+def test_unstabilised_dca_leaving_the_branch_is_stopped_where_the_steps_collapse():
+    """dca without its projection (``projection=False``) and dop853 at 1e-10 on the
+    parallelogram: it left the branch at 1.43 s with every residual continuous and an
+    energy step of 1.2e-5 of the peak kinetic energy (the joint rates reversed inside one
+    output interval: J1 -2.86 -> +3.34 rad/s) and ended with exit 0 and the coupler turned
+    by pi; the stall guard stops it where the steps collapse, before dop853 grinds through
+    millions of right-hand sides.  (Projected, dca crosses the folds on the branch.)"""
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    sim = Simulation(model, Settings(formulation="dca", integrator="dop853", rtol=1e-10, atol=1e-10, t_end=5.0,
+                                     projection=False))
+    rows, err = _run(sim)
+    assert _angle(sim.columns, rows, "B").max() <= 1e-6
+    assert err is not None and "steps collapsed" in err.reason and "singular configuration" in err.reason
+    assert "loop closed at joint J3" in err.reason and rows[-1, 0] < err.t
+    assert sim.stats["rhs_evaluations"] < 100_000
 
 
 @pytest.mark.parametrize("form", FORMULATIONS)
@@ -134,13 +144,13 @@ def test_a_collapse_away_from_any_loop_suggests_an_implicit_integrator():
 
 def test_observe_mode_keeps_the_old_behaviour_and_flags(monkeypatch, tmp_path):
     """LINKWORK_MONITOR=observe judges without acting (the count before the monitor):
-    dca leaves the parallelogram's branch, ends normally, and the flags say so; the log
-    file gets one line for the run."""
+    dca without its projection leaves the parallelogram's branch, ends normally, and the
+    flags say so; the log file gets one line for the run."""
     log = tmp_path / "monitor.log"
     monkeypatch.setenv("LINKWORK_MONITOR", "observe")
     monkeypatch.setenv("LINKWORK_MONITOR_LOG", str(log))
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
-    sim = Simulation(model, Settings(formulation="dca", t_end=4.0))
+    sim = Simulation(model, Settings(formulation="dca", t_end=4.0, projection=False))
     rows, err = _run(sim)
     assert err is None and rows[-1, 0] == pytest.approx(4.0)
     assert sim.stats["monitor_flags"] and sim.stats["retries"] == 0
@@ -179,13 +189,13 @@ def test_monitor_switch():
 
 
 def test_cli_exit_3_with_the_health_line(tmp_path):
-    """`linkwork run` on the parallelogram with dca: exit 3, the message names time and loop,
+    """`linkwork run` on the parallelogram with dca unprojected: exit 3, the message names time and loop,
     the CSV keeps the rows before the failure, and the health line is printed although
     stderr is not a terminal."""
     out = tmp_path / "p.csv"
     r = subprocess.run([sys.executable, "-m", "engine.cli", "run",
                         str(examples_dir() / "parallelogram-fourbar.mech.json"), "--formulation", "dca",
-                        "--t-end", "4", "--out", str(out)], capture_output=True, text=True,
+                        "--projection", "off", "--t-end", "4", "--out", str(out)], capture_output=True, text=True,
                        env={**os.environ, "LINKWORK_MONITOR": "on"})
     assert r.returncode == 3, r.stderr
     assert "simulation failed at t = " in r.stderr and "loop closed at joint J3" in r.stderr
@@ -194,3 +204,98 @@ def test_cli_exit_3_with_the_health_line(tmp_path):
 
     cols, rows = read_csv(out)
     assert rows.shape[0] > 200 and _angle(cols, rows, "B").max() <= 1e-6
+
+
+class _Recorder:
+    """What the monitor reads of a recorder for its continuity checks."""
+
+    def __init__(self, x, V, A):
+        self.last_positions, self.last_twists = x, (V, A)
+
+
+def test_the_leap_check_passes_smooth_motion_and_catches_a_millimetre():
+    """Bodies in free flight and in circular motion, sampled at dt = 0.01: the positions'
+    Hermite residual against the velocities and accelerations is tiny; a 1 mm jump of one
+    body, with the velocities and accelerations as they were, is three times the limit."""
+    model = build_model(gen.fourbar())
+    mon = Monitor(model, None, ["violation.position", "violation.velocity", "energy.kinetic", "energy.total"], 1.0,
+                  mode="on")
+    w, r = 3.0, 0.7
+
+    def state(t):
+        x = np.array([[0.1 + 2.0 * t, 1.0 - 4.905 * t * t, 0.3],
+                      [r * np.cos(w * t), r * np.sin(w * t), 0.0],
+                      [0.5, 0.5 + 0.2 * t, -1.0]])
+        V = np.zeros((3, 6))
+        A = np.zeros((3, 6))
+        V[0, :3] = (2.0, -9.81 * t, 0.0)
+        A[0, :3] = (0.0, -9.81, 0.0)
+        V[1, :3] = (-r * w * np.sin(w * t), r * w * np.cos(w * t), 0.0)
+        A[1, :3] = (-r * w * w * np.cos(w * t), -r * w * w * np.sin(w * t), 0.0)
+        V[2, :3] = (0.0, 0.2, 0.0)
+        return x, V, A
+
+    for t in (0.0, 0.01):
+        mon._remember_motion(t, _Recorder(*state(t)))
+    x, V, A = state(0.02)
+    smooth = mon._leap(0.02, _Recorder(x, V, A))
+    jumped = x.copy()
+    jumped[1, 0] += 1e-3
+    leap = mon._leap(0.02, _Recorder(jumped, V, A))
+    assert smooth < 0.1
+    assert leap > 2 * config.MONITOR_CONTINUITY_FACTOR  # 91 here: dt^2 max|a| / 90 is 1.1e-5 m
+
+
+def _rotated_about_ground_hinge(ev, model, jump):
+    """``ev`` with every body turned by ``jump`` metres at the farthest centre of mass about
+    the ground hinge of a chain (positions and orientations only): a configuration the
+    joints allow, reached in no time while the velocities stay as they were."""
+    from engine.formulations.base import Evaluation
+
+    axis = model.axis_pred[0] / np.linalg.norm(model.axis_pred[0])
+    o = ev.P[0]
+    far = np.linalg.norm(ev.x - o, axis=1).max()
+    a = jump / far
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    Q = np.eye(3) + np.sin(a) * K + (1.0 - np.cos(a)) * K @ K
+    return Evaluation(t=ev.t, x=o + (ev.x - o) @ Q.T, R=np.einsum("ij,bjk->bik", Q, ev.R), V=ev.V, acc=ev.acc,
+                      P=o + (ev.P - o) @ Q.T, reactions=ev.reactions, jq=ev.jq, extra=ev.extra)
+
+
+@pytest.mark.parametrize("form", ["dense", "dca", "hdca", "index3", "rcr", "embedding"])
+def test_a_planted_jump_is_caught_for_every_formulation(form, monkeypatch):
+    """A test double moves every body of chain-8-revolute by up to 1 mm once, at t = 0.5 s
+    (a configuration its joints allow, the velocities unchanged).  With the monitor on,
+    the interval is redone and the row handed over does not carry the jump; switched off,
+    the jump reaches the output -- the double works."""
+    model = load_model(examples_dir() / "chain-8-revolute.mech.json")
+
+    def run(mode, plant):
+        monkeypatch.setenv("LINKWORK_MONITOR", mode)
+        sim = Simulation(model, Settings(formulation=form, t_end=1.0))
+        if plant:
+            form_ = sim.formulation
+            evaluate = form_.evaluate
+            planted = []
+
+            def jumped(t, y):
+                ev = evaluate(t, y)
+                if t >= 0.5 and not planted:
+                    planted.append(t)
+                    return _rotated_about_ground_hinge(ev, model, 1e-3)
+                return ev
+
+            form_.evaluate = jumped
+        rows, err = _run(sim)
+        assert err is None
+        return _positions(sim.columns, rows, model), sim.stats
+
+    clean, _ = run("on", False)
+    caught, stats = run("on", True)
+    k = 50  # the row of t = 0.5 s
+    assert stats["retries"] >= 1
+    # the row the jump was planted in is the redone interval's (later rows differ by the
+    # finer sub-steps the pipeline keeps after a retry: rk4's or the trapezoidal rule's error)
+    assert np.abs(caught[: k + 1] - clean[: k + 1]).max() < 1e-5  # index3: 4.5e-6, one interval at dt / 2
+    passed, _ = run("off", True)
+    assert np.abs(passed[k] - clean[k]).max() > 5e-4

@@ -419,23 +419,33 @@ def test_exact_velocity_projection_is_mass_orthogonal(name):
 
 
 #: random mechanisms (seed, bodies, loops) whose loops the paper's penalised projections
-#: cannot hold at alpha = 1e9, dt = 1e-3 (effective penalty alpha dt^2/4 s^2 ~ 0.2 along
-#: their weakest direction): the step fails within 0.1 s
+#: hold poorly at alpha = 1e9, dt = 1e-3 (effective penalty alpha dt^2/4 s^2 ~ 0.2 along
+#: their weakest direction): with the paper's three Newton iterations the step failed
+#: within 0.1 s on all three; the extra rounds where the correction stays above 1e-8 hold
+#: 313 and 328 (1.6e-6 and 1.3e-6 m from dense at 0.3 s), 314 still stops
 WEAK_LOOPS = [(313, 8, 2), (314, 9, 2), (328, 9, 1)]
 
 
 @pytest.mark.parametrize("seed,nb,loops", WEAK_LOOPS, ids=[str(c[0]) for c in WEAK_LOOPS])
 def test_exact_projections_hold_weakly_penalised_loops(seed, nb, loops):
     model = build_model(gen.random_mechanism(seed, n_bodies=nb, loops=loops))
-    with pytest.raises(SimulationError):
-        Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.3, exact_projections=False)).run_all()
+    ref = Simulation(model, Settings(formulation="dense", integrator="dop853", dt=1e-3, t_end=1.0, rtol=1e-12,
+                                     atol=1e-12))
+    ref_cols, ref_rows = ref.run_all()
+    # penalised: right, or a stop -- never a wrong answer
+    pen = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.3, exact_projections=False))
+    try:
+        cols, rows = pen.run_all()
+    except SimulationError:
+        pass
+    else:
+        n = rows.shape[0]
+        assert np.abs(_positions(cols, rows, model) - _positions(ref_cols, ref_rows[:n], model)).max() < 1e-5
     sim = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=1.0))
     cols, rows = sim.run_all()
     assert "unconverged_steps" not in sim.stats
     assert rows[:, cols.index("violation.velocity")].max() < 1e-10
-    ref = Simulation(model, Settings(formulation="dense", integrator="dop853", dt=1e-3, t_end=1.0, rtol=1e-12,
-                                     atol=1e-12))
-    assert np.abs(_positions(cols, rows, model) - _positions(*ref.run_all(), model)).max() < 1e-4
+    assert np.abs(_positions(cols, rows, model) - _positions(ref_cols, ref_rows, model)).max() < 1e-4
 
 
 # ------------------------------------------------------------------ against the dense formulation

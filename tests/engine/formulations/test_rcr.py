@@ -220,3 +220,40 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
     assert np.abs(out[:, idx] - ref[:, idx]).max() < 1e-8
     assert sim.stats["partition_switches"] >= 1
     assert form.part.independent.tolist() != [rocker]
+
+
+def _samples(f, t1, dt=0.01, n=3):
+    return [(t1 - k * dt, f(t1 - k * dt)) for k in range(n - 1, -1, -1)]
+
+
+def test_a_fold_is_a_crossing_and_a_near_pass_is_not():
+    """The mobility measure near a fold at t* = 0.6 falls linearly to zero (the
+    parallelogram: 0.047, 0.032, 0.016 ...); near a pass that turns at a = 0.04 it is a
+    hyperbola, s^2 = a^2 + b^2 (t - t*)^2 (the five-bar).  Far from either minimum the two
+    look alike and nothing is decided; one sample before the fold the crossing is called;
+    the pass is never called one."""
+    from engine.formulations.rcr import singular_crossing
+
+    def fold(t):
+        return abs(1.55 * (t - 0.6))
+
+    def near(t):
+        return float(np.sqrt(0.04 ** 2 + (1.55 * (t - 0.6)) ** 2))
+
+    assert not singular_crossing(_samples(fold, 0.57), 0.57)[0]  # s = 0.047: too early to say
+    assert singular_crossing(_samples(fold, 0.59), 0.59)[0]  # s = 0.016: the fold comes before the next sample
+    for t in np.arange(0.50, 0.70, 0.005):
+        crossing, low, _ = singular_crossing(_samples(near, t), t)
+        assert not crossing, (t, low)
+    # within DENSE_FILTER_RTOL of it, always
+    assert singular_crossing([(0.6, 5e-5)], 0.6)[0]
+
+
+def test_five_bars_pass_near_singular_configurations_without_stopping():
+    """The five-bar and the redundant five-bar pass near singular configurations (their
+    mobility measure dips to 0.044-0.073 and 0.009 on rk4 paths) with no branch to choose:
+    rcr re-chooses its independent coordinates and runs the 10 s."""
+    for name in ("fivebar", "fivebar-redundant"):
+        sim = Simulation(load_model(example_path(name)), Settings(formulation="rcr", t_end=10.0))
+        cols, rows = sim.run_all()
+        assert rows[-1, 0] == pytest.approx(10.0)

@@ -1,0 +1,109 @@
+"""Loop stabilisation of the divide-and-conquer formulations by projection.
+
+``dca`` closes its loops at the acceleration level and ``hdca`` at the velocity level:
+neither holds the positions on the closure, so the integrator's truncation lets them
+drift off it -- quadratically in time for ``dca``, linearly for ``hdca`` -- until the
+pipeline's monitor stops the run at its position limit.  At every output instant (after
+each rk4 step; at the end of each output interval of an adaptive integrator, which then
+restarts from the projected state) :class:`LoopProjection` brings the state back
+(docs/derivations.md, "Projection"):
+
+* positions onto ``Phi(q) = 0`` by mass-weighted Gauss-Newton steps and, for ``dca``,
+  velocities mass-orthogonally onto ``K v = 0`` -- ``dense``'s projection, the same code
+  (:meth:`DenseFormulation.project_state`), run only when a residual exceeds
+  ``PROJECTION_TOL``;
+* ``hdca``'s momenta ``p* = M v + K^T sigma`` carry the impulse ``sigma`` the loops have
+  accumulated since t = 0, which grows without bound (the weight the loops carry, times
+  t) and loosens an adaptive integrator's relative tolerance on ``p*`` with it.  Where
+  that part has grown larger than ``M v`` itself, ``p*`` is set to ``M v`` with the
+  velocities of the state (``sigma = 0``, paper 001's initial condition): the velocities
+  are unchanged.  Not at every instant: each reset carries the velocity solve's round-off
+  (1e-12 relative on the spinning-arm four-bar) into the state, where it accumulates.
+
+``projection=False`` in the settings switches it off (the drift can then be studied, as
+``linkwork study dca-drift`` does); Baumgarte's terms (``dca``'s ``baumgarte``) act
+between output instants and combine with it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import config
+from ..kinematics import fk_velocities, subtree_sums
+
+
+class LoopProjection:
+    """The projection of a tree formulation's state at output instants (a mixin of
+    ``TreeFormulation``: it reads ``model``, ``settings``, ``mk``, ``x``, ``R``, ``P``, ``S``)."""
+
+    def _projection_init(self) -> None:
+        m = self.model
+        flag = getattr(self.settings, "projection", None)
+        self._project = bool(m.ncut) and (flag is None or bool(flag))
+        self._projector = None
+        self.projections = 0  # output instants at which the state was projected
+        self.impulse_resets = 0  # hdca: output instants at which p* was reset to M v
+
+    @property
+    def projects(self) -> bool:
+        return self._project
+
+    @property
+    def projector(self):
+        """``dense`` on the same model: its projection and closure residuals."""
+        if self._projector is None:
+            from .dense import DenseFormulation
+
+            self._projector = DenseFormulation(self.model, self.settings)
+        return self._projector
+
+    def mobility(self, y) -> float:
+        """``dense``'s mobility measure at the positions of ``y`` (Formulation.mobility)."""
+        m = self.model
+        if not m.ncut:
+            return 1.0
+        return self.projector.singularity(np.concatenate([y[: m.nq], np.zeros(m.nv)]))
+
+    def _project_velocity_state(self, t, y) -> None:
+        """(q, v) in place: positions and velocities onto the closure (``dca``)."""
+        m = self.model
+        q, v = y[: m.nq], y[m.nq:]
+        proj = self.projector
+        if max(proj.closure_residuals(q, v)) <= config.PROJECTION_TOL:
+            return
+        qp, vp = proj.project_state(q.copy(), v.copy())
+        q[:] = qp
+        v[:] = vp
+        self.projections += 1
+
+    def _project_momentum_state(self, t, y) -> None:
+        """(q, p*) in place: positions onto the closure; then, where the accumulated impulse
+        outweighs the momentum, ``p* = M v`` with the velocities of (q, p*) there (``hdca``)."""
+        m = self.model
+        q, p = y[: m.nq], y[m.nq:]
+        proj = self.projector
+        if proj.closure_residuals(q, np.zeros(m.nv))[0] > config.PROJECTION_TOL:
+            q[:] = proj.project_state(q.copy(), np.zeros(m.nv), velocities=False)[0]
+            self.projections += 1
+        v = self.velocities(t, y)  # the workspace's kinematics are now those of q
+        pm = self.momenta(v)
+        if np.abs(p - pm).max() > np.abs(pm).max():
+            p[:] = pm
+            self.impulse_resets += 1
+
+    def momenta(self, v: np.ndarray) -> np.ndarray:
+        """``p* = M v``: each tree joint's freedoms against the momentum of its subtree, from
+        the kinematics in the workspace (``x``, ``R``, ``P``, ``S`` of the current q)."""
+        m = self.model
+        V = np.zeros((m.nb, 6))
+        c = np.zeros((m.nb, 6))
+        fk_velocities(self.mk, self.x, self.P, self.S, v, V, c)
+        H = np.empty((m.nb, 6))
+        H[:, :3] = m.mass[:, None] * V[:, :3]
+        Jw = np.einsum("bij,bjk,blk->bil", self.R, m.inertia, self.R)  # R I R^T
+        H[:, 3:] = np.einsum("bij,bj->bi", Jw, V[:, 3:])
+        h = np.zeros((m.nb, 6))
+        subtree_sums(m.parent, self.x, self.P, H, h)
+        body = np.repeat(np.arange(m.nb), m.nv_j[: m.nb])
+        return np.einsum("ck,ck->c", self.S, h[body])
