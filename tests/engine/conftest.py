@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.paths import examples_dir
@@ -20,3 +21,17 @@ def fourbar_dict():
 
 def example_path(name: str) -> Path:
     return examples_dir() / f"{name}.mech.json"
+
+
+def run_to_end(sim):
+    """(rows up to the end or the failure, the SimulationError or None) of ``sim.run()``."""
+    from engine.errors import SimulationError
+
+    parts, err = [], None
+    try:
+        for ch in sim.run():
+            parts.append(ch.rows)
+    except SimulationError as exc:
+        err = exc
+    rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
+    return rows, err

@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 
 from engine import generators as gen
-from engine.errors import SettingsError, SimulationError
+from engine.errors import SettingsError
 from engine.formulations import REGISTRY
 from engine.mechfile import CouplingSpec, spec_from_dict, spec_to_dict
 from engine.model import build_model
 from engine.simulation import Settings, Simulation
 from engine.topology import loop_bodies
+
+from .conftest import run_to_end
 
 #: (seed, bodies, loops): trees, one loop and two loops on trees of 4 to 7 bodies
 CASES = [(seed, 4 + seed % 4, seed % 3) for seed in range(30)]
@@ -70,13 +72,7 @@ def _run(model, form):
     else:
         settings = Settings(formulation=form, integrator="dop853", rtol=1e-10, atol=1e-10, t_end=T_END)
     sim = Simulation(model, settings)
-    parts, err = [], None
-    try:
-        for chunk in sim.run():
-            parts.append(chunk.rows)
-    except SimulationError as exc:
-        err = exc
-    rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
+    rows, err = run_to_end(sim)
     if form == "index3":
         rows = rows[::100]
     idx = [i for i, c in enumerate(sim.columns)

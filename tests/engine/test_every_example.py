@@ -7,17 +7,17 @@ configuration -- rcr and embedding stop (exit 3) rather than choose a branch.  T
 128-body chain is left to the benchmarks (dense alone takes minutes on it).
 """
 
-import numpy as np
 import pytest
 
 from engine import config
-from engine.errors import SimulationError
 from engine.formulations import REGISTRY
 from engine.model import load_model
 from engine.paths import examples_dir
 from engine.simulation import Simulation, file_defaults
 
-EXAMPLES = [p for p in sorted(examples_dir().glob("*.mech.json")) if p.stem != "chain-128-spherical"]
+from .conftest import run_to_end
+
+EXAMPLES = [p for p in sorted(examples_dir().glob("*.mech.json")) if p.name != "chain-128-spherical.mech.json"]
 #: where a stop at a singular configuration is the right answer
 SINGULAR = {"parallelogram-fourbar"}
 
@@ -32,13 +32,7 @@ def test_every_example_runs_ten_seconds_at_the_defaults(path, form):
         assert model.ng and "formulations that can" in why
         return
     sim = Simulation(model, file_defaults(model, form).replace(formulation=form, t_end=10.0))
-    parts, err = [], None
-    try:
-        for chunk in sim.run():
-            parts.append(chunk.rows)
-    except SimulationError as exc:
-        err = exc
-    rows = np.vstack(parts)
+    rows, err = run_to_end(sim)
     st = sim.stats
     assert st["max_position_violation"] <= config.MONITOR_POSITION_TOL
     if st["conservative"]:

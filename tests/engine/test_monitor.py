@@ -17,26 +17,18 @@ import pytest
 
 from engine import config
 from engine import generators as gen
-from engine.errors import SimulationError
 from engine.integrators import StepCollapse
 from engine.model import build_model, load_model
 from engine.monitor import Monitor, conservative, summary
 from engine.paths import examples_dir
 from engine.simulation import Settings, Simulation
 
+from .conftest import run_to_end
+
 FORMULATIONS = ("dense", "dca", "hdca", "index3")
 
 
-def _run(sim):
-    """(rows up to the end or the failure, the SimulationError or None)."""
-    parts, err = [], None
-    try:
-        for ch in sim.run():
-            parts.append(ch.rows)
-    except SimulationError as exc:
-        err = exc
-    rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
-    return rows, err
+_run = run_to_end
 
 
 def _angle(cols, rows, body):
