@@ -464,7 +464,7 @@ def _null_factor(L, kb, n, rank):
             L[hr + a * z + b] = np.sqrt(t) if a == b else t / L[hr + b * z + b]
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
+@njit(cache=True, nogil=True, _nrt=False)
 def _null_out(L, kb, n, rank, v, o, w, wo):
     """``v[o:o+n]`` (pivoted order) minus its part in the null space of the rank-r factor:
     ``v - Z (Z^T Z)^-1 Z^T v`` with :func:`_null_factor`'s ``Z = [T; I]`` and ``R``;
@@ -493,14 +493,16 @@ def _null_out(L, kb, n, rank, v, o, w, wo):
         v[o + rank + j] -= w[wo + j]
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
+@njit(cache=True, nogil=True, _nrt=False)
 def _pinv_solve(L, kb, n, rank, v, o, w, wo):
     """``v[o:o+n] = K^+ v[o:o+n]`` (pivoted order) for a factor of rank below n: the
     right-hand side's part in the range of ``K`` (where the rows are dependent on the
     closure it all is; off it, the dependent rows' O(offset) inconsistency is dropped),
     the pivoted rows solved for it, and the solution's null-space part removed -- the
     minimum-norm least-squares solution for the rank-r ``K``, which does not depend on
-    which rows were pivoted (:func:`_null_factor`), at the basic solve's conditioning."""
+    which rows were pivoted (:func:`_null_factor`), at the basic solve's conditioning.
+    Called, not inlined: only merges with redundant rows take it, and inlined into every
+    pass variant it cost the cold compile 40 % (dca: 168 -> 238 s)."""
     _null_out(L, kb, n, rank, v, o, w, wo)
     for k in range(rank):
         s = v[o + k]
