@@ -971,8 +971,8 @@ class TreeFormulation(treesolve.SingularityWatch, LoopProjection, Formulation):
             self._stabilise(t, y)
         return y
 
-    def _stabilise(self, t, y) -> None:  # pragma: no cover - the subclasses choose
-        raise NotImplementedError
+    #: the projection of the state (q, v); hdca's state (q, p*) takes its own
+    _stabilise = LoopProjection._project_velocity_state
 
     def _decide_ranks(self) -> None:
         """Bound each loop-closing merge's rank by the one it has at the file's configuration,
@@ -1012,8 +1012,6 @@ class DCAFormulation(TreeFormulation):
                        "configuration: use dense or index3 (docs/formulations.md, \"Singular configurations\").")
     summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "
                "O(log n) depth over a binary assembly tree, loops closed at the acceleration level.")
-
-    _stabilise = LoopProjection._project_velocity_state
 
     def __init__(self, model: Model, settings):
         super().__init__(model, settings)
