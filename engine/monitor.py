@@ -282,7 +282,7 @@ class Monitor:
             # No refinement removed it.  A jump that persists through 16 times smaller steps
             # is no truncation error (that shrinks with the step): the closure solution or
             # the energy is discontinuous -- a branch switch -- so it fails like a hard limit.
-            reasons, where, cond0 = self._first
+            reasons, where, _ = self._first
             near, remedy = self._where_singular()
             msg = (f"{where}{near}: {'; '.join(reasons)}; smaller steps (down to dt / {2 ** self._level}) did "
                    f"not help. {remedy}").rstrip()
