@@ -113,7 +113,7 @@ class Monitor:
         self._cond0 = None  # the first loop conditioning reported
         self._vv_entry = None  # velocity residual when the loops came near a singular configuration
         self._level = 0  # refinement level of the attempt being judged
-        self._first = None  # (reasons, where, conditioning) of the interval's first attempt
+        self._first = None  # (reasons, where) of the interval's first attempt
         self._motion = []  # (t, V, A) of the last two accepted rows: the continuity check
         self.max_continuity = 0.0  # largest continuity ratio accepted (statistics)
         self.max_leap = 0.0  # largest position-continuity ratio accepted (statistics)
@@ -274,7 +274,7 @@ class Monitor:
         bad = hard + soft
         if bad and self.acts:
             if self._level == 0:
-                self._first = (hard + soft, self._worst_joint(recorder), cond)
+                self._first = (hard + soft, self._worst_joint(recorder))
             if self._level < config.MONITOR_MAX_REFINE:
                 self._level += 1
                 self.retries += 1
@@ -282,7 +282,7 @@ class Monitor:
             # No refinement removed it.  A jump that persists through 16 times smaller steps
             # is no truncation error (that shrinks with the step): the closure solution or
             # the energy is discontinuous -- a branch switch -- so it fails like a hard limit.
-            reasons, where, _ = self._first
+            reasons, where = self._first
             near, remedy = self._where_singular()
             msg = (f"{where}{near}: {'; '.join(reasons)}; smaller steps (down to dt / {2 ** self._level}) did "
                    f"not help. {remedy}").rstrip()

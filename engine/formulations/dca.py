@@ -889,7 +889,7 @@ def unit_rows_first(model: Model) -> np.ndarray:
 # ----------------------------------------------------------------- formulation
 
 
-class TreeFormulation(treesolve.SingularityWatch, LoopProjection, Formulation):
+class TreeFormulation(LoopProjection, treesolve.SingularityWatch, Formulation):
     """What ``dca`` and ``hdca`` share: kernel arrays, the assembly tree and its layout
     (6-D handles, the joints' constraint rows, unit-row selection, the rank of the
     closure rows), the singularity watch, springs, the position-level workspace,

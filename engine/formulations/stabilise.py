@@ -49,6 +49,14 @@ class LoopProjection:
     def projects(self) -> bool:
         return self._project
 
+    def stats(self) -> dict:
+        out = super().stats()
+        if self._project:
+            out["projections"] = self.projections
+            if self.impulse_resets:
+                out["impulse_resets"] = self.impulse_resets
+        return out
+
     @property
     def projector(self):
         """``dense`` on the same model: its projection and closure residuals."""
