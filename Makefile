@@ -13,7 +13,7 @@ setup:
 
 # without a display: say so in one line, then run the example headless (CSV, plots, pictures)
 run: setup
-	@if .venv/bin/python -m app.display; then .venv/bin/linkwork $(FILE); \
+	@if .venv/bin/python -m linkwork.app.display; then .venv/bin/linkwork $(FILE); \
 	else .venv/bin/linkwork report $(FILE) --out out/$(basename $(basename $(notdir $(FILE)))); fi
 
 test: setup

@@ -1,9 +1,13 @@
-"""What pyproject.toml cannot say: the wheel carries the resources.
+"""What pyproject.toml cannot say: the package list, and the resources in the wheel.
+
+The repository's ``engine/`` and ``app/`` install as ``linkwork.engine`` and
+``linkwork.app`` (pyproject's ``package-dir``); :func:`packages` names their
+sub-packages under those names.
 
 ``resources/`` (examples, style sheet, icons) and the help pages of ``docs/`` live at
 the top of the repository, outside the packages, so a plain wheel would lose them.
-When it builds a wheel, ``build_py`` copies them into ``engine/resources/``, where
-:mod:`engine.paths` looks in an installed copy.  A checkout and an editable install
+When it builds a wheel, ``build_py`` copies them into ``linkwork/engine/resources/``,
+where :mod:`engine.paths` looks in an installed copy.  A checkout and an editable install
 keep using the top-level folders.  The list of files is :data:`RESOURCES`;
 ``MANIFEST.in`` puts the same files into the sdist.
 """
@@ -11,7 +15,7 @@ keep using the top-level folders.  The list of files is :data:`RESOURCES`;
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -26,12 +30,20 @@ RESOURCES = [
 ]
 
 
+def packages() -> list[str]:
+    """``linkwork`` and every package under ``engine/`` and ``app/``, named inside it."""
+    out = ["linkwork"]
+    for folder in ("engine", "app"):
+        out += [f"linkwork.{folder}"] + [f"linkwork.{folder}.{p}" for p in find_packages(str(HERE / folder))]
+    return out
+
+
 class BuildPyWithResources(build_py):
     def run(self):
         super().run()
         if getattr(self, "editable_mode", False):
             return  # an editable install reads the checkout's own folders
-        dest = Path(self.build_lib) / "engine" / "resources"
+        dest = Path(self.build_lib) / "linkwork" / "engine" / "resources"
         for pattern, folder in RESOURCES:
             files = sorted(HERE.glob(pattern))
             if not files:
@@ -41,4 +53,4 @@ class BuildPyWithResources(build_py):
                 shutil.copy2(f, dest / folder / f.name)
 
 
-setup(cmdclass={"build_py": BuildPyWithResources})
+setup(packages=packages(), cmdclass={"build_py": BuildPyWithResources})

@@ -1,7 +1,7 @@
 """Is there a screen for the desktop application?  (No Qt import: Qt aborts the
 process when its platform plugin finds no display, so the question is asked first.)
 
-``python -m app.display`` exits 0 when there is one and otherwise prints the
+``python -m linkwork.app.display`` exits 0 when there is one and otherwise prints the
 one-line explanation and exits 1; ``make run`` uses it to choose between the
 application and a headless run of the example.
 """

@@ -18,7 +18,7 @@ def configure_application(app) -> None:
         app.setOrganizationName(ORGANIZATION)
         app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("Linkwork")
-    from engine import __version__
+    from linkwork.engine import __version__
 
     app.setApplicationVersion(__version__)
     if isinstance(app, QApplication):

@@ -37,7 +37,7 @@ PICTURE_SIZE = (960, 720)
 
 
 def _parser() -> argparse.ArgumentParser:
-    from engine.cli import _float, _Parser
+    from linkwork.engine.cli import _float, _Parser
 
     p = _Parser(prog="linkwork report",
                 description="Simulate a mechanism without a screen and write the results CSV, the plots "
@@ -284,8 +284,8 @@ def main(argv: list[str]) -> int:
     from . import qt  # noqa: F401 -- first Qt import (PySide6 work-around)
     from PySide6.QtWidgets import QApplication
 
-    from engine.errors import MechanismError, SimulationError
-    from engine.simulation import Simulation
+    from linkwork.engine.errors import MechanismError, SimulationError
+    from linkwork.engine.simulation import Simulation
 
     from .main import configure_application
     from .qt.exporting import export_plot

@@ -1,6 +1,6 @@
 """Take the documentation's screenshots (run under Xvfb):
 
-    xvfb-run -a -s '-screen 0 1280x800x24' python -m app.screenshots docs/images [NAME ...]
+    xvfb-run -a -s '-screen 0 1280x800x24' python -m linkwork.app.screenshots docs/images [NAME ...]
 
 (NAME: only those pictures, e.g. ``sweep-dialog``.)  Each picture is a real state of the application at 1280x800: the four-bar
 example loaded and run (the README's walkthrough), a run in progress with live
@@ -51,7 +51,7 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     from .main import configure_application
 
     configure_application(app)
-    from engine.paths import examples_dir
+    from linkwork.engine.paths import examples_dir
 
     from .qt.exporting import export_plot, export_view_png
     from .qt.mainwindow import MainWindow
@@ -206,7 +206,7 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
 def _sweep_dialog(app, win, grab) -> None:
     """Run > Parameter sweep… on the slider-crank: crank start speed x spring stiffness,
     48 cases on a local cluster of two workers, the final crank angle as an image."""
-    from engine.paths import examples_dir
+    from linkwork.engine.paths import examples_dir
 
     win.open_file(examples_dir() / "slider-crank.mech.json")
     dlg = win.open_sweep()

@@ -113,8 +113,8 @@ def run_selftest(stream=None, keep: Path | None = None) -> tuple[int, int]:
     from PySide6.QtGui import QImage
     from PySide6.QtWidgets import QApplication
 
-    from engine.formulations import REGISTRY
-    from engine.paths import examples_dir
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.paths import examples_dir
 
     from .main import configure_application
     from .vispy.scene import use_backend
@@ -194,7 +194,7 @@ def run_selftest(stream=None, keep: Path | None = None) -> tuple[int, int]:
         return f"{disp.frames - n0} frame(s) on screen; off-screen {w}x{h}, {100 * frac:.1f} % of pixels drawn"
 
     def export_csv():
-        from app.session.export import export_csv as write
+        from linkwork.app.session.export import export_csv as write
 
         rec = state["run"]
         p = write(rec, out / "selftest.csv")

@@ -8,8 +8,8 @@ tests/engine/formulations/test_dense.py asserts the bounds; this prints the numb
 from pathlib import Path
 
 import numpy as np, scipy.special as sp
-from engine.model import load_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine.model import load_model
+from linkwork.engine.simulation import Settings, Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.model import build_model  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
 from tests.engine.conftest import EXAMPLES  # noqa: E402
 from tests.engine.formulations import test_trajectories as tt  # noqa: E402
 from tests.engine.formulations.test_dca import CASES, random_case, random_state_error  # noqa: E402

@@ -44,11 +44,11 @@ PASSES = (("whole", None), ("positions", "lead"), ("subspaces and twists", "trai
 def _kernel():
     from numba import njit
 
-    from engine.forces import tree_applied_forces
-    from engine.formulations import treesolve
-    from engine.formulations.dca import _accelerations_over, _evaluate_region, _leaves_over, _region_inertia, _tree_rows
-    from engine.formulations.workspace import unpack
-    from engine.kinematics import _position_step, _subspace_step, _velocity_step, qdot_from_v
+    from linkwork.engine.forces import tree_applied_forces
+    from linkwork.engine.formulations import treesolve
+    from linkwork.engine.formulations.dca import _accelerations_over, _evaluate_region, _leaves_over, _region_inertia, _tree_rows
+    from linkwork.engine.formulations.workspace import unpack
+    from linkwork.engine.kinematics import _position_step, _subspace_step, _velocity_step, qdot_from_v
 
     @njit(nogil=True)
     def passes(desc, proto, y, out, reps, which):
@@ -101,7 +101,7 @@ def _kernel():
 def main(argv=None) -> int:
     import numba
 
-    from engine.studies.bench import chain_formulation
+    from linkwork.engine.studies.bench import chain_formulation
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1024)

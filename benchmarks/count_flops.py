@@ -98,7 +98,7 @@ def _convert(obj, names):
 
 
 def dca_counts(n: int, kind: str) -> dict:
-    from engine.studies.bench import chain_formulation
+    from linkwork.engine.studies.bench import chain_formulation
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from profile_dca import passes
@@ -126,7 +126,7 @@ def dca_counts(n: int, kind: str) -> dict:
 
 def rcr_counts(n: int, kind: str) -> int | None:
     """One rcr right-hand side, counted whole (its arrays converted the same way)."""
-    from engine.studies.bench import chain_formulation
+    from linkwork.engine.studies.bench import chain_formulation
 
     f, y = chain_formulation("rcr", n, kind)
     for name, val in list(vars(f).items()):

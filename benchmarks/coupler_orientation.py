@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.results import read_csv  # noqa: E402
+from linkwork.engine.results import read_csv  # noqa: E402
 
 FOURBAR = ROOT / "resources" / "examples" / "parallelogram-fourbar.mech.json"
 DOP853 = ["--integrator", "dop853", "--rtol", "1e-10", "--atol", "1e-10"]
@@ -56,7 +56,7 @@ def orientation_error(path, body: str = "B") -> dict:
 
 
 def _acceptance(t_end: float, only: list[str] | None = None) -> int:
-    from engine.formulations import REGISTRY
+    from linkwork.engine.formulations import REGISTRY
 
     print(f"Parallelogram four-bar, {t_end:g} s: `linkwork run` per formulation.\n")
     print("| formulation | options | exit | t reached [s] | max coupler angle [rad] | worst position violation [m] "
@@ -69,7 +69,7 @@ def _acceptance(t_end: float, only: list[str] | None = None) -> int:
                 continue
             out = Path(tmp) / f"{form}.csv"
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(FOURBAR), "--formulation", form,
+            r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(FOURBAR), "--formulation", form,
                                 "--t-end", str(t_end), "--out", str(out), *opts], capture_output=True, text=True,
                                cwd=ROOT)
             wall = time.perf_counter() - t0

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from engine import generators as gen  # noqa: E402
+from linkwork.engine import generators as gen  # noqa: E402
 from rcr_agreement import _range, _shape, compare, table  # noqa: E402
 
 
@@ -51,10 +51,10 @@ def main(argv=None) -> int:
 def examples(t_end: float) -> None:
     import numpy as np
 
-    from engine.errors import SimulationError
-    from engine.model import load_model
-    from engine.paths import examples_dir
-    from engine.simulation import Settings, Simulation
+    from linkwork.engine.errors import SimulationError
+    from linkwork.engine.model import load_model
+    from linkwork.engine.paths import examples_dir
+    from linkwork.engine.simulation import Settings, Simulation
 
     print(f"Shipped examples, dop853 rtol = atol = 1e-12, {t_end:g} s (128-link chain: 0.2 s).\n")
     print("| example | aggregated bodies | independent | switches | max |Δx| [m] | max |ΔE| [J] "

@@ -29,7 +29,7 @@ HEALTH = re.compile(r"worst position violation ([0-9.e+-]+) m, (?:energy drift|e
 
 def run(example: Path, form: str, t_end: float, out_dir: Path) -> dict:
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(example), "--formulation", form,
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(example), "--formulation", form,
                         "--t-end", str(t_end), "--out", str(out_dir / f"{example.stem}.{form}.csv")],
                        capture_output=True, text=True, cwd=ROOT)
     cell = {"example": example.name.removesuffix(".mech.json"), "form": form, "exit": r.returncode,

@@ -37,17 +37,17 @@ TARGET_S = 10.0
 
 def measure(formulation: str, limit: int | None) -> dict:
     """One application process: every bundled example's first Run with ``formulation``."""
-    from app.threads import configure_environment
+    from linkwork.app.threads import configure_environment
 
     configure_environment()
-    import app.qt  # noqa: F401 -- first Qt import (PySide6 work-around)
+    import linkwork.app.qt  # noqa: F401 -- first Qt import (PySide6 work-around)
     from PySide6.QtCore import QCoreApplication, QEventLoop, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.main import configure_application
-    from app.qt.mainwindow import MainWindow
-    from app.vispy.scene import use_backend
-    from engine.paths import examples_dir
+    from linkwork.app.main import configure_application
+    from linkwork.app.qt.mainwindow import MainWindow
+    from linkwork.app.vispy.scene import use_backend
+    from linkwork.engine.paths import examples_dir
 
     compiles = [0]
     try:  # count real compiles (the numba:compile event fires only for those)
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     if args.once:
         print(json.dumps(measure(args.once, args.examples)))
         return 0
-    from engine.formulations import REGISTRY
+    from linkwork.engine.formulations import REGISTRY
 
     names = args.formulations.split(",") if args.formulations else list(REGISTRY)
     env = dict(os.environ, QT_QPA_PLATFORM="")

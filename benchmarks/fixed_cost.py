@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from engine.studies.bench import _time_call, chain_formulation  # noqa: E402
+from linkwork.engine.studies.bench import _time_call, chain_formulation  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -37,7 +37,7 @@ TARGET_WALL = 1.0
 
 
 def _headless(model, settings) -> float:
-    from engine.simulation import Simulation
+    from linkwork.engine.simulation import Simulation
 
     sim = Simulation(model, settings)
     sim.prepare()
@@ -80,18 +80,18 @@ def _gui_run(win, probe: bool):
 def measure(inner: int) -> dict:
     """One window, one 128-link run with the stall probe, then ``inner`` interleaved
     headless / GUI runs for the slowdown."""
-    from app.threads import configure_environment
+    from linkwork.app.threads import configure_environment
 
     configure_environment()
-    import app.qt  # noqa: F401 -- first Qt import (PySide6 work-around)
+    import linkwork.app.qt  # noqa: F401 -- first Qt import (PySide6 work-around)
     from PySide6.QtCore import QCoreApplication, QSettings
     from PySide6.QtWidgets import QApplication
 
-    from app.main import configure_application
-    from app.qt.mainwindow import MainWindow
-    from app.vispy.scene import use_backend
-    from engine import generators as g
-    from engine.model import build_model
+    from linkwork.app.main import configure_application
+    from linkwork.app.qt.mainwindow import MainWindow
+    from linkwork.app.vispy.scene import use_backend
+    from linkwork.engine import generators as g
+    from linkwork.engine.model import build_model
 
     use_backend()
     qapp = QApplication.instance() or QApplication([sys.argv[0]])

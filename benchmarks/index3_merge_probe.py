@@ -25,11 +25,11 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import config, generators as gen  # noqa: E402
-from engine.formulations import treesolve  # noqa: E402
-from engine.model import build_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
-from engine.formulations import index3_kernels as K  # noqa: E402
+from linkwork.engine import config, generators as gen  # noqa: E402
+from linkwork.engine.formulations import treesolve  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine.formulations import index3_kernels as K  # noqa: E402
 
 
 @njit(nogil=True)

@@ -5,9 +5,9 @@ for a 1024-body spherical chain (dca, one thread).
 """
 
 import time
-from engine import generators as g
-from engine.model import build_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as g
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation
 m = build_model(g.chain(1024, "spherical", planar=False))
 sim = Simulation(m, Settings(formulation="dca", threads=1))
 f = sim.formulation; y = f.initial_state(); ev = f.evaluate(0.0, y); rec = sim.recorder

@@ -23,13 +23,13 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
-from engine.forces import tree_applied_forces  # noqa: E402
-from engine.formulations import treesolve  # noqa: E402
-from engine.formulations.dca import (  # noqa: E402
+from linkwork.engine.forces import tree_applied_forces  # noqa: E402
+from linkwork.engine.formulations import treesolve  # noqa: E402
+from linkwork.engine.formulations.dca import (  # noqa: E402
     _accelerations, _accelerations_over, _evaluate_region, _leaves, _leaves_over, _tree_rows)
-from engine.formulations.workspace import unpack  # noqa: E402
-from engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
-from engine.studies.bench import chain_formulation  # noqa: E402
+from linkwork.engine.formulations.workspace import unpack  # noqa: E402
+from linkwork.engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
+from linkwork.engine.studies.bench import chain_formulation  # noqa: E402
 
 PASSES = ("fk_positions", "motion_subspace", "fk_velocities", "applied_forces", "tree_rows", "leaves",
           "matrix pass", "bias pass", "disassembly", "accelerations", "ode_rates")

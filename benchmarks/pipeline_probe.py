@@ -28,8 +28,8 @@ from numba import njit, prange
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.atomics import load_acquire as _load_acquire  # noqa: E402
-from engine.atomics import store_release as _store_release  # noqa: E402
+from linkwork.engine.atomics import load_acquire as _load_acquire  # noqa: E402
+from linkwork.engine.atomics import store_release as _store_release  # noqa: E402
 
 
 @njit(inline="always")

@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from engine import config  # noqa: E402
-from engine.forces import tree_applied_forces  # noqa: E402
-from engine.formulations import dca, treesolve  # noqa: E402
-from engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
-from engine.studies.bench import _time_call, chain_formulation  # noqa: E402
+from linkwork.engine import config  # noqa: E402
+from linkwork.engine.forces import tree_applied_forces  # noqa: E402
+from linkwork.engine.formulations import dca, treesolve  # noqa: E402
+from linkwork.engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
+from linkwork.engine.studies.bench import _time_call, chain_formulation  # noqa: E402
 
 
 def passes(f, q, v):

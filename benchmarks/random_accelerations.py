@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from engine import generators as gen  # noqa: E402
-from engine.errors import SimulationError  # noqa: E402
-from engine.model import build_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine import generators as gen  # noqa: E402
+from linkwork.engine.errors import SimulationError  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 
 FORMULATIONS = ("dca", "hdca", "rcr", "embedding")
 

@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine import generators as gen  # noqa: E402
-from engine.model import build_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine import generators as gen  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 
 #: (label, formulation, settings) of the runs compared with the converged reference
 RUNS = (("dca rk4", "dca", {"integrator": "rk4"}), ("hdca rk4", "hdca", {"integrator": "rk4"}),

@@ -24,9 +24,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine import generators as gen  # noqa: E402
-from engine.model import build_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine import generators as gen  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 
 
 def _shape(seed: int) -> tuple[int, int]:

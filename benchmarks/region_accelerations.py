@@ -29,11 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from benchmarks.region_impulses import ZERO, cholesky_solve, cross, dec, mass_matrix, spatial  # noqa: E402
-from engine import generators as gen  # noqa: E402
-from engine.formulations.dca import DCAFormulation, TreeFormulation  # noqa: E402
-from engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
-from engine.model import UNIVERSAL, build_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine import generators as gen  # noqa: E402
+from linkwork.engine.formulations.dca import DCAFormulation, TreeFormulation  # noqa: E402
+from linkwork.engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
+from linkwork.engine.model import UNIVERSAL, build_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 
 VARIANTS = {  # name: (articulated regions, ground joint in the region)
     "merges": (False, False),

@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from engine import generators as gen  # noqa: E402
-from engine.formulations.dca import TreeFormulation  # noqa: E402
-from engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
-from engine.model import build_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine import generators as gen  # noqa: E402
+from linkwork.engine.formulations.dca import TreeFormulation  # noqa: E402
+from linkwork.engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 
 getcontext().prec = 40
 ZERO = Decimal(0)

@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine import config, integrators  # noqa: E402
-from engine.errors import SettingsError, SimulationError  # noqa: E402
-from engine.model import load_model  # noqa: E402
-from engine.paths import examples_dir  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine import config, integrators  # noqa: E402
+from linkwork.engine.errors import SettingsError, SimulationError  # noqa: E402
+from linkwork.engine.model import load_model  # noqa: E402
+from linkwork.engine.paths import examples_dir  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 
 FORMS = ("dense", "dca", "hdca", "rcr", "embedding")
 SOLVERS = (("dop853", 1e-10), ("rk45", 1e-8))

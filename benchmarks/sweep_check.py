@@ -15,8 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engine.results import read_csv
-from engine.sweep import load_sweep, prepare_cases, quantities, read_summary
+from linkwork.engine.results import read_csv
+from linkwork.engine.sweep import load_sweep, prepare_cases, quantities, read_summary
 
 OPTION = {"formulation": "--formulation", "integrator": "--integrator", "dt": "--dt", "t_end": "--t-end",
           "rtol": "--rtol", "atol": "--atol", "penalty": "--penalty", "newton_iters": "--newton-iters",

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.sweep import load_sweep, prepare_cases, run_case
+from linkwork.engine.sweep import load_sweep, prepare_cases, run_case
 
 
 def main(path: str) -> None:

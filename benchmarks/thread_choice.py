@@ -19,7 +19,7 @@ import argparse
 
 
 def cases(sizes):
-    from engine.generators import chain, random_mechanism
+    from linkwork.engine.generators import chain, random_mechanism
 
     for n in sizes:
         yield f"spherical chain {n}", chain(n, "spherical", planar=False)
@@ -33,10 +33,10 @@ def main(argv=None) -> int:
     import numba
     import numpy as np
 
-    from engine.formulations import REGISTRY
-    from engine.model import build_model
-    from engine.simulation import Settings, Simulation
-    from engine.studies.bench import _time_call
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.model import build_model
+    from linkwork.engine.simulation import Settings, Simulation
+    from linkwork.engine.studies.bench import _time_call
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512, 1024])

@@ -48,8 +48,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.model import load_model  # noqa: E402
-from engine.simulation import Settings, Simulation  # noqa: E402
+from linkwork.engine.model import load_model  # noqa: E402
+from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 from tests.engine.conftest import EXAMPLES  # noqa: E402
 
 def _positions(model, cols, rows):

@@ -104,7 +104,7 @@ def _pair_kernel(kernel):
 def _time_pair(pair, forms, reps=16) -> float:
     """Seconds per call of two one-thread formulations ``forms`` ((form, y) each) run at
     once, one per core: the slower one's time."""
-    from engine.studies.bench import _time_call
+    from linkwork.engine.studies.bench import _time_call
 
     args = []
     for f, y in forms:
@@ -118,7 +118,7 @@ def _machine_kernels():
     arithmetic in registers."""
     from numba import njit
 
-    from engine.atomics import load_acquire, store_release
+    from linkwork.engine.atomics import load_acquire, store_release
 
     @njit(nogil=True)
     def player(turn, me, turns):
@@ -168,8 +168,8 @@ def _arithmetic_ceiling(arithmetic, n=200_000, seconds=0.3) -> float:
 def main(argv=None) -> int:
     import numba
 
-    import engine.formulations.dca as dca_module
-    from engine.studies.bench import _time_call, chain_formulation
+    import linkwork.engine.formulations.dca as dca_module
+    from linkwork.engine.studies.bench import _time_call, chain_formulation
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1024)

@@ -11,7 +11,7 @@ computed so far are in the output).  A reader that closes the pipe early
 The engine never imports the desktop application (conventions 14): the commands
 that need it -- the window, ``report`` and ``--selftest`` -- are *front ends* that
 the ``linkwork`` launcher package hands to :func:`main` (``linkwork/cli.py``).
-``python -m engine.cli`` runs the headless commands and refuses those.
+``python -m linkwork.engine.cli`` runs the headless commands and refuses those.
 """
 
 from __future__ import annotations

@@ -830,7 +830,7 @@ def write_examples(directory) -> list:
     return written
 
 
-if __name__ == "__main__":  # python -m engine.generators [DIR]
+if __name__ == "__main__":  # python -m linkwork.engine.generators [DIR]
     import sys
 
     from .paths import examples_dir

@@ -144,7 +144,7 @@ def seed(shipped: Path, root: Path, cache: Path, stream=None) -> str:
         # names the engine's place, now this install's (engine.warmup.compiled)
         try:
             rec = json.loads((shipped / record).read_text())
-            rec["root"] = str(Path(root).resolve() / "engine")
+            rec["root"] = str(Path(__file__).resolve().parent)  # this install's engine package
             (cache / record).write_text(json.dumps(rec, indent=1, sort_keys=True))
         except (OSError, ValueError):
             pass

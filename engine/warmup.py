@@ -42,7 +42,7 @@ TYPICAL_SECONDS = {"dense": 20.0, "dca": 60.0, "hdca": 80.0, "index3": 100.0, "r
 
 def cache_dir() -> Path | None:
     """The numba cache directory of this version of the engine (None: numba's default)."""
-    import engine  # noqa: F401  (sets NUMBA_CACHE_DIR)
+    from linkwork import engine  # noqa: F401  (sets NUMBA_CACHE_DIR)
 
     d = os.environ.get("NUMBA_CACHE_DIR")
     return Path(d) if d else None
@@ -77,7 +77,7 @@ def engine_root() -> str:
     """Where this engine's sources are: numba files each kernel's cache under a folder
     named after its source file's path, so two checkouts of the same sources share the
     keyed directory but not the kernels."""
-    import engine
+    from linkwork import engine
 
     return str(Path(engine.__file__).resolve().parent)
 

@@ -13,7 +13,7 @@ def _refuse(msg: str) -> int:
 def gui(argv: list[str]) -> int:
     """``linkwork [FILE.mech.json]``: open the window."""
     try:
-        from app.main import main as gui_main
+        from linkwork.app.main import main as gui_main
     except ImportError as exc:
         return _refuse(f"the desktop application is not available ({exc})")
     return gui_main(argv)
@@ -22,7 +22,7 @@ def gui(argv: list[str]) -> int:
 def report(argv: list[str]) -> int:
     """``linkwork report``: the application's exporters, on Qt's offscreen platform."""
     try:
-        from app.report import main as report_main
+        from linkwork.app.report import main as report_main
     except ImportError as exc:
         return _refuse(f"linkwork report needs the desktop application's libraries ({exc})")
     return report_main(argv)
@@ -31,7 +31,7 @@ def report(argv: list[str]) -> int:
 def selftest(argv: list[str]) -> int:
     """``linkwork --selftest``: the whole product end to end (app/selftest.py)."""
     try:
-        from app.selftest import main as selftest_main
+        from linkwork.app.selftest import main as selftest_main
     except ImportError as exc:
         return _refuse(f"the self-test needs the desktop application ({exc})")
     return selftest_main(argv)
@@ -41,7 +41,7 @@ FRONT_ENDS = {"gui": gui, "report": report, "selftest": selftest}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.cli import main as engine_main
+    from linkwork.engine.cli import main as engine_main
 
     return engine_main(argv, front_ends=FRONT_ENDS)
 

@@ -51,8 +51,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
-# Linkwork's runtime dependencies (pyproject.toml) and PyInstaller; Linkwork itself is
-# taken from this checkout (the spec's pathex), not installed
+# Linkwork's runtime dependencies (pyproject.toml) and PyInstaller; then Linkwork itself,
+# installed from this checkout (not editable: its engine/ and app/ become linkwork.engine
+# and linkwork.app only in an installed copy, which is what the spec analyses)
 "$VENV/bin/python" - "$ROOT/pyproject.toml" > "$ROOT/build/requirements.txt" <<'EOF'
 import sys, tomllib
 print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
@@ -60,6 +61,7 @@ print("pyinstaller>=6.10,<7")
 EOF
 say "installing the build's Python packages (build/requirements.txt)"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$ROOT/build/requirements.txt"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$ROOT"
 VERSION=$("$VENV/bin/python" -c "import tomllib; print(tomllib.load(open('pyproject.toml','rb'))['project']['version'])")
 
 # ------------------------------------------------------------------ 2. the bundle
@@ -97,7 +99,7 @@ if [ -z "${LINKWORK_SKIP_COMPILE:-}" ]; then
 import sys
 from pathlib import Path
 sys.path.insert(0, ".")
-from engine.shipped_cache import PORTABLE_CPU, write_manifest
+from linkwork.engine.shipped_cache import PORTABLE_CPU, write_manifest
 m = write_manifest(Path(sys.argv[1]), Path(sys.argv[2]), (PORTABLE_CPU, ""))
 print(f"build.sh: kernels for {', '.join(sorted(set(m['dirs'].values())))}", file=sys.stderr)
 EOF

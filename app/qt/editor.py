@@ -8,8 +8,8 @@ from PySide6.QtWidgets import (
     QLabel, QMenu, QSplitter, QStyle, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
-from app.session import Session, Subscriptions
-from app.session.document import Selection
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session.document import Selection
 
 from .properties import PropertyPanel
 

@@ -18,9 +18,9 @@ from PySide6.QtGui import QImage, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication
 
-from app.session import Session
-from app.session.export import export_csv  # noqa: F401  (re-exported for the window)
-from app.session.plotdata import LEVELS, PLOTS
+from linkwork.app.session import Session
+from linkwork.app.session.export import export_csv  # noqa: F401  (re-exported for the window)
+from linkwork.app.session.plotdata import LEVELS, PLOTS
 
 from .plotting import build_static_plots, plot_runs
 

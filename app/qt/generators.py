@@ -10,9 +10,9 @@ from PySide6.QtWidgets import (
     QListWidgetItem, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget,
 )
 
-from app.session.generators import GENERATORS, Generator
-from app.session.sketch import PLANES, Plane
-from app.session.validation import validate
+from linkwork.app.session.generators import GENERATORS, Generator
+from linkwork.app.session.sketch import PLANES, Plane
+from linkwork.app.session.validation import validate
 
 from .sketch import paint_mechanism
 from .widgets import NumberEdit

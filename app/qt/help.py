@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-from engine.paths import docs_dir as _docs_dir
+from linkwork.engine.paths import docs_dir as _docs_dir
 
 
 def docs_dir() -> Path:
@@ -20,7 +20,7 @@ def formulations_text(path: Path | None = None) -> tuple[str, bool]:
     try:
         return p.read_text(encoding="utf-8"), True
     except OSError:
-        from engine.formulations import REGISTRY
+        from linkwork.engine.formulations import REGISTRY
 
         lines = ["# Formulation guide", "",
                  f"**The formulation guide was not found** (looked for `{p}`). Your installation may be "
@@ -73,8 +73,8 @@ def about_text() -> str:
         except PackageNotFoundError:
             return "not installed"
 
-    from engine import __version__
-    from engine.formulations import REGISTRY
+    from linkwork.engine import __version__
+    from linkwork.engine.formulations import REGISTRY
 
     return (f"# Linkwork {__version__}\n\n"
             "Dynamics of mechanisms: build a mechanism, choose a formulation, run it and watch energy "

@@ -12,14 +12,14 @@ from PySide6.QtWidgets import (
     QStyle, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from engine import __version__
-from engine.errors import MechanismError
-from engine.paths import examples_dir
+from linkwork.engine import __version__
+from linkwork.engine.errors import MechanismError
+from linkwork.engine.paths import examples_dir
 
-from app.session import Session, Subscriptions
-from app.session.generators import GENERATORS
-from app.session.plotdata import PLOT_TITLES, PLOTS
-from app.session.solver import INTEGRATOR_TITLES
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session.generators import GENERATORS
+from linkwork.app.session.plotdata import PLOT_TITLES, PLOTS
+from linkwork.app.session.solver import INTEGRATOR_TITLES
 
 from . import exporting
 from .editor import EditorPanel, SummaryLabel
@@ -51,7 +51,7 @@ class MainWindow(QMainWindow):
     def __init__(self, session: Session | None = None, settings: QSettings | None = None,
                  enable_gl: bool | None = None):
         super().__init__()
-        from app.threads import limit_blas_threads
+        from linkwork.app.threads import limit_blas_threads
 
         limit_blas_threads(1)
         self.setObjectName("LinkworkMainWindow")
@@ -285,7 +285,7 @@ class MainWindow(QMainWindow):
         h.addAction(self.actions["about"])
 
     def _fill_examples(self) -> None:
-        from engine.mechfile import load
+        from linkwork.engine.mechfile import load
 
         self.examples_menu.clear()
         d = examples_dir()
@@ -447,7 +447,7 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, lambda: self.view_panel.reset_camera(self.view_panel._last_view))
 
     def _select_mechanism(self) -> None:
-        from app.session.document import Selection
+        from linkwork.app.session.document import Selection
 
         self.session.document.select(Selection("mechanism", ""))
         self.docks["mechanism"].show()
@@ -506,7 +506,7 @@ class MainWindow(QMainWindow):
             changes = {k: getattr(base, k) for k in base.as_dict() if k not in overrides}
             changes.update(overrides)
             if "formulation" in overrides and "integrator" not in overrides:
-                from engine.formulations import REGISTRY
+                from linkwork.engine.formulations import REGISTRY
 
                 cls = REGISTRY.get(overrides["formulation"])
                 if cls is not None and changes.get("integrator") not in cls.integrators:

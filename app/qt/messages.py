@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from app.session import Session, Subscriptions
-from app.session.notifications import Notification
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session.notifications import Notification
 
 COLORS = {"info": "#1f5f99", "warning": "#7a5200", "error": "#9b1c1c"}
 

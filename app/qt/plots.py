@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from app.session import Event, Session, Subscriptions
-from app.session.plotdata import LEVELS, PLOTS, default_quantity, quantity_choices, series
+from linkwork.app.session import Event, Session, Subscriptions
+from linkwork.app.session.plotdata import LEVELS, PLOTS, default_quantity, quantity_choices, series
 
 from .plotting import (
     align_titles, configure_plot, curve_pen, fill_legend, make_legend, plot_runs, readout_name, set_violation_title,
@@ -274,7 +274,7 @@ class PlotPanel(QWidget):
             return list(cur.columns)
         v = self.session.document.validation
         if v.ok:
-            from engine.results import columns
+            from linkwork.engine.results import columns
 
             return columns(v.model)
         return []

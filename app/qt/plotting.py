@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QSizePolicy
 
-from app.session.plotdata import LEVELS, PLOT_TITLES, quantity_label, quantity_unit, series
-from app.session.runs import RunRecord
+from linkwork.app.session.plotdata import LEVELS, PLOT_TITLES, quantity_label, quantity_unit, series
+from linkwork.app.session.runs import RunRecord
 
 RUN_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 LEVEL_COLORS = {"position": "#1f77b4", "velocity": "#ff7f0e", "acceleration": "#2ca02c"}

@@ -17,12 +17,12 @@ from PySide6.QtWidgets import (
     QScrollArea, QStackedWidget, QVBoxLayout, QWidget,
 )
 
-from engine.mechfile import GROUND, JOINT_TYPES, SHAPE_KINDS, ForceSpec, ShapeSpec
+from linkwork.engine.mechfile import GROUND, JOINT_TYPES, SHAPE_KINDS, ForceSpec, ShapeSpec
 
-from app.session import Session, Subscriptions
-from app.session import edits
-from app.session.document import Selection
-from app.session.geometry import body_anchors
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session import edits
+from linkwork.app.session.document import Selection
+from linkwork.app.session.geometry import body_anchors
 
 from .widgets import MessageBar, NumberEdit, VectorEdit
 

@@ -13,12 +13,12 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from engine.errors import SettingsError, SimulationError
-from engine.simulation import ResultChunk
-from engine.warmup import compile_notice
+from linkwork.engine.errors import SettingsError, SimulationError
+from linkwork.engine.simulation import ResultChunk
+from linkwork.engine.warmup import compile_notice
 
-from app.session import RunRecord, RunRefused, Session
-from app.session.simulate import Compiling, Prepared, Started, simulation_items
+from linkwork.app.session import RunRecord, RunRefused, Session
+from linkwork.app.session.simulate import Compiling, Prepared, Started, simulation_items
 
 from .worker import GeneratorWorker
 

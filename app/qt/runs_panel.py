@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.session import Session, Subscriptions
+from linkwork.app.session import Session, Subscriptions
 
 from .plotting import run_color
 from .widgets import color_icon

@@ -30,13 +30,13 @@ from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QLabel, QSizePolicy, QToolBar, QVBoxLayout, QWidget,
 )
 
-from engine.mechfile import JOINT_TYPES
+from linkwork.engine.mechfile import JOINT_TYPES
 
-from app.session import Session, Subscriptions
-from app.session import edits
-from app.session.document import Selection
-from app.session.geometry import body_primitives
-from app.session.sketch import PLANES, hit_body, hit_point, sketch_points
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session import edits
+from linkwork.app.session.document import Selection
+from linkwork.app.session.geometry import body_primitives
+from linkwork.app.session.sketch import PLANES, hit_body, hit_point, sketch_points
 
 from .widgets import NumberEdit
 

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
 )
 
-from app.session import Session, Subscriptions
-from app.session.solver import (
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session.solver import (
     FIELD_LABELS, INTEGRATOR_TITLES, automatic_threads, cpu_count, is_adaptive, parameter_info,
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QIcon, QPalette
 
-from engine.paths import resources_dir
+from linkwork.engine.paths import resources_dir
 
 
 def style_sheet() -> str:

@@ -15,10 +15,10 @@ from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
 )
 
-from engine.mechfile import spec_to_dict
+from linkwork.engine.mechfile import spec_to_dict
 
-from app.session import sweep as model_sweep
-from app.session.sweep import Axis, SweepModel, SweepSetup
+from linkwork.app.session import sweep as model_sweep
+from linkwork.app.session.sweep import Axis, SweepModel, SweepSetup
 
 from .worker import GeneratorWorker
 
@@ -292,6 +292,6 @@ class SweepDialog(QDialog):
 
 
 def model_sweep_workers() -> int:
-    from engine.sweep import default_workers
+    from linkwork.engine.sweep import default_workers
 
     return default_workers()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from app.session.document import EditCommand, MechanismDocument
+from linkwork.app.session.document import EditCommand, MechanismDocument
 
 
 class QtEditCommand(QUndoCommand):

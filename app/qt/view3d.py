@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QComboBox, QHBoxLayout, QLabel, QSizePolicy, QSlider, QStyle, QToolButton, QVBoxLayout, QWidget,
 )
 
-from app.session import Session, Subscriptions
-from app.session.playback import SPEEDS
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session.playback import SPEEDS
 
 PLAY_FPS = 30
 
@@ -174,7 +174,7 @@ class ViewPanel(QWidget):
         self.scene = None
         self.display = None
         if ok:
-            from app.vispy.scene import MechanismScene
+            from linkwork.app.vispy.scene import MechanismScene
 
             self.scene = MechanismScene(session, offscreen=True)
             self.display = SceneDisplay(self.scene)

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from app.session.simulate import RunControl
+from linkwork.app.session.simulate import RunControl
 
 #: items a generator may still deliver after an abort before it is closed
 _AFTER_ABORT_LIMIT = 10_000

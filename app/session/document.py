@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine.errors import MechanismError
-from engine.mechfile import MechanismSpec, load, save
+from linkwork.engine.errors import MechanismError
+from linkwork.engine.mechfile import MechanismSpec, load, save
 
 from .events import Event
 from .validation import Validation, validate
@@ -281,7 +281,7 @@ class MechanismDocument:
         """Load ``path``; raises :class:`MechanismError` (nothing changes) if it is refused."""
         p = Path(path)
         spec = load(p)  # raises MechanismError with the engine's message
-        from engine.model import build_model
+        from linkwork.engine.model import build_model
 
         build_model(spec)  # refusals only the model finds (impossible cut, ...)
         self.replace(spec, p.resolve(), pristine=True)

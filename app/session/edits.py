@@ -20,10 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.mechfile import (
+from linkwork.engine.mechfile import (
     GROUND, JOINT_TYPES, BodySpec, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec,
 )
-from engine.spatial import quat_to_rot as _quat_to_rot
+from linkwork.engine.spatial import quat_to_rot as _quat_to_rot
 
 Vec3 = tuple[float, float, float]
 

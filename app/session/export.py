@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.results import CsvWriter
+from linkwork.engine.results import CsvWriter
 
 from .runs import RunRecord
 
@@ -27,7 +27,7 @@ def export_csv(run: RunRecord, path: str | Path) -> Path:
 def cli_command(run: RunRecord, mech_path: str | Path | None, out: str = "out.csv") -> str:
     """The ``linkwork run`` command line that reproduces ``run`` (for the run's details)."""
     s = run.settings
-    from engine.simulation import Settings
+    from linkwork.engine.simulation import Settings
 
     d = Settings()
     args = ["linkwork", "run", str(mech_path) if mech_path else "MECHANISM.mech.json",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from engine import generators as g
-from engine.mechfile import MechanismSpec
+from linkwork.engine import generators as g
+from linkwork.engine.mechfile import MechanismSpec
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.mechfile import GROUND, MechanismSpec
+from linkwork.engine.mechfile import GROUND, MechanismSpec
 
 from .edits import quat_to_rot
 

@@ -16,9 +16,9 @@ from dataclasses import fields
 
 import numpy as np
 
-from engine.mechfile import MechanismSpec
-from engine.model import Model
-from engine.simulation import Settings
+from linkwork.engine.mechfile import MechanismSpec
+from linkwork.engine.model import Model
+from linkwork.engine.simulation import Settings
 
 from .events import Event
 
@@ -34,8 +34,8 @@ def settings_label(s: Settings) -> str:
     the parameters its formulation reads (``Formulation.parameters``).  A setting the run
     does not use (the index-3 penalty on a dense run, tolerances of RK4) is never named,
     even when the solver panel holds a changed value for it."""
-    from engine.formulations import REGISTRY
-    from engine.integrators import SCIPY_METHODS
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.integrators import SCIPY_METHODS
 
     parts = [f"{s.formulation}/{s.integrator}", f"dt={s.dt:g}"]
     base = Settings()
@@ -190,7 +190,7 @@ class RunRecord:
         drift, closest approach to a singular configuration, retries ('' before it reported)."""
         if "max_position_violation" not in self.stats:
             return ""
-        from engine.monitor import summary
+        from linkwork.engine.monitor import summary
 
         return summary(self.stats, short=short)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.results import columns as result_columns
-from engine.simulation import Settings
+from linkwork.engine.results import columns as result_columns
+from linkwork.engine.simulation import Settings
 
 from .document import MechanismDocument
 from .notifications import Notifications
@@ -63,14 +63,14 @@ class Session:
             raise RunRefused("the mechanism is empty: draw one, open a file or use a generator")
         if not v.ok:
             raise RunRefused(f"the mechanism is refused: {v.message}")
-        from engine.errors import SettingsError
-        from engine.simulation import resolve_settings
+        from linkwork.engine.errors import SettingsError
+        from linkwork.engine.simulation import resolve_settings
 
         settings: Settings = self.solver.settings
         if overrides:
             settings = settings.replace(**overrides)
             if "formulation" in overrides and "integrator" not in overrides:
-                from engine.formulations import REGISTRY
+                from linkwork.engine.formulations import REGISTRY
 
                 cls = REGISTRY.get(overrides["formulation"])
                 if cls is not None and settings.integrator not in cls.integrators:

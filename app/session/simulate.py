@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.model import Model
-from engine.simulation import Settings, Simulation
+from linkwork.engine.model import Model
+from linkwork.engine.simulation import Settings, Simulation
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.mechfile import GROUND, JOINT_TYPES, MechanismSpec
+from linkwork.engine.mechfile import GROUND, JOINT_TYPES, MechanismSpec
 
 from . import edits
 from .document import MechanismDocument, Selection

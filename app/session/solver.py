@@ -15,11 +15,11 @@ import re
 import typing
 from dataclasses import dataclass, fields
 
-from engine import formulations as _forms
-from engine.errors import SettingsError
-from engine.integrators import SCIPY_METHODS
-from engine.model import Model
-from engine.simulation import Settings, file_defaults, resolve_settings
+from linkwork.engine import formulations as _forms
+from linkwork.engine.errors import SettingsError
+from linkwork.engine.integrators import SCIPY_METHODS
+from linkwork.engine.model import Model
+from linkwork.engine.simulation import Settings, file_defaults, resolve_settings
 
 from .events import Event
 

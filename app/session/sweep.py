@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.session.events import Event
+from linkwork.app.session.events import Event
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def parameter_choices(doc: dict) -> list[tuple[str, str, float]]:
 
 def build_spec(doc: dict, setup: SweepSetup):
     """The engine's sweep of the open mechanism document ``doc``."""
-    from engine.sweep import STANDARD_KEEP, sweep_from_dict
+    from linkwork.engine.sweep import STANDARD_KEEP, sweep_from_dict
 
     settings: dict[str, Any] = {"t_end": setup.t_end, "dt": setup.dt}
     if setup.formulation:
@@ -110,7 +110,7 @@ def sweep_items(spec, setup: SweepSetup, control, interval: float = 0.1):
     """Run ``spec`` on a local cluster (in a helper thread) and yield :class:`ProgressItem`
     snapshots, then one :class:`Done`.  ``control.on_abort`` cancels the sweep: the
     summary then holds the cases finished so far."""
-    from engine.sweep import run_sweep
+    from linkwork.engine.sweep import run_sweep
 
     out_dir = setup.out_dir or tempfile.mkdtemp(prefix="linkwork-sweep-")
     cancel = threading.Event()

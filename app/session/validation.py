@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.errors import MechanismError
-from engine.mechfile import MechanismSpec, spec_from_dict, spec_to_dict
-from engine.model import Model, build_model
-from engine.topology import analyze
+from linkwork.engine.errors import MechanismError
+from linkwork.engine.mechfile import MechanismSpec, spec_from_dict, spec_to_dict
+from linkwork.engine.model import Model, build_model
+from linkwork.engine.topology import analyze
 
 _PATH = re.compile(r"^(bodies|joints|forces|couplings)\[(\d+)\]")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.session.geometry import JointMarkers, Primitive, initial_poses
+from linkwork.app.session.geometry import JointMarkers, Primitive, initial_poses
 
 
 def _frame(axis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

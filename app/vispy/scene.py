@@ -20,8 +20,8 @@ import numpy as np
 import vispy
 from vispy import scene
 
-from app.session import Session, Subscriptions
-from app.session.geometry import (
+from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session.geometry import (
     BODY_FIELDS, body_primitives, characteristic_length, gear_links, gear_segments, initial_poses, joint_markers,
     poses_from_row, quats_to_rots, spec_bounds,
 )
@@ -56,7 +56,7 @@ LIVE_DRAW_BUDGET = 0.015
 
 def use_backend() -> None:
     """Select vispy's PySide6 backend (before any canvas exists)."""
-    from app.qt import compat
+    from linkwork.app.qt import compat
 
     compat.apply()
     try:

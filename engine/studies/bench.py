@@ -215,7 +215,7 @@ def startup(formulation: str) -> dict:
         for label in ("cold", "warm"):
             r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
             out[f"first_evaluation_{label}_s"] = float(r.stdout.strip().splitlines()[-1])
-    run = [sys.executable, "-m", "engine.cli", "run", str(example), "--formulation", formulation,
+    run = [sys.executable, "-m", "linkwork.engine.cli", "run", str(example), "--formulation", formulation,
            "--t-end", "10", "--dt", "0.01", "--out", os.devnull]
     with tempfile.TemporaryDirectory() as cache:  # the whole run cold, then again with its kernels cached
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}

@@ -15,14 +15,14 @@ from __future__ import annotations
 import gc
 import os
 
-from app.threads import configure_environment
+from linkwork.app.threads import configure_environment
 
 configure_environment()
 if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
     # no display at all: widgets still work off screen; the `gl` tests skip themselves
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import app.qt  # noqa: E402,F401 -- first Qt import: applies the PySide6 6.12 work-around
+import linkwork.app.qt  # noqa: E402,F401 -- first Qt import: applies the PySide6 6.12 work-around
 import pytest  # noqa: E402
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings  # noqa: E402
 
@@ -39,9 +39,9 @@ def _compiled_kernels():
     GUI, and without this their first run in each worker waited on the compiler
     (test_generate_a_chain_from_the_dialog_run_and_see_the_plots timed out at 60 s in a
     fresh clone)."""
-    from engine import generators as gen
-    from engine.model import build_model
-    from engine.simulation import Settings, Simulation
+    from linkwork.engine import generators as gen
+    from linkwork.engine.model import build_model
+    from linkwork.engine.simulation import Settings, Simulation
 
     for spec, formulation in ((gen.chain(3, "revolute"), "dca"), (gen.fourbar(), "dense")):
         Simulation(build_model(spec), Settings(formulation=formulation, t_end=0.02, dt=0.01)).run_all()
@@ -55,8 +55,8 @@ def settings_dir(tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _app_identity(qapp, settings_dir):
     """QSettings of every test go to a temporary folder, never to the user's."""
-    from app.main import configure_application
-    from app.vispy.scene import use_backend
+    from linkwork.app.main import configure_application
+    from linkwork.app.vispy.scene import use_backend
 
     use_backend()
     QCoreApplication.setOrganizationName(TEST_ORGANIZATION)
@@ -113,7 +113,7 @@ def _flush_deletes(qapp) -> None:
 @pytest.fixture
 def make_window(qapp, qtbot, settings, gl_status, request):
     """Factory of main windows; closes them after the test and fails on leaked widgets."""
-    from app.qt.mainwindow import MainWindow
+    from linkwork.app.qt.mainwindow import MainWindow
 
     before = {id(w) for w in qapp.topLevelWidgets()}
     windows = []

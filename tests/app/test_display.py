@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from app.display import display_problem
+from linkwork.app.display import display_problem
 
 
 @pytest.mark.parametrize("env,problem", [

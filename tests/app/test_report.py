@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.paths import examples_dir
-from engine.results import read_csv
+from linkwork.engine.paths import examples_dir
+from linkwork.engine.results import read_csv
 
 
 def example_path(name):
@@ -35,7 +35,7 @@ def test_report_writes_csv_plots_and_pictures_without_a_display(tmp_path, exampl
     assert data.shape[0] == 31 and cols[0] == "t"
     # the same bytes as linkwork run at the same settings
     ref = tmp_path / "ref.csv"
-    r2 = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(example_path(example)),
+    r2 = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(example_path(example)),
                          "--t-end", "0.3", "--out", str(ref)], capture_output=True, text=True, timeout=600)
     assert r2.returncode == 0, r2.stderr
     assert ref.read_bytes() == (out / "results.csv").read_bytes()

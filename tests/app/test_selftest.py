@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from engine.formulations import REGISTRY
+from linkwork.engine.formulations import REGISTRY
 
 
 @pytest.mark.gl
@@ -32,7 +32,7 @@ def test_selftest_passes_every_step_from_the_source_install(tmp_path):
 def test_selftest_reports_a_failed_step_and_does_not_count_it(qapp, tmp_path, monkeypatch):
     """A missing example fails its step; the runs that need it are not attempted, the
     final count says so and the command's status would be 1."""
-    from app import selftest
+    from linkwork.app import selftest
 
     monkeypatch.setattr(selftest, "EXAMPLE", "no-such-example.mech.json")
     out = io.StringIO()

@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.paths import examples_dir
+from linkwork.engine.paths import examples_dir
 
 EXAMPLES = sorted(examples_dir().glob("*.mech.json"))
 #: the examples with gear couplings: dense and embedding honour them, the other
@@ -25,7 +25,7 @@ def example_path(name: str) -> Path:
 
 def run_to_end(sim):
     """(rows up to the end or the failure, the SimulationError or None) of ``sim.run()``."""
-    from engine.errors import SimulationError
+    from linkwork.engine.errors import SimulationError
 
     parts, err = [], None
     try:

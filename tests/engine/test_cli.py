@@ -10,13 +10,13 @@ import time
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.mechfile import save, spec_to_dict
-from engine.results import read_csv
+from linkwork.engine import generators as gen
+from linkwork.engine.mechfile import save, spec_to_dict
+from linkwork.engine.results import read_csv
 
 from .conftest import example_path
 
-CMD = [sys.executable, "-m", "engine.cli"]
+CMD = [sys.executable, "-m", "linkwork.engine.cli"]
 
 
 def run(*args, **kw):
@@ -132,7 +132,7 @@ def test_ctrl_c_keeps_complete_rows(tmp_path):
 def test_every_formulation_the_contract_names_runs():
     """Contract section 2 names six formulations; all are registered (none planned), and
     run --help lists each of them."""
-    from engine.formulations import PLANNED, REGISTRY
+    from linkwork.engine.formulations import PLANNED, REGISTRY
 
     contract = ("dca", "hdca", "index3", "rcr", "embedding", "dense")
     assert set(contract) <= set(REGISTRY) and not PLANNED
@@ -148,7 +148,7 @@ def test_examples_command_lists_every_example():
 
 def test_unknown_command_is_refused_with_the_list_of_commands():
     """Issue 16 item 7: ``linkwork bogus`` opened the GUI ("Cannot open bogus")."""
-    from engine.cli import COMMANDS
+    from linkwork.engine.cli import COMMANDS
 
     r = run("bogus")
     assert r.returncode == 2
@@ -178,7 +178,7 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(args):
 
 def test_help_lists_only_formulations_that_run():
     """Issue 16 item 9: ``run --help`` listed rcr and embedding, which were then refused."""
-    from engine.formulations import PLANNED, REGISTRY
+    from linkwork.engine.formulations import PLANNED, REGISTRY
 
     r = run("run", "--help")
     assert r.returncode == 0
@@ -193,7 +193,7 @@ def test_help_lists_only_formulations_that_run():
 
 def test_top_level_help_is_text_for_a_user():
     """Issue 16 item 10: ``linkwork --help`` printed the module docstring (``::``, rST markup)."""
-    from engine.cli import COMMANDS
+    from linkwork.engine.cli import COMMANDS
 
     r = run("--help")
     assert r.returncode == 0

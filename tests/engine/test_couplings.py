@@ -9,17 +9,17 @@ import sys
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.errors import SettingsError
-from engine.forces import force_arrays, joint_acceleration, joint_rate
-from engine.formulations import default_formulation
-from engine.formulations.dense import DenseFormulation
-from engine.initial import initial_state
-from engine.mechfile import BodySpec, CouplingSpec, MechanismSpec, ShapeSpec, spec_from_dict, spec_to_dict
-from engine.model import build_model
-from engine.results import Recorder, columns
-from engine.simulation import Settings, Simulation, resolve_settings
-from engine.topology import absolute_counts, analyze
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SettingsError
+from linkwork.engine.forces import force_arrays, joint_acceleration, joint_rate
+from linkwork.engine.formulations import default_formulation
+from linkwork.engine.formulations.dense import DenseFormulation
+from linkwork.engine.initial import initial_state
+from linkwork.engine.mechfile import BodySpec, CouplingSpec, MechanismSpec, ShapeSpec, spec_from_dict, spec_to_dict
+from linkwork.engine.model import build_model
+from linkwork.engine.results import Recorder, columns
+from linkwork.engine.simulation import Settings, Simulation, resolve_settings
+from linkwork.engine.topology import absolute_counts, analyze
 
 from .conftest import example_path
 
@@ -199,13 +199,13 @@ def test_info_counts_each_gear_as_one_constraint():
 
 def test_info_cli_lists_couplings():
     path = str(example_path("geared-arm"))
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "info", path, "--json"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "info", path, "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["couplings"] == [{"name": "reduction", "type": "gear", "driver": "motor", "driven": "elbow",
                                "ratio": 10.0}]
     assert (d["coupling_equations"], d["dof"], d["joint_equations"]) == (1, 2, 15)
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "info", path], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "info", path], capture_output=True, text=True)
     assert "gear reduction" in r.stdout and "1 gear" in r.stdout
 
 
@@ -225,7 +225,7 @@ def test_default_formulation_of_a_geared_model_is_dense():
 
 
 def test_cli_refuses_a_geared_run_with_exit_2():
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(example_path("geared-arm")),
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(example_path("geared-arm")),
                         "--formulation", "rcr", "--t-end", "0.1"], capture_output=True, text=True)
     assert r.returncode == 2
     assert "reduction" in r.stderr and "dense" in r.stderr
@@ -234,7 +234,7 @@ def test_cli_refuses_a_geared_run_with_exit_2():
 def test_dense_projection_restores_the_gear():
     """post_step's mass-orthogonal projections bring a state that breaks the gear (at the
     position and velocity levels) back onto it, on a loop mechanism (cut rows + gear row)."""
-    from engine.constraints import coupling_rows
+    from linkwork.engine.constraints import coupling_rows
 
     model = build_model(gen.geared_fourbar())
     f = DenseFormulation(model, Settings(formulation="dense"))

@@ -14,13 +14,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.errors import SettingsError
-from engine.formulations import REGISTRY
-from engine.mechfile import CouplingSpec, spec_from_dict, spec_to_dict
-from engine.model import build_model
-from engine.simulation import Settings, Simulation
-from engine.topology import loop_bodies
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SettingsError
+from linkwork.engine.formulations import REGISTRY
+from linkwork.engine.mechfile import CouplingSpec, spec_from_dict, spec_to_dict
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation
+from linkwork.engine.topology import loop_bodies
 
 from .conftest import run_to_end
 
@@ -115,7 +115,7 @@ def test_every_formulation_agrees_with_dense_or_stops(seed, n_bodies, loops):
 def test_the_differential_test_catches_a_wrong_formulation(monkeypatch):
     """A planted error -- dca's joint accelerations scaled by 1 + 1e-3 -- disagrees with
     dense on a random mechanism with a loop, and the comparison above fails on it."""
-    from engine.formulations.dca import DCAFormulation
+    from linkwork.engine.formulations.dca import DCAFormulation
 
     model = build_model(mechanism(2, 6, 2))
     rhs = DCAFormulation.rhs

@@ -9,11 +9,11 @@ configuration -- rcr and embedding stop (exit 3) rather than choose a branch.  T
 
 import pytest
 
-from engine import config
-from engine.formulations import REGISTRY
-from engine.model import load_model
-from engine.paths import examples_dir
-from engine.simulation import Simulation, file_defaults
+from linkwork.engine import config
+from linkwork.engine.formulations import REGISTRY
+from linkwork.engine.model import load_model
+from linkwork.engine.paths import examples_dir
+from linkwork.engine.simulation import Simulation, file_defaults
 
 from .conftest import run_to_end
 

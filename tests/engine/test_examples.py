@@ -5,9 +5,9 @@ include the run settings an example's file carries (contract section 1,
 
 import pytest
 
-from engine.errors import SimulationError
-from engine.model import build_model, load_model
-from engine.simulation import Settings, Simulation, file_defaults
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.model import build_model, load_model
+from linkwork.engine.simulation import Settings, Simulation, file_defaults
 
 from .conftest import EXAMPLES
 
@@ -25,8 +25,8 @@ def test_every_example_runs_at_its_defaults(path):
 
 
 def test_file_settings_are_the_defaults_and_options_override_them(tmp_path):
-    from engine import generators as gen
-    from engine.mechfile import save
+    from linkwork.engine import generators as gen
+    from linkwork.engine.mechfile import save
 
     p = tmp_path / "m.mech.json"
     save(gen.chain(3, "revolute").with_(settings=(("dt", 0.02), ("t_end", 0.1), ("integrator", "dop853"))), p)
@@ -42,15 +42,15 @@ def test_cli_takes_the_file_settings_unless_told_otherwise(tmp_path):
     import subprocess
     import sys
 
-    from engine import generators as gen
-    from engine.mechfile import save
-    from engine.results import read_csv
+    from linkwork.engine import generators as gen
+    from linkwork.engine.mechfile import save
+    from linkwork.engine.results import read_csv
 
     p = tmp_path / "m.mech.json"
     save(gen.chain(2, "revolute").with_(settings=(("dt", 0.05), ("t_end", 0.2))), p)
     for extra, rows in (([], 5), (["--dt", "0.1"], 3), (["--t-end", "0.1"], 3)):
         out = tmp_path / "r.csv"
-        r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(p), "--out", str(out)] + extra,
+        r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(p), "--out", str(out)] + extra,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         assert read_csv(out)[1].shape[0] == rows, extra
@@ -58,7 +58,7 @@ def test_cli_takes_the_file_settings_unless_told_otherwise(tmp_path):
 
 def test_slider_crank_states_a_motion_the_joints_allow():
     """Issue 16 item 15: the example warned of a 7.25 J correction (144 % of the given motion)."""
-    from engine.initial import initial_state
+    from linkwork.engine.initial import initial_state
 
     ini = initial_state(load_model(EXAMPLES[0].parent / "slider-crank.mech.json"))
     assert ini.correction_max < 1e-12 and ini.rate_residual < 1e-12

@@ -7,10 +7,10 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import MechanismError
-from engine.mechfile import loads
-from engine.model import build_model
-from engine.topology import analyze
+from linkwork.engine.errors import MechanismError
+from linkwork.engine.mechfile import loads
+from linkwork.engine.model import build_model
+from linkwork.engine.topology import analyze
 
 from .conftest import EXAMPLES
 

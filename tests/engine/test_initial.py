@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from engine import generators as gen
-from engine.constraints import constraint_jacobian
-from engine.initial import initial_state, joint_subspace
-from engine.mechfile import spec_from_dict, spec_to_dict
-from engine.model import build_model
+from linkwork.engine import generators as gen
+from linkwork.engine.constraints import constraint_jacobian
+from linkwork.engine.initial import initial_state, joint_subspace
+from linkwork.engine.mechfile import spec_from_dict, spec_to_dict
+from linkwork.engine.model import build_model
 
 
 def _with_rate(spec, joint, rate):

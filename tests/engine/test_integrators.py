@@ -9,8 +9,8 @@ smooth stiff run and a single sharp feature the solver passes in a few steps.
 import numpy as np
 import pytest
 
-from engine import config
-from engine.integrators import StepCollapse, scipy_ode
+from linkwork.engine import config
+from linkwork.engine.integrators import StepCollapse, scipy_ode
 
 
 class _Ode:

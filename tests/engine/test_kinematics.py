@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.constraints import all_constraints, con_arrays
-from engine.kinematics import (
+from linkwork.engine import generators as gen
+from linkwork.engine.constraints import all_constraints, con_arrays
+from linkwork.engine.kinematics import (
     classical_accelerations, fk_accelerations, fk_positions, fk_velocities, kin_arrays,
     motion_subspace, qdot_from_v,
 )
-from engine.model import build_model
+from linkwork.engine.model import build_model
 
 
 def _state(model, rng):
@@ -126,7 +126,7 @@ def test_constraint_derivatives_match_finite_differences(spec):
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_constraint_wrench_rates_match_finite_differences(spec):
     """d/dt (G^T lam) at fixed lam, per joint and side, against central differences."""
-    from engine.constraints import joint_constraint, joint_constraint_rate
+    from linkwork.engine.constraints import joint_constraint, joint_constraint_rate
 
     model = build_model(spec)
     rng = np.random.default_rng(5)

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from engine import generators as gen
-from engine.errors import MechanismError
-from engine.mechfile import dumps, load, loads, save, spec_from_dict, spec_to_dict
-from engine.model import build_model
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import MechanismError
+from linkwork.engine.mechfile import dumps, load, loads, save, spec_from_dict, spec_to_dict
+from linkwork.engine.model import build_model
 
 from .conftest import EXAMPLES
 
@@ -246,7 +246,7 @@ def test_generators_round_trip_random():
 
 
 def test_committed_examples_equal_the_generators(tmp_path):
-    from engine.generators import write_examples
+    from linkwork.engine.generators import write_examples
 
     fresh = {p.name: p.read_text() for p in write_examples(tmp_path)}
     committed = {p.name: p.read_text() for p in EXAMPLES}

@@ -15,13 +15,13 @@ import sys
 import numpy as np
 import pytest
 
-from engine import config
-from engine import generators as gen
-from engine.integrators import StepCollapse
-from engine.model import build_model, load_model
-from engine.monitor import Monitor, conservative, summary
-from engine.paths import examples_dir
-from engine.simulation import Settings, Simulation
+from linkwork.engine import config
+from linkwork.engine import generators as gen
+from linkwork.engine.integrators import StepCollapse
+from linkwork.engine.model import build_model, load_model
+from linkwork.engine.monitor import Monitor, conservative, summary
+from linkwork.engine.paths import examples_dir
+from linkwork.engine.simulation import Settings, Simulation
 
 from .conftest import run_to_end
 
@@ -154,7 +154,7 @@ def test_observe_mode_keeps_the_old_behaviour_and_flags(monkeypatch, tmp_path):
 def test_conservative_mechanisms():
     """Dampers and joint torques make a mechanism non-conservative; stiff undamped springs do not."""
     assert conservative(load_model(examples_dir() / "parallelogram-fourbar.mech.json"))
-    from engine.mechfile import spec_from_dict, spec_to_dict
+    from linkwork.engine.mechfile import spec_from_dict, spec_to_dict
 
     d = spec_to_dict(gen.fourbar())
     d["forces"] = [{"type": "joint-spring", "joint": d["joints"][0]["name"], "stiffness": 10.0, "damping": 0.0,
@@ -185,14 +185,14 @@ def test_cli_exit_3_with_the_health_line(tmp_path):
     the CSV keeps the rows before the failure, and the health line is printed although
     stderr is not a terminal."""
     out = tmp_path / "p.csv"
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "run",
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run",
                         str(examples_dir() / "parallelogram-fourbar.mech.json"), "--formulation", "dca",
                         "--projection", "off", "--t-end", "4", "--out", str(out)], capture_output=True, text=True,
                        env={**os.environ, "LINKWORK_MONITOR": "on"})
     assert r.returncode == 3, r.stderr
     assert "simulation failed at t = " in r.stderr and "loop closed at joint J3" in r.stderr
     assert "linkwork: health: worst position violation" in r.stderr
-    from engine.results import read_csv
+    from linkwork.engine.results import read_csv
 
     cols, rows = read_csv(out)
     assert rows.shape[0] > 200 and _angle(cols, rows, "B").max() <= 1e-6
@@ -242,7 +242,7 @@ def _rotated_about_ground_hinge(ev, model, jump):
     """``ev`` with every body turned by ``jump`` metres at the farthest centre of mass about
     the ground hinge of a chain (positions and orientations only): a configuration the
     joints allow, reached in no time while the velocities stay as they were."""
-    from engine.formulations.base import Evaluation
+    from linkwork.engine.formulations.base import Evaluation
 
     axis = model.axis_pred[0] / np.linalg.norm(model.axis_pred[0])
     o = ev.P[0]

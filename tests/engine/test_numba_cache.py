@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import engine
-from engine import source_key
+from linkwork import engine
+from linkwork.engine import source_key
 
 ENGINE = Path(engine.__file__).resolve().parent
 
@@ -84,7 +84,7 @@ def outer(a):
 '''
 
 _FORMULATION = '''
-from engine.formulations.base import Formulation
+from linkwork.engine.formulations.base import Formulation
 
 
 class Minimal(Formulation):
@@ -156,7 +156,7 @@ def _dispatchers():
 
     found, todo = {}, []
     for info in pkgutil.walk_packages([str(ENGINE)], "engine."):
-        if info.name.startswith("engine.studies") or info.name.endswith("__main__"):
+        if info.name.startswith("linkwork.engine.studies") or info.name.endswith("__main__"):
             continue  # no kernels: the studies drive the formulations (and import the optional peers)
         mod = importlib.import_module(info.name)
         todo += [d for d in vars(mod).values() if isinstance(d, CPUDispatcher)]

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pinocchio")
 pytest.importorskip("mujoco")
 
-from engine.studies import peers as bench_peers  # noqa: E402
+from linkwork.engine.studies import peers as bench_peers  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", ["spherical", "revolute"])
@@ -28,8 +28,8 @@ def test_a_wrong_peer_model_is_caught():
     disagrees far beyond the tolerance (the check is not vacuous)."""
     import pinocchio as pin
 
-    from engine.model import build_model
-    from engine.simulation import Settings, Simulation
+    from linkwork.engine.model import build_model
+    from linkwork.engine.simulation import Settings, Simulation
 
     model = build_model(bench_peers.chain_spec(4, "revolute"))
     ev = Simulation(model, Settings(formulation="dense")).formulation

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from engine import shipped_cache as sc
+from linkwork.engine import shipped_cache as sc
 
 
 def test_subpath_is_numbas_own(tmp_path):

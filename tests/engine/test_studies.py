@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from engine.cli import main
+from linkwork.engine.cli import main
 
 
 @pytest.mark.slow
@@ -86,7 +86,7 @@ def test_bench_startup_measures_a_bundled_example():
     """``linkwork bench``'s start-up figures run the bundled four-bar: the path survived the
     move of the studies into engine/studies/ (it pointed at engine/resources/ and the
     bench stopped with a traceback after its speed tables)."""
-    from engine.studies.bench import startup_example
+    from linkwork.engine.studies.bench import startup_example
 
     assert startup_example().is_file()
 
@@ -95,7 +95,7 @@ def test_interleaved_timing_takes_turns_and_keeps_each_entrys_best_round():
     """The peers bench times a row's entries in turns (engine.studies.bench._time_interleaved)."""
     import time
 
-    from engine.studies.bench import _time_interleaved
+    from linkwork.engine.studies.bench import _time_interleaved
 
     log = []
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import sweep
-from engine.cli import main as cli_main
-from engine.paths import examples_dir
-from engine.results import read_csv
-from engine.sweep import SweepError, load_sweep, prepare_cases, sweep_from_dict
+from linkwork.engine import sweep
+from linkwork.engine.cli import main as cli_main
+from linkwork.engine.paths import examples_dir
+from linkwork.engine.results import read_csv
+from linkwork.engine.sweep import SweepError, load_sweep, prepare_cases, sweep_from_dict
 
 SLIDER = str(examples_dir() / "slider-crank.mech.json")
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "sweeps" / "slider-crank-spring.sweep.json"
@@ -320,7 +320,7 @@ def test_worker_environment_threads():
     """N workers x T threads: numba, OpenMP and OpenBLAS get T threads (OpenBLAS 1); the
     passive OpenMP wait policy only where a worker has one thread -- with two it made a
     dca evaluation slower than one thread (docs/performance.md, "Speed")."""
-    from engine.sweep import worker_environment
+    from linkwork.engine.sweep import worker_environment
 
     one = worker_environment(1)
     assert one == {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.mechfile import load
-from engine.model import build_model
-from engine.topology import (_merge_ops, absolute_counts, analyze, articulated_regions, build_assembly_tree,
+from linkwork.engine import generators as gen
+from linkwork.engine.mechfile import load
+from linkwork.engine.model import build_model
+from linkwork.engine.topology import (_merge_ops, absolute_counts, analyze, articulated_regions, build_assembly_tree,
                              cheaper_tree, merge_operations, parallel_operations, serial_assembly_tree,
                              two_part_assembly_tree)
 
@@ -238,7 +238,7 @@ def test_articulated_regions(spec):
     tree (two bodies or more, none at a cut joint) whose only handle is the joint to its
     root, on the root's side; its merges are exactly those under its head, all in one part
     of the tree's cut; regions are disjoint; and the merges they skip cost nothing."""
-    from engine.formulations.treesolve import subtree_partition
+    from linkwork.engine.formulations.treesolve import subtree_partition
 
     model = build_model(spec)
     at_cut = {b for j in range(model.nb, model.nj) for b in (model.pred[j], model.succ[j]) if b >= 0}
@@ -298,14 +298,14 @@ def test_a_chain_on_one_thread_is_one_region():
 
 def test_info_cli_json_and_text():
     path = str(example_path("parallelogram-fourbar"))
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "info", path, "--json"],
+    out = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "info", path, "--json"],
                          capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)
     assert (d["dof"], d["redundant_constraints"], d["absolute_coordinates"], d["constraint_equations"]) == \
         (1, 3, 21, 23)
     assert d["loops"] == 1 and len(d["cut_joints"]) == 1
     assert d["assembly_tree"]["levels"] >= 2
-    text = subprocess.run([sys.executable, "-m", "engine.cli", "info", path], capture_output=True,
+    text = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "info", path], capture_output=True,
                           text=True, check=True).stdout
     assert "DOF            1" in text and "redundant      3" in text
 
@@ -316,8 +316,8 @@ def test_info_says_which_tree_index3_assembles_on_one_thread(name, tips_first):
     """``linkwork info``'s index3 entry is the tree the formulation builds on one thread:
     tips first on an open chain, with its operation counts; balanced on a loop, and on an
     open tree whose springs and dampers put tangent rows across the tree."""
-    from engine.formulations.index3 import Index3Formulation, stiff_elements
-    from engine.simulation import Settings, Simulation
+    from linkwork.engine.formulations.index3 import Index3Formulation, stiff_elements
+    from linkwork.engine.simulation import Settings, Simulation
 
     spec = gen.random_mechanism(3, n_bodies=8) if name == "random-springs" else load(example_path(name))
     model = build_model(spec)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import warmup
-from engine.paths import examples_dir
+from linkwork.engine import warmup
+from linkwork.engine.paths import examples_dir
 
 FOURBAR = examples_dir() / "parallelogram-fourbar.mech.json"
 
@@ -30,14 +30,14 @@ event.register("numba:compile", _L())
 
 _WARM = _COUNT + '''
 from pathlib import Path
-from engine import warmup
+from linkwork.engine import warmup
 done, failed = warmup.compile_all(["dense"], files=[Path(sys.argv[1])])
 print(len(compiles), sorted(done), failed)
 '''
 
 _RUN = _COUNT + '''
-from engine.model import load_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine.model import load_model
+from linkwork.engine.simulation import Settings, Simulation
 Simulation(load_model(sys.argv[1]), Settings(formulation="dense", t_end=0.1)).run_all()
 print(len(compiles), sorted(set(compiles)))
 '''
@@ -65,9 +65,9 @@ def test_compile_fills_the_cache_so_the_next_process_compiles_nothing(tmp_path):
 
 
 _EVERY = _COUNT + '''
-from engine.formulations import REGISTRY
-from engine.model import load_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine.formulations import REGISTRY
+from linkwork.engine.model import load_model
+from linkwork.engine.simulation import Settings, Simulation
 model = load_model(sys.argv[1])
 for name in REGISTRY:
     Simulation(model, Settings(formulation=name, t_end=0.05)).run_all()
@@ -142,7 +142,7 @@ def test_compile_notice_says_compiling_with_this_machines_figure_or_loading(tmp_
 
 
 def test_compile_refuses_an_unknown_formulation():
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "compile", "--formulations", "dense,bogus"],
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "compile", "--formulations", "dense,bogus"],
                        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert r.returncode == 2
     assert "unknown formulation(s) bogus" in r.stderr
@@ -176,9 +176,9 @@ def test_compile_also_warms_dca_two_roles_on_a_long_chain():
     which took 52 s to compile at the start of such a run.  Nowhere else."""
     import numba
 
-    from engine.formulations import REGISTRY
-    from engine.model import load_model
-    from engine.simulation import Simulation, file_defaults
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.model import load_model
+    from linkwork.engine.simulation import Simulation, file_defaults
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two numba threads")

@@ -1,5 +1,6 @@
-"""The wheel and sdist of ``python -m build`` (issue 21 item 4): what they carry, and that an
-installed copy finds its resources without a checkout.
+"""The wheel and sdist of ``python -m build``: what they carry, that everything installs
+inside the ``linkwork`` package, and that an installed copy finds its resources without a
+checkout.
 
 ``.ci/run`` builds them once (``make dist``) and passes the folder in ``LINKWORK_DIST``;
 otherwise this module builds them into a temporary folder (about 15 s)."""
@@ -37,8 +38,20 @@ def dists(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _sources(package: str) -> set[str]:
+    """The modules of a top-level folder, as checkout paths."""
     return {p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.py")
             if "__pycache__" not in p.parts}
+
+
+def _installed(package: str) -> set[str]:
+    """The modules of a top-level folder, as paths in the wheel: engine/ and app/ install
+    inside linkwork/ (pyproject's package-dir)."""
+    prefix = "" if package == "linkwork" else "linkwork/"
+    return {prefix + s for s in _sources(package)}
+
+
+def _wheel_sources() -> set[str]:
+    return _installed("linkwork") | _installed("engine") | _installed("app")
 
 
 def _resources() -> dict[str, str]:
@@ -47,23 +60,25 @@ def _resources() -> dict[str, str]:
     for pattern, folder in (("resources/examples/*.mech.json", "examples"), ("resources/style/*.qss", "style"),
                             ("resources/icons/*.svg", "icons"), ("docs/images/*.png", "docs/images")):
         for f in ROOT.glob(pattern):
-            out[f.relative_to(ROOT).as_posix()] = f"engine/resources/{folder}/{f.name}"
+            out[f.relative_to(ROOT).as_posix()] = f"linkwork/engine/resources/{folder}/{f.name}"
     for name in ("formulations.md", "user-guide.md"):
-        out[f"docs/{name}"] = f"engine/resources/docs/{name}"
+        out[f"docs/{name}"] = f"linkwork/engine/resources/docs/{name}"
     return out
 
 
 def test_wheel_has_every_module_and_resource_and_nothing_else(dists):
     wheel, _ = dists
     names = set(zipfile.ZipFile(wheel).namelist())
-    missing = (_sources("linkwork") | _sources("engine") | _sources("app")) - names
+    missing = _wheel_sources() - names
     assert not missing, f"modules missing from the wheel: {sorted(missing)}"
+    dist_info = f"linkwork-{VERSION}.dist-info/"
+    outside = sorted(n for n in names if not n.startswith(("linkwork/", dist_info)))
+    assert not outside, f"files outside linkwork/ in the wheel: {outside[:10]}"
     res = _resources()
     assert any(k.startswith("resources/examples/") for k in res)
     missing = {k for k, v in res.items() if v not in names}
     assert not missing, f"resources missing from the wheel: {sorted(missing)}"
-    dist_info = f"linkwork-{VERSION}.dist-info/"
-    expected = (_sources("linkwork") | _sources("engine") | _sources("app") | set(res.values()))
+    expected = _wheel_sources() | set(res.values())
     stray = {n for n in names - expected if not n.startswith(dist_info)}
     assert not stray, f"unexpected files in the wheel: {sorted(stray)}"
     assert not any(n.startswith("tests/") or "__pycache__" in n or n.endswith((".pyc", ".nbi", ".nbc"))
@@ -96,23 +111,33 @@ def test_sdist_rebuilds_the_wheel_it_came_with(dists):
 
 def test_installed_wheel_finds_its_resources_without_the_checkout(dists, tmp_path):
     """The wheel unpacked as site-packages would hold it, run from elsewhere: examples and
-    the icon come from engine/resources/, not from this repository."""
+    the icon come from linkwork/engine/resources/, not from this repository; the folder names
+    ``engine`` and ``app`` are not importable."""
     wheel, _ = dists
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from engine import paths; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from linkwork.engine import paths; "
             "print(paths.examples_dir()); print(paths.docs_dir()); print(paths.resources_dir() / 'icons')")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     r = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     examples, docs, icons = (Path(x) for x in r.stdout.split())
-    assert examples == site / "engine" / "resources" / "examples"
+    assert examples == site / "linkwork" / "engine" / "resources" / "examples"
     assert sorted(p.name for p in examples.glob("*.mech.json")) == \
         sorted(p.name for p in (ROOT / "resources" / "examples").glob("*.mech.json"))
     assert (docs / "formulations.md").is_file() and (icons / "linkwork.svg").is_file()
     r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                        "from engine.cli import main; sys.exit(main(['examples']))", str(site)],
+                        "from linkwork.engine.cli import main; sys.exit(main(['examples']))", str(site)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert str(site / "engine" / "resources" / "examples" / "parallelogram-fourbar.mech.json") in r.stdout
+    assert str(site / "linkwork" / "engine" / "resources" / "examples" / "parallelogram-fourbar.mech.json") in r.stdout
+    for name in ("engine", "app"):
+        r = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, sys.argv[1]); import {name}",
+                            str(site)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+        assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr, (name, r.stderr)
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import linkwork; "
+                        "from linkwork import Settings, Simulation, examples_dir, load_model; "
+                        "m = load_model(examples_dir() / 'loop-4.mech.json'); print(m.nb)", str(site)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert r.returncode == 0 and int(r.stdout) > 0, r.stderr

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage
 
-from engine import generators as g
+from linkwork.engine import generators as g
 
-from app.qt import exporting
+from linkwork.app.qt import exporting
 
 
 def _compare_action(win, name):
@@ -44,7 +44,7 @@ def test_compare_with_another_integrator_overlays_the_drift_curves(make_window, 
 
 
 def test_compare_with_every_registered_formulation_is_offered(make_window, run_to_end):
-    from engine.formulations import REGISTRY
+    from linkwork.engine.formulations import REGISTRY
 
     win = make_window(gl=False)
     win.session.document.replace(g.fourbar())
@@ -103,8 +103,8 @@ def test_view_png_and_animation_gif(make_window, tmp_path, run_to_end):
 
 
 def test_compare_with_a_formulation_that_has_its_own_integrators(make_window, qtbot, run_to_end, monkeypatch):
-    from engine import formulations as forms
-    from engine.formulations.dense import DenseFormulation
+    from linkwork.engine import formulations as forms
+    from linkwork.engine.formulations.dense import DenseFormulation
 
     class OwnIntegrators(DenseFormulation):
         name = "ownint"

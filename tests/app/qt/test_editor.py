@@ -4,10 +4,10 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout
 
-from engine import generators as g
+from linkwork.engine import generators as g
 
-from app.session.document import Selection
-from app.session.solver import parameter_info
+from linkwork.app.session.document import Selection
+from linkwork.app.session.solver import parameter_info
 
 
 def _edit(widget, text):
@@ -129,7 +129,7 @@ def test_mechanism_page_gravity(make_window):
 
 
 def test_solver_panel_shows_each_formulations_own_settings(make_window):
-    from engine.formulations import REGISTRY
+    from linkwork.engine.formulations import REGISTRY
 
     win = make_window(gl=False)
     win.session.document.replace(g.fourbar())

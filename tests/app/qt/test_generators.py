@@ -3,8 +3,8 @@
 import pytest
 from PySide6.QtWidgets import QDialogButtonBox
 
-from app.qt.generators import GeneratorDialog, preview_plane
-from app.session.generators import GENERATORS
+from linkwork.app.qt.generators import GeneratorDialog, preview_plane
+from linkwork.app.session.generators import GENERATORS
 
 
 @pytest.mark.parametrize("key", list(GENERATORS))

@@ -2,7 +2,7 @@
 
 from PySide6.QtWidgets import QApplication, QLabel
 
-from engine import __version__
+from linkwork.engine import __version__
 
 
 def test_window_and_about_show_name_icon_and_version(make_window):

@@ -4,11 +4,11 @@ import json
 
 from PySide6.QtCore import QSettings, Qt
 
-from engine import generators as g
-from engine.mechfile import dumps, spec_to_dict
-from engine.paths import examples_dir
+from linkwork.engine import generators as g
+from linkwork.engine.mechfile import dumps, spec_to_dict
+from linkwork.engine.paths import examples_dir
 
-from app.qt import help as help_mod
+from linkwork.app.qt import help as help_mod
 
 
 def _menu_texts(win):
@@ -68,7 +68,7 @@ def test_save_as_and_recent(make_window, tmp_path, monkeypatch):
     win = make_window(gl=False)
     win.session.document.replace(g.fourbar())
     target = tmp_path / "saved.mech.json"
-    monkeypatch.setattr("app.qt.mainwindow.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr("linkwork.app.qt.mainwindow.QFileDialog.getSaveFileName", lambda *a, **k: (str(target), ""))
     assert win.save()
     assert target.exists() and not win.session.document.dirty
     assert win.recent_files()[0] == str(target.resolve())
@@ -132,8 +132,8 @@ def test_about_names_the_engines_compiler_and_its_version(make_window):
 
 
 def test_main_opens_a_refused_file_and_shows_the_refusal(qapp, monkeypatch, tmp_path, settings):
-    import app.main as main_mod
-    from app.qt.mainwindow import MainWindow
+    import linkwork.app.main as main_mod
+    from linkwork.app.qt.mainwindow import MainWindow
 
     d = spec_to_dict(g.fourbar())
     d["bodies"][0]["mass"] = -3
@@ -162,8 +162,8 @@ def test_main_opens_a_refused_file_and_shows_the_refusal(qapp, monkeypatch, tmp_
 
 
 def test_main_opens_a_good_file(qapp, monkeypatch, tmp_path, settings):
-    import app.main as main_mod
-    from app.qt.mainwindow import MainWindow
+    import linkwork.app.main as main_mod
+    from linkwork.app.qt.mainwindow import MainWindow
 
     p = tmp_path / "ok.mech.json"
     p.write_text(dumps(g.fivebar(2)))
@@ -186,7 +186,7 @@ def test_main_opens_a_good_file(qapp, monkeypatch, tmp_path, settings):
 
 
 def test_user_guide_opens_with_its_pictures(make_window):
-    from app.qt.help import docs_dir
+    from linkwork.app.qt.help import docs_dir
 
     win = make_window(gl=False)
     dlg = win.show_user_guide()

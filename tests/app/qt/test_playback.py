@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF
 
-from engine import formulations as forms
-from engine import generators as g
-from engine.formulations.dense import DenseFormulation
+from linkwork.engine import formulations as forms
+from linkwork.engine import generators as g
+from linkwork.engine.formulations.dense import DenseFormulation
 
 
 def test_slider_play_speed_and_linked_cursor(make_window, qtbot, run_to_end):

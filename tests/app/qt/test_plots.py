@@ -8,11 +8,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor, QImage
 
-from engine import generators as g
+from linkwork.engine import generators as g
 
-from app.qt import exporting
-from app.qt.plotting import run_color
-from app.session.plotdata import PLOTS
+from linkwork.app.qt import exporting
+from linkwork.app.qt.plotting import run_color
+from linkwork.app.session.plotdata import PLOTS
 
 
 def _two_runs(win, qtbot, run_to_end):

@@ -20,7 +20,7 @@ probe intervals -- instead of assuming it.
 import pytest
 from PySide6.QtCore import QEventLoop, QTimer
 
-from engine import generators as g
+from linkwork.engine import generators as g
 
 pytestmark = pytest.mark.gl
 

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QDialogButtonBox
 
-from engine import formulations as forms
-from engine import generators as g
-from engine.cli import main as cli_main
-from engine.errors import SimulationError
-from engine.formulations.dense import DenseFormulation
-from engine.mechfile import save
-from engine.paths import examples_dir
+from linkwork.engine import formulations as forms
+from linkwork.engine import generators as g
+from linkwork.engine.cli import main as cli_main
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.formulations.dense import DenseFormulation
+from linkwork.engine.mechfile import save
+from linkwork.engine.paths import examples_dir
 
 
 def test_generate_a_chain_from_the_dialog_run_and_see_the_plots(make_window, qtbot, run_to_end):
@@ -87,9 +87,9 @@ def test_stop_mid_run_keeps_partial_results_and_exports_them(make_window, qtbot,
     t = run.t
     assert np.allclose(np.diff(t), 0.01)
     out = tmp_path / "partial.csv"
-    monkeypatch.setattr("app.qt.mainwindow.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), ""))
+    monkeypatch.setattr("linkwork.app.qt.mainwindow.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), ""))
     win.actions["export_csv"].trigger()
-    from engine.results import read_csv
+    from linkwork.engine.results import read_csv
 
     header, data = read_csv(out)
     assert header == list(run.columns) and data.shape[0] == run.n_rows
@@ -133,7 +133,7 @@ def test_gui_csv_export_equals_linkwork_run(make_window, qtbot, tmp_path, monkey
     win.session.solver.update(t_end=0.3, dt=0.005, integrator="rk45")
     run = run_to_end(win)
     gui = tmp_path / "gui.csv"
-    monkeypatch.setattr("app.qt.mainwindow.QFileDialog.getSaveFileName", lambda *a, **k: (str(gui), ""))
+    monkeypatch.setattr("linkwork.app.qt.mainwindow.QFileDialog.getSaveFileName", lambda *a, **k: (str(gui), ""))
     win.actions["export_csv"].trigger()
     cli = tmp_path / "cli.csv"
     assert cli_main(["run", str(mech), "--integrator", "rk45", "--dt", "0.005", "--t-end", "0.3",

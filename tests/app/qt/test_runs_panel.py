@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QStyleOptionViewItem
 
-from engine import generators as g
-from engine.paths import examples_dir
+from linkwork.engine import generators as g
+from linkwork.engine.paths import examples_dir
 
 
 def test_run_labels_fit_the_runs_panel(make_window, qtbot, qapp, run_to_end):

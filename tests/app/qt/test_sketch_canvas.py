@@ -6,9 +6,9 @@ import numpy as np
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from engine import generators as g
+from linkwork.engine import generators as g
 
-from app.session.document import Selection
+from linkwork.app.session.document import Selection
 
 from ..session.test_sketch import canonical
 
@@ -119,10 +119,10 @@ def test_double_loop_labels_do_not_overprint_at_1280_by_800(make_window, qtbot, 
     from PySide6.QtCore import QRectF
     from PySide6.QtWidgets import QToolButton
 
-    from engine.paths import examples_dir
+    from linkwork.engine.paths import examples_dir
 
-    from app.qt.sketch import ground_symbol_rect
-    from app.session.sketch import sketch_points
+    from linkwork.app.qt.sketch import ground_symbol_rect
+    from linkwork.app.session.sketch import sketch_points
 
     win = make_window(gl=False)
     win.open_file(examples_dir() / "double-loop-8.mech.json")

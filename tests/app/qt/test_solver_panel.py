@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea
 
-from engine.paths import examples_dir
+from linkwork.engine.paths import examples_dir
 
 
 def _fully_visible(widget) -> bool:

@@ -6,7 +6,7 @@ import pandas as pd
 import pyqtgraph as pg
 import pytest
 
-from engine.paths import examples_dir
+from linkwork.engine.paths import examples_dir
 
 pytestmark = [pytest.mark.gui, pytest.mark.xdist_group("dask")]
 
@@ -70,7 +70,7 @@ def test_two_parameter_sweep_cancels_keeping_finished_cases_and_draws_an_image(m
     dlg.quantity.setCurrentText("energy_drift")
     images = [i for i in dlg.plot.getPlotItem().items if isinstance(i, pg.ImageItem)]
     assert len(images) == 1 and images[0].image.shape == (4, 4)
-    x, y, z = __import__("app.session.sweep", fromlist=["grid_values"]).grid_values(
+    x, y, z = __import__("linkwork.app.session.sweep", fromlist=["grid_values"]).grid_values(
         r.summary, dlg.model.setup.axes, "energy_drift")
     assert np.isfinite(z).sum() == len(ok)
     # the same folder resumes: run again, only the missing cases are computed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QColor
 
-from app.qt.widgets import MessageBar
+from linkwork.app.qt.widgets import MessageBar
 
 
 @pytest.mark.parametrize("level", ["info", "warning", "error"])

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from engine import generators as g
-from engine.errors import MechanismError
-from engine.mechfile import dumps, load, spec_to_dict
+from linkwork.engine import generators as g
+from linkwork.engine.errors import MechanismError
+from linkwork.engine.mechfile import dumps, load, spec_to_dict
 
-from app.session import edits
-from app.session.document import MechanismDocument, Selection
+from linkwork.app.session import edits
+from linkwork.app.session.document import MechanismDocument, Selection
 
 
 def test_events_fire_only_on_real_changes():
@@ -108,7 +108,7 @@ def test_saving_a_refused_mechanism_is_refused(tmp_path):
 
 
 def test_topology_summary_counts_in_words():
-    from app.session.validation import TopologySummary
+    from linkwork.app.session.validation import TopologySummary
 
     assert TopologySummary(1, 1, 1, 1, 0).text() == "1 body · 1 joint · 1 loop · DOF 1 · 0 redundant"
     assert TopologySummary(3, 4, 2, 1, 3).text() == "3 bodies · 4 joints · 2 loops · DOF 1 · 3 redundant"

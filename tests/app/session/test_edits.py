@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from engine import generators as g
-from engine.mechfile import GROUND
+from linkwork.engine import generators as g
+from linkwork.engine.mechfile import GROUND
 
-from app.session import edits
-from app.session.validation import validate
+from linkwork.app.session import edits
+from linkwork.app.session.validation import validate
 
 
 def test_move_point_moves_everything_on_it_and_keeps_loops_closed():
@@ -103,9 +103,9 @@ def test_joint_axes_for_a_drawn_prismatic_follow_the_link():
 
 
 def test_add_gear_takes_the_first_free_one_freedom_joint_and_validates_like_a_file():
-    from engine.mechfile import CouplingSpec
+    from linkwork.engine.mechfile import CouplingSpec
 
-    from app.session.validation import validate
+    from linkwork.app.session.validation import validate
 
     spec = g.fourbar()
     s1 = edits.add_gear(spec, "J1", ratio=-1.0)

@@ -14,8 +14,8 @@ def _imports(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
-@pytest.mark.parametrize("package", ["engine", "engine.simulation", "engine.cli", "app.session",
-                                     "app.session.session", "app.session.sketch", "app.session.export"])
+@pytest.mark.parametrize("package", ["linkwork.engine", "linkwork.engine.simulation", "linkwork.engine.cli", "linkwork.app.session",
+                                     "linkwork.app.session.session", "linkwork.app.session.sketch", "linkwork.app.session.export"])
 def test_qt_free_layers_import_no_gui_toolkit(package):
     mods = _imports(f"import {package}")
     bad = sorted(m for m in mods if m.split(".")[0] in QT_MODULES)
@@ -25,9 +25,9 @@ def test_qt_free_layers_import_no_gui_toolkit(package):
 def test_session_layer_sources_do_not_mention_qt():
     from pathlib import Path
 
-    import app.session
+    from linkwork.app import session
 
-    root = Path(app.session.__file__).parent
+    root = Path(session.__file__).parent
     for f in root.glob("*.py"):
         text = f.read_text()
         for m in QT_MODULES:

@@ -6,15 +6,15 @@ import time
 import numpy as np
 import pytest
 
-from engine import generators as g
-from engine.cli import main as cli_main
-from engine.mechfile import save
-from engine.results import read_csv
-from engine.simulation import ResultChunk
+from linkwork.engine import generators as g
+from linkwork.engine.cli import main as cli_main
+from linkwork.engine.mechfile import save
+from linkwork.engine.results import read_csv
+from linkwork.engine.simulation import ResultChunk
 
-from app.session import Session
-from app.session.export import cli_command, export_csv
-from app.session.simulate import Compiling, Prepared, RunControl, Started, simulation_items
+from linkwork.app.session import Session
+from linkwork.app.session.export import cli_command, export_csv
+from linkwork.app.session.simulate import Compiling, Prepared, RunControl, Started, simulation_items
 
 
 def _record(t_end=0.2):
@@ -102,10 +102,10 @@ def test_export_csv_is_byte_identical_to_linkwork_run(tmp_path):
     assert f"--formulation {run.settings.formulation} --integrator rk4 --dt 0.01 --t-end 0.25" in cmd
 
 
-@pytest.mark.parametrize("formulation", sorted(__import__("engine.formulations", fromlist=["REGISTRY"]).REGISTRY))
+@pytest.mark.parametrize("formulation", sorted(__import__("linkwork.engine.formulations", fromlist=["REGISTRY"]).REGISTRY))
 def test_every_formulation_exports_what_linkwork_run_writes(tmp_path, formulation):
-    from engine.formulations import REGISTRY
-    from engine.model import build_model
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.model import build_model
 
     spec = g.closed_loop(4)
     ok, why = REGISTRY[formulation].supports(build_model(spec))
@@ -153,8 +153,8 @@ def test_index3_command_line_reproduces_non_default_settings(tmp_path):
 def test_run_labels_name_only_the_runs_own_settings():
     """A run's label names what that run used: the solver panel's index-3 penalty or RK45
     tolerances left over from an earlier choice do not appear on a dense/RK4 run."""
-    from app.session.runs import settings_label
-    from engine.simulation import Settings
+    from linkwork.app.session.runs import settings_label
+    from linkwork.engine.simulation import Settings
 
     s = Session()
     s.document.replace(g.fourbar())

@@ -4,14 +4,14 @@ import math
 
 import numpy as np
 
-from engine import generators as g
-from engine.mechfile import spec_to_dict
-from engine.model import build_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as g
+from linkwork.engine.mechfile import spec_to_dict
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation
 
-from app.session import Session
-from app.session.document import Selection
-from app.session.sketch import PLANES, sketch_points
+from linkwork.app.session import Session
+from linkwork.app.session.document import Selection
+from linkwork.app.session.sketch import PLANES, sketch_points
 
 
 def canonical(spec):
@@ -49,7 +49,7 @@ def draw_fourbar(s: Session, exact: bool = True):
     assert sk.link_click(1.0, 0.0, at(1.0, 0.0)) == "close"
     if exact:
         # the user types the exact joint positions in the property panel
-        from app.session import edits
+        from linkwork.app.session import edits
 
         doc = s.document
         doc.edit("move", edits.set_joint(doc.spec, "J2", anchor=(c, sn, 0.0)))

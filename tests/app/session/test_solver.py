@@ -2,12 +2,12 @@
 
 import pytest
 
-from engine import formulations as forms
-from engine import generators as g
-from engine.formulations.dense import DenseFormulation
-from engine.model import build_model
+from linkwork.engine import formulations as forms
+from linkwork.engine import generators as g
+from linkwork.engine.formulations.dense import DenseFormulation
+from linkwork.engine.model import build_model
 
-from app.session.solver import SolverModel, available_formulations, parameter_info
+from linkwork.app.session.solver import SolverModel, available_formulations, parameter_info
 
 
 class LoopsOnly(DenseFormulation):
@@ -59,7 +59,7 @@ def test_settings_resolve_with_the_engines_reason_in_the_panels_words():
 
 
 def test_panel_wording_of_the_engines_messages():
-    from app.session.solver import panel_wording
+    from linkwork.app.session.solver import panel_wording
 
     assert panel_wording("--dt (5) must not exceed --t-end (1)") == \
         "Step dt (5 s) is longer than the end time (1 s)."
@@ -91,10 +91,10 @@ def test_defaults_are_sensible_for_the_mechanism():
 
 
 def test_a_geared_mechanism_offers_only_the_formulations_that_honour_gears():
-    from engine import generators as gen
-    from engine.model import build_model
+    from linkwork.engine import generators as gen
+    from linkwork.engine.model import build_model
 
-    from app.session.solver import available_formulations
+    from linkwork.app.session.solver import available_formulations
 
     infos = {i.name: i for i in available_formulations(build_model(gen.geared_arm()))}
     assert infos["dense"].ok
@@ -107,8 +107,8 @@ def test_automatic_threads_take_the_engines_choice_where_it_is_fewer(monkeypatch
     dca on a chain shorter than treesolve.CHAIN_PARALLEL_MIN_BODIES and on an open tree
     shorter than dca.TREE_PARALLEL_MIN_BODIES, which the engine runs on one thread
     (docs/performance.md, "Automatic threads")."""
-    import app.session.solver as solver
-    from engine.formulations.treesolve import run_threads
+    import linkwork.app.session.solver as solver
+    from linkwork.engine.formulations.treesolve import run_threads
 
     monkeypatch.setattr(solver, "cpu_count", lambda: 8)
     m = SolverModel()

@@ -3,18 +3,18 @@
 import numpy as np
 import pytest
 
-from engine import generators as g
+from linkwork.engine import generators as g
 
-from app.session import Session
-from app.session.document import Selection
-from app.session.simulate import RunControl, simulation_items
+from linkwork.app.session import Session
+from linkwork.app.session.document import Selection
+from linkwork.app.session.simulate import RunControl, simulation_items
 
 pytestmark = pytest.mark.gl
 
 
 @pytest.fixture
 def scene(qapp):
-    from app.vispy.scene import MechanismScene
+    from linkwork.app.vispy.scene import MechanismScene
 
     s = Session()
     s.document.replace(g.fourbar())
@@ -67,7 +67,7 @@ def test_selection_highlight_and_rebuild_on_edit(scene):
     cols = scene._colors
     start, end = scene._meshes.body_vertex_range[1]
     assert np.allclose(cols[start, :3], (0.96, 0.52, 0.09))
-    from app.session import edits
+    from linkwork.app.session import edits
 
     s.document.edit("longer", edits.set_rod_length(s.document.spec, "A", 1.5))
     assert scene._spec is s.document.spec
@@ -99,7 +99,7 @@ def test_camera_presets_and_fit(scene):
 
 
 def test_empty_mechanism_draws_nothing(qapp):
-    from app.vispy.scene import MechanismScene
+    from linkwork.app.vispy.scene import MechanismScene
 
     s = Session()
     sc = MechanismScene(s, size=(200, 150), offscreen=True)
@@ -114,7 +114,7 @@ def test_empty_mechanism_draws_nothing(qapp):
 def test_a_gear_is_drawn_as_a_link_between_its_joints(qapp):
     """The geared arm: one gear link from the motor joint to the elbow, at the anchors at
     t = 0, following the bodies during a run, drawn over the bodies (visible in the picture)."""
-    from app.vispy.scene import MechanismScene
+    from linkwork.app.vispy.scene import MechanismScene
 
     s = Session()
     spec = g.geared_arm()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.kinematics import fk_positions, kin_arrays, normalize_quaternions, qdot_from_v
-from engine.simulation import Settings, Simulation
+from linkwork.engine.kinematics import fk_positions, kin_arrays, normalize_quaternions, qdot_from_v
+from linkwork.engine.simulation import Settings, Simulation
 
 FD_STEP = 1e-3  # flow length; truncation ~FD_STEP^4, round-off ~1e-16 / FD_STEP
 

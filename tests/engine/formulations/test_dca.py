@@ -4,13 +4,13 @@ import numba
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.errors import SimulationError
-from engine.formulations.base import NO_RATES
-from engine.kinematics import kin_arrays, normalize_quaternions
-from engine.mechfile import spec_from_dict, spec_to_dict
-from engine.model import FIXED, REVOLUTE, SPHERICAL, UNIVERSAL, build_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.formulations.base import NO_RATES
+from linkwork.engine.kinematics import kin_arrays, normalize_quaternions
+from linkwork.engine.mechfile import spec_from_dict, spec_to_dict
+from linkwork.engine.model import FIXED, REVOLUTE, SPHERICAL, UNIVERSAL, build_model
+from linkwork.engine.simulation import Settings, Simulation
 
 
 def _pair(spec):
@@ -108,7 +108,7 @@ def test_most_random_loops_are_well_conditioned():
 def test_reactions_agree_with_dense(spec):
     """Same constraint wrenches where they are unique; where closure equations are redundant
     (planar loops in 3-D) only their resultant on each body is unique."""
-    from engine.topology import analyze
+    from linkwork.engine.topology import analyze
 
     model, dense, dca = _pair(spec)
     y = dense.initial_state()
@@ -160,15 +160,15 @@ def test_baumgarte_reduces_drift():
 
 def _balanced_tree_always(monkeypatch):
     """Make dca and hdca assemble over the balanced tree whatever the thread count."""
-    import engine.formulations.dca as dca_module
-    from engine.topology import build_assembly_tree
+    import linkwork.engine.formulations.dca as dca_module
+    from linkwork.engine.topology import build_assembly_tree
 
     monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, threads, balanced=None, ground_last=False: build_assembly_tree(model))
 
 
 def _merges_only(monkeypatch):
     """Make dca and hdca assemble every node merge by merge (no articulated-body region)."""
-    from engine.formulations.dca import TreeFormulation
+    from linkwork.engine.formulations.dca import TreeFormulation
 
     monkeypatch.setattr(TreeFormulation, "articulated_regions", False)
 
@@ -205,7 +205,7 @@ def test_the_serial_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     operations (topology.cheaper_tree): another order of the same eliminations, so the
     same right-hand side up to round-off, at a random state.  Merges only: the regions
     assemble in another form (test_articulated_regions_agree_with_the_merges)."""
-    from engine.topology import build_assembly_tree
+    from linkwork.engine.topology import build_assembly_tree
 
     _merges_only(monkeypatch)
     model = build_model(spec)
@@ -266,7 +266,7 @@ def test_dca_takes_the_joints_to_ground_into_its_regions(spec, monkeypatch):
     is that merge, with no handle left, and the recursion eliminates the joint to ground
     too (topology.articulated_regions).  ``hdca``'s regions stop short of ground.  Over
     the same tree the merges give the same right-hand side and joint multipliers."""
-    from engine.topology import build_assembly_tree, serial_assembly_tree
+    from linkwork.engine.topology import build_assembly_tree, serial_assembly_tree
 
     model = build_model(spec)
     dca = Simulation(model, Settings(formulation="dca", threads=1)).formulation
@@ -313,9 +313,9 @@ def test_one_region_called_directly_is_the_passes(spec, monkeypatch):
     region's passes and the serial body loops directly (``_evaluate_region``): exactly
     what the tree passes do, so the right-hand side and the multipliers are the same bit
     for bit.  It is taken exactly when the tree is one region hanging from ground."""
-    from engine.formulations import dca as dca_module
-    from engine.formulations import treesolve
-    from engine.topology import serial_assembly_tree
+    from linkwork.engine.formulations import dca as dca_module
+    from linkwork.engine.formulations import treesolve
+    from linkwork.engine.topology import serial_assembly_tree
 
     model = build_model(spec)
     direct = Simulation(model, Settings(formulation="dca", threads=1)).formulation
@@ -368,7 +368,7 @@ def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch)
     as over the balanced tree, up to round-off (merges only, as above).  ``dca`` runs an
     unbranched chain in two roles over the one-thread tree instead (``_evaluate_chain``):
     here it takes the two halves, which it still does on branched trees."""
-    from engine.formulations import dca as dca_module
+    from linkwork.engine.formulations import dca as dca_module
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two numba threads")
@@ -398,8 +398,8 @@ def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     shorter than ``TREE_PARALLEL_MIN_BODIES``.  A longer chain, hdca's branched tree and
     any thread count the user set keep every thread asked for (docs/performance.md,
     "Automatic threads")."""
-    from engine.formulations import REGISTRY
-    from engine.formulations.treesolve import CHAIN_PARALLEL_MIN_BODIES, run_threads
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.formulations.treesolve import CHAIN_PARALLEL_MIN_BODIES, run_threads
 
     cls = REGISTRY[form]
     cores = run_threads(CHAIN_PARALLEL_MIN_BODIES, None)  # every numba thread
@@ -411,7 +411,7 @@ def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     assert cls.run_threads(short, Settings(formulation=form, threads=2)) == min(2, cores)
     assert cls.run_threads(long, Settings(formulation=form)) == (cores if form == "dca" else 1)
     if form == "hdca":
-        from engine.formulations.hdca import CHAIN_PARALLEL_MIN_BODIES as HDCA_CHAIN
+        from linkwork.engine.formulations.hdca import CHAIN_PARALLEL_MIN_BODIES as HDCA_CHAIN
 
         longer = build_model(gen.chain(HDCA_CHAIN, "revolute", planar=True))
         assert cls.run_threads(longer, Settings(formulation=form)) == cores
@@ -438,9 +438,9 @@ def test_loop_conditioning_is_the_dense_measure(name):
     are the same number, computed two independent ways, at perturbed configurations.
     (With redundant closure rows the pivoting keeps an independent subset of rows, whose
     conditioning is a comparable but different number.)"""
-    from engine.formulations.treesolve import loop_conditioning
-    from engine.model import load_model
-    from engine.paths import examples_dir
+    from linkwork.engine.formulations.treesolve import loop_conditioning
+    from linkwork.engine.model import load_model
+    from linkwork.engine.paths import examples_dir
 
     model = load_model(examples_dir() / f"{name}.mech.json")
     dense = Simulation(model, Settings(formulation="dense", projection=False)).formulation
@@ -464,8 +464,8 @@ def test_singular_configurations_are_reported(form):
 
     2.5 s (two crossings): at dt = 1e-3 dca leaves the branch at its third crossing
     (2.63 s), where the pipeline's monitor now stops the run (tests/engine/test_monitor.py)."""
-    from engine.model import load_model
-    from engine.paths import examples_dir
+    from linkwork.engine.model import load_model
+    from linkwork.engine.paths import examples_dir
 
     visits = {}
     for name in ("parallelogram-fourbar", "loop-8"):
@@ -502,7 +502,7 @@ def test_parallel_regions_follow_the_runs_threads(spec, threads, cut, parallel_l
 @pytest.mark.parametrize("name", ["dca", "hdca", "rcr", "embedding"])
 def test_a_non_finite_right_hand_side_is_refused(name):
     """rhs checks its output in the same kernel that writes it (kinematics.ode_rates)."""
-    from engine.errors import SingularSystemError
+    from linkwork.engine.errors import SingularSystemError
 
     model = build_model(gen.chain(5, "spherical", planar=False))
     f = Simulation(model, Settings(formulation=name)).formulation
@@ -517,8 +517,8 @@ def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compi
     """base.StateKernel: bound after the first call with a plain state and output; a
     strided or read-only state is compiled for once and called through its own entry
     point, with the same result."""
-    from engine.formulations.base import StateKernel
-    from engine.formulations.workspace import unpack
+    from linkwork.engine.formulations.base import StateKernel
+    from linkwork.engine.formulations.workspace import unpack
 
     @numba.njit
     def kernel(desc, proto, y, out):
@@ -630,8 +630,8 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
     element (the joint zoo).  Right-hand sides take the two copies of what the roles
     hand over (``CHAIN_TWIN``) in turn: each is checked, at a state of its own every call.
     With numba on one thread the first role waits for the other in vain and does it all."""
-    from engine.formulations import dca as dca_module
-    from engine.formulations import treesolve
+    from linkwork.engine.formulations import dca as dca_module
+    from linkwork.engine.formulations import treesolve
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two cores")
@@ -675,8 +675,8 @@ def test_two_roles_give_way_to_one_thread_where_it_is_faster(monkeypatch):
     """``rhs`` times the two roles against the one-thread kernel at its 16th right-hand
     side and every 1024th after (``_choose_kernels``) and takes the faster for the calls
     up to the next choice; the rates are one thread's either way."""
-    from engine.formulations import dca as dca_module
-    from engine.formulations import treesolve
+    from linkwork.engine.formulations import dca as dca_module
+    from linkwork.engine.formulations import treesolve
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two cores")
@@ -769,8 +769,8 @@ def test_unit_first_marks_exactly_the_joints_whose_rows_are_unit_then_angular(sp
 def test_two_roles_only_on_unbranched_chains(monkeypatch):
     """``_evaluate_chain`` is taken on two threads for an unbranched open chain only: a
     branched tree, a loop and a chain on one thread keep their kernels."""
-    from engine.formulations import dca as dca_module
-    from engine.formulations import treesolve
+    from linkwork.engine.formulations import dca as dca_module
+    from linkwork.engine.formulations import treesolve
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two cores")

@@ -1,9 +1,9 @@
 """The default formulation per mechanism (docs/formulations.md, "Default")."""
 
-from engine import generators as gen
-from engine.formulations import DENSE_DEFAULT_MAX_NV, default_formulation
-from engine.model import build_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as gen
+from linkwork.engine.formulations import DENSE_DEFAULT_MAX_NV, default_formulation
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation
 
 
 def test_trees_default_to_dca():

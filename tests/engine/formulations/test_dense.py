@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import scipy.special as sp
 
-from engine import generators as gen
-from engine.initial import joint_subspace
-from engine.mechfile import GROUND, BodySpec, JointSpec, MechanismSpec, ShapeSpec, load, spec_from_dict, spec_to_dict
-from engine.model import build_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as gen
+from linkwork.engine.initial import joint_subspace
+from linkwork.engine.mechfile import GROUND, BodySpec, JointSpec, MechanismSpec, ShapeSpec, load, spec_from_dict, spec_to_dict
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation
 
 from ..conftest import example_path
 
@@ -175,7 +175,7 @@ def test_a_long_chain_is_solved_to_round_off_not_to_the_mass_matrix_condition():
     """256 spherical bodies: the mass matrix's condition is 3.5e8, and the Cholesky solve
     alone was 1.7e-10 relative from ``dca``'s recursion.  With one step of iterative
     refinement (the residual by Newton-Euler) the two agree to round-off, ~1e-13."""
-    from engine.studies.peers import chain_spec
+    from linkwork.engine.studies.peers import chain_spec
 
     model = build_model(chain_spec(256, "spherical"))
     acc = {}

@@ -9,9 +9,9 @@ and the parallelogram's change of mobility, and a gear pair embedded with consta
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.model import build_model, load_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as gen
+from linkwork.engine.model import build_model, load_model
+from linkwork.engine.simulation import Settings, Simulation
 
 from ..conftest import EXAMPLES, example_path
 from .test_dca import CASES, _conditioning, _random_tree_state, random_case
@@ -111,7 +111,7 @@ def test_independent_coordinates_count_the_freedoms(case):
     """Paper 003 section 4.3: the independent velocities of the aggregated bodies plus the
     freedoms of the bodies outside them are the mechanism's DOF (topology.analyze), on
     every shipped example and every random mechanism with loops."""
-    from engine.topology import analyze
+    from linkwork.engine.topology import analyze
 
     model = load_model(case) if hasattr(case, "name") else build_model(random_case(*case))
     emb = Simulation(model, Settings(formulation="embedding")).formulation
@@ -123,7 +123,7 @@ def test_independent_coordinates_count_the_freedoms(case):
 def test_aggregation_merges_coupled_loops_and_keeps_disjoint_ones_apart():
     """Fig. 4: the double loop shares bodies (one aggregated body); two four-bars hung on
     one pendulum are separate aggregated bodies with the pendulum's body as their parent."""
-    from engine.formulations.embedding import aggregated_bodies
+    from linkwork.engine.formulations.embedding import aggregated_bodies
 
     model = build_model(gen.double_loop())
     (agg,) = aggregated_bodies(model)
@@ -217,8 +217,8 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
 def test_supports_honours_couplings_and_others_name_it():
     """Contract section 1: embedding honours the file's gear couplings; a formulation that
     cannot (rcr) refuses with the coupling named and embedding among those that can."""
-    from engine.formulations.embedding import EmbeddingFormulation
-    from engine.formulations.rcr import RCRFormulation
+    from linkwork.engine.formulations.embedding import EmbeddingFormulation
+    from linkwork.engine.formulations.rcr import RCRFormulation
 
     model = load_model(example_path("geared-arm"))
     assert EmbeddingFormulation.supports(model) == (True, "")
@@ -230,8 +230,8 @@ def _geared_pair_spec():
     """A rotor (on the axis, no gravity torque) and a link hanging from the same ground
     pivot, both revolute about z: siblings under ground, as the motor and its driven link
     under their carrier in paper 003's Fig. 6."""
-    from engine.generators import _finish, _joint, _rod_body
-    from engine.mechfile import MechanismSpec
+    from linkwork.engine.generators import _finish, _joint, _rod_body
+    from linkwork.engine.mechfile import MechanismSpec
 
     rotor = _rod_body("rotor", (0.0, 0.0, -0.05), (0.0, 0.0, 0.05), mass=0.5, radius=0.05)
     link = _rod_body("link", (0.0, 0.0, 0.0), (0.8, -0.6, 0.0), mass=1.5)
@@ -245,7 +245,7 @@ def test_gear_pair_embeds_with_constant_map():
     """Section 5.1, eq. 37: a gear q_r = mu q_l between two one-freedom joints is one
     aggregated body with constant X = [mu; 1] and zero rate term; the link then moves as
     a pendulum of inertia J_l + mu^2 J_r: (J_l + mu^2 J_r) qddot_l = torque of gravity."""
-    from engine.formulations.embedding import EmbeddingFormulation, Gear
+    from linkwork.engine.formulations.embedding import EmbeddingFormulation, Gear
 
     mu = -7.5
     model = build_model(_geared_pair_spec())
@@ -285,7 +285,7 @@ def test_info_reports_the_aggregated_bodies(capsys):
     partition singularity."""
     import json
 
-    from engine.cli import main
+    from linkwork.engine.cli import main
 
     assert main(["info", str(example_path("fourbar-crank-rocker")), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -336,7 +336,7 @@ def test_random_cases_cover_disjoint_and_coupled_loops():
     """The random-state agreement above covers every shape of aggregation (measured: 24
     trees, 16 single loops, 10 aggregated bodies of 2-3 coupled loops, 6 mechanisms with
     2-3 disjoint aggregated bodies)."""
-    from engine.formulations.embedding import aggregated_bodies
+    from linkwork.engine.formulations.embedding import aggregated_bodies
 
     shapes = []
     for kind, seed, kw in CASES:

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.kinematics import kin_arrays, normalize_quaternions
-from engine.model import build_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as gen
+from linkwork.engine.kinematics import kin_arrays, normalize_quaternions
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation
 
 from .hamiltonian import DenseHamiltonian
 from .test_dca import CASES, _conditioning, conditioned_bound, random_case
@@ -98,7 +98,7 @@ def test_initial_momenta_are_mass_times_velocity():
 def test_reactions_agree_with_dense(spec):
     """Section 3.4: lambda = sigma_dot from the factorised tree; unique reactions agree
     with dense's, and the body accelerations everywhere."""
-    from engine.topology import analyze
+    from linkwork.engine.topology import analyze
 
     model = build_model(spec)
     dense = Simulation(model, Settings(formulation="dense", projection=False)).formulation
@@ -160,7 +160,7 @@ def test_threads_give_identical_results_on_one_tree(n, monkeypatch):
 def test_paper_cases_keep_symmetry_and_velocity_constraints(stem, integrator):
     """Issue 4: paper 001 cases 1-3 over 10 s keep their mirror symmetry to 1e-9 and
     HDCA's velocity-level violation stays at round-off (< 1e-10)."""
-    from engine.studies import _case_model, mirror_pairs, run_case
+    from linkwork.engine.studies import _case_model, mirror_pairs, run_case
 
     model = _case_model(stem)
     form = _hdca(model)
@@ -173,7 +173,7 @@ def test_paper_cases_keep_symmetry_and_velocity_constraints(stem, integrator):
 
 
 def test_mirror_pairs_refuses_an_asymmetric_start():
-    from engine.studies import mirror_pairs
+    from linkwork.engine.studies import mirror_pairs
 
     model = build_model(gen.fourbar(crank=0.4, coupler=1.2, rocker=0.9, ground=1.0))
     form = _hdca(model)

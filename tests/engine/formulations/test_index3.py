@@ -16,16 +16,16 @@ import sys
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.errors import SimulationError
-from engine.formulations import REGISTRY
-from engine.formulations import index3_kernels as K
-from engine.formulations.index3 import Index3Formulation
-from engine.mechfile import save, spec_from_dict
-from engine.model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, build_model, load_model
-from engine.results import columns, read_csv
-from engine.simulation import Settings, Simulation
-from engine.topology import build_assembly_tree, merge_operations
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.formulations import REGISTRY
+from linkwork.engine.formulations import index3_kernels as K
+from linkwork.engine.formulations.index3 import Index3Formulation
+from linkwork.engine.mechfile import save, spec_from_dict
+from linkwork.engine.model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, build_model, load_model
+from linkwork.engine.results import columns, read_csv
+from linkwork.engine.simulation import Settings, Simulation
+from linkwork.engine.topology import build_assembly_tree, merge_operations
 
 from ..conftest import UNGEARED, example_path
 from .test_trajectories import reference as dense_reference
@@ -108,7 +108,7 @@ def test_absolute_jacobian_is_derivative_of_constraints(name):
 
 def _element_lengths(f, q):
     """Each stiffness element's length (spring) or joint coordinate at positions q."""
-    from engine.forces import _point_and_velocity, joint_coordinate
+    from linkwork.engine.forces import _point_and_velocity, joint_coordinate
 
     m = f.model
     z = np.zeros_like(q)
@@ -714,7 +714,7 @@ def test_taut_spring_across_a_slider_converges():
 def test_cli_run_writes_contract_columns(tmp_path):
     out = tmp_path / "x.csv"
     path = example_path("parallelogram-fourbar")
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "--formulation", "index3",
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(path), "--formulation", "index3",
                         "--t-end", "0.1", "--dt", "0.01", "--penalty", "1e8", "--newton-iters", "4",
                         "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -728,7 +728,7 @@ def test_cli_run_writes_contract_columns(tmp_path):
 def test_cli_warns_of_unconverged_steps(tmp_path):
     path = tmp_path / "near-singular.mech.json"
     save(gen.random_mechanism(14, n_bodies=8, loops=1), path)
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "--formulation", "index3",
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(path), "--formulation", "index3",
                         "--t-end", "0.1", "--dt", "0.001", "--projections", "penalised",
                         "--out", str(tmp_path / "x.csv")],
                        capture_output=True, text=True)

@@ -8,11 +8,11 @@ machinery and the parallelogram's mobility change.
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.errors import SimulationError
-from engine.kinematics import kin_arrays, normalize_quaternions
-from engine.model import build_model, load_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.kinematics import kin_arrays, normalize_quaternions
+from linkwork.engine.model import build_model, load_model
+from linkwork.engine.simulation import Settings, Simulation
 
 from ..conftest import EXAMPLES, GEARED, example_path
 from .test_dca import CASES, _conditioning, _random_tree_state, conditioned_bound, random_case
@@ -118,7 +118,7 @@ def test_reactions_agree_with_dense(spec):
 def assert_reactions_agree(model, dense, form):
     """Accelerations and, where no closure row is redundant, joint wrenches of ``form``
     equal dense's to 1e-9 of their largest at the initial state."""
-    from engine.topology import analyze
+    from linkwork.engine.topology import analyze
 
     y = dense.initial_state()
     ed, ef = dense.evaluate(0.0, y), form.evaluate(0.0, y)
@@ -200,7 +200,7 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
     coordinate, the partition turns ill-conditioned near the rocker's dead points; rcr
     re-chooses it (the automatic choice takes the crank, which never needs a switch)
     and still follows dense."""
-    from engine.formulations.rcr import _numeric_loop_jacobian, partition_from_choice
+    from linkwork.engine.formulations.rcr import _numeric_loop_jacobian, partition_from_choice
 
     model = load_model(example_path("fourbar-crank-rocker"))
     settings = dict(integrator="dop853", rtol=1e-12, atol=1e-12, dt=0.01, t_end=2.0)
@@ -232,7 +232,7 @@ def test_a_fold_is_a_crossing_and_a_near_pass_is_not():
     hyperbola, s^2 = a^2 + b^2 (t - t*)^2 (the five-bar).  Far from either minimum the two
     look alike and nothing is decided; one sample before the fold the crossing is called;
     the pass is never called one."""
-    from engine.formulations.rcr import singular_crossing
+    from linkwork.engine.formulations.rcr import singular_crossing
 
     def fold(t):
         return abs(1.55 * (t - 0.6))

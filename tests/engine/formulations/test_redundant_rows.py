@@ -11,12 +11,12 @@ jumped by millimetres within one output interval and ended with exit 0 centimetr
 import numpy as np
 import pytest
 
-from engine import generators as gen
-from engine.errors import SimulationError
-from engine.formulations import REGISTRY
-from engine.formulations import treesolve as ts
-from engine.model import build_model
-from engine.simulation import Settings, Simulation, resolve_settings
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.formulations import REGISTRY
+from linkwork.engine.formulations import treesolve as ts
+from linkwork.engine.model import build_model
+from linkwork.engine.simulation import Settings, Simulation, resolve_settings
 
 CASES = {"turntable": gen.turntable_fourbar, "spinning-arm": gen.spinning_arm_fourbar}
 TIGHT = dict(integrator="dop853", rtol=1e-10, atol=1e-10)
@@ -139,7 +139,7 @@ def test_rank_bound_stops_the_pivoting():
 def test_a_stop_names_what_was_exceeded_when_the_loops_are_well_conditioned():
     """A run stopped where the loops are far from singular says so, and suggests a step,
     not another formulation (here: a position limit no stabilised run can hold)."""
-    from engine import config
+    from linkwork.engine import config
 
     model = build_model(gen.turntable_fourbar())
     sim = Simulation(model, Settings(formulation="dca", projection=False, t_end=10.0))

@@ -17,9 +17,9 @@ the same equations, so any difference is the formulation's:
 import numpy as np
 import pytest
 
-from engine.formulations import REGISTRY
-from engine.model import load_model
-from engine.simulation import Settings, Simulation
+from linkwork.engine.formulations import REGISTRY
+from linkwork.engine.model import load_model
+from linkwork.engine.simulation import Settings, Simulation
 
 from ..conftest import UNGEARED
 from .hamiltonian import DenseHamiltonian

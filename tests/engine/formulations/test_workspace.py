@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from numba import typeof
 
-from engine.formulations.workspace import pack, unpack
+from linkwork.engine.formulations.workspace import pack, unpack
 
 
 @numba.njit(_nrt=False)
