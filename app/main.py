@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from .threads import configure_environment
 
     configure_environment()  # before numpy loads: BLAS and OpenMP threads must not spin against the GUI
-    from . import qt  # noqa: F401 -- first: protects the interpreter from a PySide6 6.12 bug (qt/compat.py)
+    from . import qt  # noqa: F401 -- first: protects the interpreter from a PySide6 6.12 bug (app/qt_compat.py)
     from PySide6.QtWidgets import QApplication
 
     from .vispy.scene import use_backend

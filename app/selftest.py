@@ -108,7 +108,7 @@ def run_selftest(stream=None, keep: Path | None = None) -> tuple[int, int]:
     from .threads import configure_environment
 
     configure_environment()
-    from . import qt  # noqa: F401 -- first Qt import: the PySide6 6.12 work-around (qt/compat.py)
+    from . import qt  # noqa: F401 -- first Qt import: the PySide6 6.12 work-around (app/qt_compat.py)
     from PySide6.QtCore import QSettings
     from PySide6.QtGui import QImage
     from PySide6.QtWidgets import QApplication

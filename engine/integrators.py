@@ -1,4 +1,4 @@
-"""Time integrators, separate from the formulations (conventions 7).
+"""Time integrators, separate from the formulations.
 
 Each integrator is a generator of ``(t, y)`` at the output instants
 ``0, dt, 2 dt, ..., t_end`` (the first pair is the initial state):
@@ -99,9 +99,8 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
     y = y0
     yield ts[0], y
     f = form.rhs
-    monitor = getattr(form, "monitor", None)
-    if monitor is not None:
-        monitor(ts[0], y)
+    watch = form.watch_singular
+    watch(ts[0], y)
     for k in range(1, len(ts)):
         if cancelled():
             return
@@ -114,8 +113,7 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
             for i in range(n):
                 ti = t1 if i == n - 1 else t0 + (i + 1) * h
                 yk = form.post_step(ti, _rk4_step(f, t0 + i * h, yk, h))
-                if monitor is not None:
-                    monitor(ti, yk)
+                watch(ti, yk)
             _check(t1, yk)
             level = yield t1, yk
             if not level:
@@ -196,7 +194,7 @@ def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled
         # while a singular configuration is crossed (multistep and implicit ones
         # would pay a cold start and a Jacobian each time)
         if (form.projects and solver.status == "running" and method in RESTARTABLE
-                and getattr(form, "near_singular", False)):
+                and form.near_singular):
             yp = form.post_step(solver.t, solver.y)
             solver = _make(cls, method, form.rhs, solver.t, yp, t1, rtol, atol, h, cap)
     return solver.y, h
@@ -210,7 +208,7 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
     ts = output_times(dt, t_end)
     stall = None if not stall_steps else _Stall(stall_steps, dt, method)
     yield ts[0], y0
-    bound = getattr(form, "step_bound", None)
+    bound = form.step_bound
     if form.projects:
         # Interval by interval, landing exactly on each output instant, projecting there
         # (and after every step near a singular configuration), then restarting from the

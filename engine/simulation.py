@@ -1,4 +1,4 @@
-"""One simulation pipeline (conventions 7): model + settings -> result chunks.
+"""One simulation pipeline: model + settings -> result chunks.
 
 :class:`Simulation` owns the model, a formulation, an integrator and a
 recorder.  :meth:`Simulation.run` is a generator of immutable
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,44 +23,10 @@ from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, Refinement, StepC
 from .model import Model
 from .monitor import Monitor
 from .results import Recorder
+from .settings import Settings
+from .threads import plan as thread_plan
 
-
-@dataclass(frozen=True)
-class Settings:
-    """Solver settings (contract section 2; defaults in brackets there)."""
-
-    formulation: str | None = None  # None: the default for the mechanism
-    integrator: str | None = None  # None: the formulation's default
-    dt: float = config.DEFAULT_DT
-    t_end: float = config.DEFAULT_T_END
-    rtol: float = config.DEFAULT_RTOL
-    atol: float = config.DEFAULT_ATOL
-    penalty: float = config.DEFAULT_PENALTY
-    newton_iters: int = config.DEFAULT_NEWTON_ITERS
-    newton_tol: float = config.DEFAULT_NEWTON_TOL
-    threads: int | None = None
-    #: dense, dca, hdca: project positions and velocities onto the loops at output instants
-    #: (None: when there are loops, or gears)
-    projection: bool | None = None
-    #: dca: Baumgarte stabilisation (alpha, beta) of the loop closures; None = off
-    baumgarte: tuple[float, float] | None = None
-    #: index3: keep the tangent for this many Newton iterations (modified Newton)
-    tangent_hold: int = 1
-    #: index3: add the geometric-stiffness terms to the tangent
-    geometric_stiffness: bool = False
-    #: index3: exact mass-orthogonal projections (one more matrix pass per step); False:
-    #: the paper's penalised projections on the last Newton matrices
-    exact_projections: bool = True
-    #: the branch and health monitor (engine/monitor.py): judge every output instant, retry
-    #: with smaller steps, stop with exit 3 instead of a wrong answer; False only to time
-    #: its cost (``linkwork bench --no-monitor``)
-    monitor: bool = True
-
-    def replace(self, **changes) -> "Settings":
-        return replace(self, **changes)
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+__all__ = ["ResultChunk", "Settings", "Simulation", "file_defaults", "resolve_settings"]
 
 
 def file_defaults(model: Model, formulation: str | None = None) -> Settings:
@@ -143,24 +109,17 @@ class ResultChunk:
 class Simulation:
     """A model, resolved settings, a formulation and an integrator."""
 
-    @staticmethod
-    def _set_threads(model: Model, settings: Settings) -> None:
-        """numba's threads for this run, as many as the formulation's kernels will use
-        (:meth:`Formulation.run_threads`): the settings' (all cores when None), but one
-        below ``PARALLEL_MIN_BODIES`` bodies, where no kernel opens a parallel region --
-        idle threads there only wait for cores (measured: index3 on the four-bar, 1 s,
-        with two threads on a busy machine 10.6 s, with one 1.35 s; the results are the
-        same) -- and, left automatic, one where dca's and hdca's second thread costs more
-        than it gives."""
-        import numba
-
-        numba.set_num_threads(REGISTRY[settings.formulation].run_threads(model, settings))
-
     def __init__(self, model: Model, settings: Settings | None = None):
         self.model = model
         self.settings = resolve_settings(model, settings or Settings())
-        self._set_threads(model, self.settings)
-        self.formulation = REGISTRY[self.settings.formulation](model, self.settings)
+        cls = REGISTRY[self.settings.formulation]
+        #: how the run uses the cores (engine/threads.py), decided here once: numba's pool is
+        #: set to it, so that idle threads do not wait for cores a small mechanism cannot use
+        self.plan = thread_plan(model, cls, self.settings.threads)
+        import numba
+
+        numba.set_num_threads(self.plan.threads)
+        self.formulation = cls(model, self.settings, plan=self.plan)
         self.recorder = Recorder(model)
         #: the pipeline's branch and health monitor (None: switched off)
         self.monitor = (Monitor(model, self.formulation, self.recorder.columns, self.settings.t_end)

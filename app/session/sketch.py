@@ -15,7 +15,8 @@ import numpy as np
 
 from linkwork.engine.mechfile import GROUND, JOINT_TYPES, MechanismSpec
 
-from . import edits
+from .edits import (INERTIA_MODES, add_joint, add_link, delete_body, delete_force, delete_gear, delete_joint,
+                    move_point, same_point, vec)
 from .document import MechanismDocument, Selection
 from .events import Event
 from .geometry import body_primitives
@@ -40,7 +41,7 @@ class Plane:
     def lift(self, a: float, b: float, depth: float = 0.0) -> tuple[float, float, float]:
         """World point with plane coordinates (a, b) at ``depth`` along the normal."""
         p = a * np.asarray(self.u) + b * np.asarray(self.v) + depth * np.asarray(self.n)
-        return edits.vec(p + 0.0)
+        return vec(p + 0.0)
 
     def depth(self, p) -> float:
         return float(np.asarray(p, float) @ np.asarray(self.n))
@@ -84,7 +85,7 @@ def sketch_points(spec: MechanismSpec, pivots=()) -> list[SketchPoint]:
 
     def at(p) -> SketchPoint:
         for sp in pts:
-            if edits.same_point(sp.pos, p):
+            if same_point(sp.pos, p):
                 return sp
         sp = SketchPoint(np.asarray(p, float))
         pts.append(sp)
@@ -189,7 +190,7 @@ class SketchDefaults:
 
 
 class SketchModel:
-    """Drawing state (tool, plane, chain in progress) turned into document edits.
+    """Drawing state (tool, plane, chain in progress) turned into document 
 
     Tools: ``"select"`` (select, move points, drop a free rod end on another
     point to connect), ``"link"`` (click/drag to draw links; a click on an
@@ -240,7 +241,7 @@ class SketchModel:
         for k, v in kw.items():
             if k == "joint_type" and v not in JOINT_TYPES:
                 raise ValueError(f"unknown joint type {v!r}")
-            if k == "inertia_mode" and v not in edits.INERTIA_MODES:
+            if k == "inertia_mode" and v not in INERTIA_MODES:
                 raise ValueError(f"unknown inertia mode {v!r}")
             if getattr(self.defaults, k) != v:
                 setattr(self.defaults, k, v)
@@ -268,7 +269,7 @@ class SketchModel:
     def place_pivot(self, a: float, b: float) -> bool:
         """Ground-pivot tool: a ground pivot at plane point (a, b)."""
         p = self._plane.lift(a, b)
-        if any(edits.same_point(q.pos, p) for q in self.points()):
+        if any(same_point(q.pos, p) for q in self.points()):
             return False
         return self.doc.edit("Add ground pivot", pivots=self.doc.pivots + (p,),
                              select=Selection("pivot", str(len(self.doc.pivots))))
@@ -283,7 +284,7 @@ class SketchModel:
         sp = pts[point] if point is not None else None
         if self.chain_start is None:
             if sp is not None:
-                self.chain_start = (edits.vec(sp.pos), attach_target(spec, sp))
+                self.chain_start = (vec(sp.pos), attach_target(spec, sp))
             else:
                 # a chain started in empty space hangs from a new ground pivot there
                 self.chain_start = (self._plane.lift(a, b), GROUND)
@@ -291,19 +292,19 @@ class SketchModel:
             self.changed.emit()
             return "start"
         p0, attach0 = self.chain_start
-        p1 = edits.vec(sp.pos) if sp is not None else self._plane.lift(a, b, self._plane.depth(p0))
-        if edits.same_point(p0, p1):
+        p1 = vec(sp.pos) if sp is not None else self._plane.lift(a, b, self._plane.depth(p0))
+        if same_point(p0, p1):
             return "none"
         d = self.defaults
-        pivots = tuple(q for q in self.doc.pivots if not edits.same_point(q, p0))
-        new, body, _ = edits.add_link(spec, p0, p1, attach0, d.joint_type, self._plane.n,
+        pivots = tuple(q for q in self.doc.pivots if not same_point(q, p0))
+        new, body, _ = add_link(spec, p0, p1, attach0, d.joint_type, self._plane.n,
                                       d.mass, d.inertia_mode, d.radius)
         closing = None
         if sp is not None:
             closing = attach_target(spec, sp, exclude={body})
         if closing is not None:
-            pivots = tuple(q for q in pivots if not edits.same_point(q, p1))
-            new, _ = edits.add_joint(new, body, closing, p1, d.joint_type, self._plane.n,
+            pivots = tuple(q for q in pivots if not same_point(q, p1))
+            new, _ = add_joint(new, body, closing, p1, d.joint_type, self._plane.n,
                                      np.asarray(p1) - np.asarray(p0))
             self.doc.edit(f"Draw link {body} and close the loop", new, pivots,
                           select=Selection("body", body))
@@ -329,13 +330,13 @@ class SketchModel:
         spec = self.doc.spec
         if target is not None:
             tp = pts[target]
-            new_pos = edits.vec(tp.pos)
+            new_pos = vec(tp.pos)
         else:
             tp = None
             new_pos = self._plane.move(sp.pos, a, b)
-        if edits.same_point(new_pos, sp.pos):
+        if same_point(new_pos, sp.pos):
             return False
-        new, pivots = edits.move_point(spec, self.doc.pivots, sp.pos, new_pos)
+        new, pivots = move_point(spec, self.doc.pivots, sp.pos, new_pos)
         text = "Move point"
         select = None
         if tp is not None:
@@ -343,14 +344,14 @@ class SketchModel:
             movers = [b for b in sp.bodies if b != a_target]
             if not sp.joints and movers and a_target is not None:
                 mover = movers[-1]
-                new, jname = edits.add_joint(new, a_target, mover, new_pos, self.defaults.joint_type,
+                new, jname = add_joint(new, a_target, mover, new_pos, self.defaults.joint_type,
                                              self._plane.n)
                 text = f"Connect {mover} to {a_target}"
                 select = Selection("joint", jname)
             elif sp.pivot is not None and not tp.grounded and tp.bodies:
                 # a pivot dropped on a body's point grounds that body there
                 body = attach_target(spec, tp)
-                new, jname = edits.add_joint(new, GROUND, body, new_pos, self.defaults.joint_type,
+                new, jname = add_joint(new, GROUND, body, new_pos, self.defaults.joint_type,
                                              self._plane.n)
                 pivots = tuple(q for k, q in enumerate(pivots) if k != sp.pivot)
                 text = f"Pin {body} to ground"
@@ -358,7 +359,7 @@ class SketchModel:
             # two pivots on one place are one pivot
             uniq = []
             for q in pivots:
-                if not any(edits.same_point(q, u) for u in uniq):
+                if not any(same_point(q, u) for u in uniq):
                     uniq.append(q)
             pivots = tuple(uniq)
         return self.doc.edit(text, new, pivots, select=select)
@@ -370,13 +371,13 @@ class SketchModel:
             return False
         spec = self.doc.spec
         if s.kind == "body":
-            return self.doc.edit(f"Delete body {s.name}", edits.delete_body(spec, s.name))
+            return self.doc.edit(f"Delete body {s.name}", delete_body(spec, s.name))
         if s.kind == "joint":
-            return self.doc.edit(f"Delete joint {s.name}", edits.delete_joint(spec, s.name))
+            return self.doc.edit(f"Delete joint {s.name}", delete_joint(spec, s.name))
         if s.kind == "force":
-            return self.doc.edit(f"Delete force {int(s.name) + 1}", edits.delete_force(spec, int(s.name)))
+            return self.doc.edit(f"Delete force {int(s.name) + 1}", delete_force(spec, int(s.name)))
         if s.kind == "gear":
-            return self.doc.edit(f"Delete gear {s.name}", edits.delete_gear(spec, s.name))
+            return self.doc.edit(f"Delete gear {s.name}", delete_gear(spec, s.name))
         if s.kind == "pivot":
             k = int(s.name)
             return self.doc.edit("Delete ground pivot",

@@ -20,6 +20,7 @@ from linkwork.engine.errors import SettingsError
 from linkwork.engine.integrators import SCIPY_METHODS
 from linkwork.engine.model import Model
 from linkwork.engine.simulation import Settings, file_defaults, resolve_settings
+from linkwork.engine.threads import plan as thread_plan
 
 from .events import Event
 
@@ -283,6 +284,7 @@ class SolverModel:
             s = resolve_settings(self._model, self._settings)
         except SettingsError as exc:
             return None, panel_wording(str(exc))
-        if s.threads is None:  # every core but one, and one where the engine's own choice is one
-            s = s.replace(threads=min(automatic_threads(), _forms.REGISTRY[s.formulation].run_threads(self._model, s)))
+        if s.threads is None:  # the engine's own plan, with a core kept for the window
+            s = s.replace(threads=thread_plan(self._model, _forms.REGISTRY[s.formulation], None,
+                                              limit=automatic_threads()).threads)
         return s, ""

@@ -56,7 +56,7 @@ LIVE_DRAW_BUDGET = 0.015
 
 def use_backend() -> None:
     """Select vispy's PySide6 backend (before any canvas exists)."""
-    from linkwork.app.qt import compat
+    from linkwork.app import qt_compat as compat
 
     compat.apply()
     try:

@@ -1,4 +1,4 @@
-"""Formulations, one module each (conventions 4), behind one interface (:mod:`.base`).
+"""Formulations, one module each, behind one interface (:mod:`.base`).
 
 ``REGISTRY`` maps the contract's ``--formulation`` names to classes; the GUI
 lists whatever is registered here, so a new formulation needs no GUI change.
@@ -9,53 +9,12 @@ loading any kernel.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
+
+from .registry import REGISTRY
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model import Model
-    from .base import Formulation
-
-
-class _Registry(MutableMapping):
-    """``name -> Formulation subclass``, importing each module on first use.  A class
-    may also be registered directly (``REGISTRY["mine"] = MyFormulation``): the GUI
-    then lists it like the built-in ones."""
-
-    def __init__(self, entries: dict[str, str]):
-        self._entries = entries  # name -> "module:Class"
-        self._classes: dict[str, type] = {}
-
-    def __getitem__(self, name: str) -> "type[Formulation]":
-        if name not in self._classes:
-            module, cls = self._entries[name].split(":")
-            self._classes[name] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
-        return self._classes[name]
-
-    def __setitem__(self, name: str, cls: "type[Formulation]") -> None:
-        self._entries[name] = ""
-        self._classes[name] = cls
-
-    def __delitem__(self, name: str) -> None:
-        del self._entries[name]
-        self._classes.pop(name, None)
-
-    def __iter__(self):
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-REGISTRY: MutableMapping[str, "type[Formulation]"] = _Registry({
-    "dense": "dense:DenseFormulation",
-    "dca": "dca:DCAFormulation",
-    "hdca": "hdca:HDCAFormulation",
-    "index3": "index3:Index3Formulation",
-    "rcr": "rcr:RCRFormulation",
-    "embedding": "embedding:EmbeddingFormulation",
-})
 
 #: names the contract reserves for formulations this version does not have yet
 PLANNED: tuple[str, ...] = ()

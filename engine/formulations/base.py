@@ -1,4 +1,4 @@
-"""The small interface every formulation implements (conventions 7).
+"""The small interface every formulation implements.
 
 A formulation owns its state layout and workspace.  ODE formulations expose
 ``rhs(t, y)`` for an integrator; stepping formulations (index-3) expose
@@ -17,6 +17,8 @@ import numpy as np
 from .. import config, start_parallel_backend
 from ..errors import SingularSystemError
 from ..model import Model
+from ..threads import ThreadPlan
+from ..threads import plan as thread_plan
 from .workspace import pack
 
 
@@ -120,10 +122,10 @@ def check_consistent(t: float, residual: float, scale: float) -> None:
 
 def coupling_support(cls, model: Model) -> tuple[bool, str]:
     """``(True, "")``, or the refusal naming the model's couplings and the registered
-    formulations that can honour them (contract section 1: exit 2)."""
+    formulations that can honour them (docs/file-format.md, "Refusal rules": exit 2)."""
     if not model.ng or cls.honours_couplings:
         return True, ""
-    from . import REGISTRY
+    from .registry import REGISTRY
 
     able = [n for n in REGISTRY if REGISTRY[n].honours_couplings]
     gears = ", ".join(
@@ -167,7 +169,7 @@ class Formulation(ABC):
     parameters: tuple[str, ...] = ()
     #: one line for tooltips and the formulation guide
     summary: str = ""
-    #: True if the formulation honours the file's couplings (gear pairs, contract section 1)
+    #: True if the formulation honours the file's couplings (gear pairs, docs/file-format.md, "Mechanism file")
     honours_couplings: bool = False
 
     #: whether a finer fixed step makes this formulation's result more accurate -- so that a
@@ -179,6 +181,23 @@ class Formulation(ABC):
     #: what to try when the monitor stops a run near a singular configuration of the loops
     singular_remedy = ("the dense formulation crosses singular configurations (--formulation dense; "
                        "docs/formulations.md, \"Singular configurations\").")
+
+    #: whether the formulation is crossing a singular configuration of its loops now (set
+    #: by :meth:`watch_singular`): the adaptive integrators then project after every step
+    near_singular: bool = False
+    #: the initial state's report (:class:`~linkwork.engine.initial.InitialState`), set by
+    #: :meth:`initial_state`
+    initial = None
+    #: ``step_bound(t, y) -> float | None``: the largest step an adaptive integrator may take
+    #: from ``(t, y)``, for formulations that watch singular configurations as they approach
+    #: (``dense``, ``dca``, ``hdca``, ``rcr``); None: no bound (a method here would cost a
+    #: call per step)
+    step_bound = None
+
+    def watch_singular(self, t: float, y: np.ndarray) -> None:
+        """Called by the integrators at every output instant (and ``rk4``'s sub-steps):
+        formulations that watch for singular configurations of their loops measure them
+        here.  Nothing by default."""
 
     def mobility(self, y: np.ndarray) -> float | None:
         """The loops' mobility measure at state ``y``: ``s_min / s_max`` of the mass-whitened
@@ -199,20 +218,35 @@ class Formulation(ABC):
                 "the dense formulation crosses singular configurations with dop853 too (docs/formulations.md, "
                 "\"Singular configurations\").")
 
-    def __init__(self, model: Model, settings):
+    def __init__(self, model: Model, settings, plan: ThreadPlan | None = None):
+        """``plan``: how the run uses the cores, decided by the :class:`Simulation`
+        (:func:`threads.plan`); a formulation built on its own decides it here."""
         start_parallel_backend()  # before any cached parallel kernel runs
         self.model = model
         self.settings = settings
+        self._plan = plan
         self.nfev = 0
 
-    @classmethod
-    def run_threads(cls, model: Model, settings) -> int:
-        """numba threads for a run of this formulation on ``model``: the settings'
-        ``threads`` (all cores when None), but one below ``PARALLEL_MIN_BODIES`` bodies
-        (:func:`treesolve.run_threads`)."""
-        from .treesolve import run_threads
+    @property
+    def plan(self) -> ThreadPlan:
+        """How this run uses the cores: the simulation's plan, or this formulation's own
+        (:func:`threads.plan` for its model and settings) when it was built on its own."""
+        if self._plan is None:
+            self._plan = thread_plan(self.model, type(self), getattr(self.settings, "threads", None))
+        return self._plan
 
-        return run_threads(model.nb, getattr(settings, "threads", None))
+    @classmethod
+    def automatic_threads(cls, model: Model, threads: int) -> tuple[int, str]:
+        """Left automatic, the threads a run of this formulation on ``model`` takes of the
+        ``threads`` the general rule gives (:func:`threads.plan`), and why, when fewer:
+        where a second thread costs more than it gives."""
+        return threads, ""
+
+    @classmethod
+    def layout_threads(cls, model: Model, threads: int) -> int:
+        """The thread count a run on ``threads`` threads builds its assembly tree and
+        layout for: the same, unless the formulation runs a one-thread layout on more."""
+        return threads
 
     #: settings that act on loops (and gears) only
     LOOP_PARAMETERS = ("projection", "baumgarte")
@@ -236,7 +270,7 @@ class Formulation(ABC):
         """Whether this formulation can run ``model``, and if not, why.
 
         Subclasses that add conditions call this one: it refuses a model with couplings
-        unless the class ``honours_couplings`` (contract section 1, "Couplings")."""
+        unless the class ``honours_couplings`` (docs/file-format.md, "Couplings")."""
         return coupling_support(cls, model)
 
     @abstractmethod

@@ -17,6 +17,8 @@ class _Ode:
     """The part of a formulation the adaptive integrators use."""
 
     projects = False
+    near_singular = False
+    step_bound = None
 
     def __init__(self, f):
         self.f = f

@@ -11,9 +11,10 @@ import pytest
 from linkwork.engine import generators as gen
 from linkwork.engine.mechfile import load
 from linkwork.engine.model import build_model
-from linkwork.engine.topology import (_merge_ops, absolute_counts, analyze, articulated_regions, build_assembly_tree,
-                             cheaper_tree, merge_operations, parallel_operations, serial_assembly_tree,
-                             two_part_assembly_tree)
+from linkwork.engine.assembly import (_merge_ops, articulated_regions, build_assembly_tree, cheaper_tree,
+                                      merge_operations, parallel_operations, serial_assembly_tree,
+                                      two_part_assembly_tree)
+from linkwork.engine.topology import absolute_counts, analyze
 
 from .conftest import EXAMPLES, example_path
 
@@ -238,7 +239,7 @@ def test_articulated_regions(spec):
     tree (two bodies or more, none at a cut joint) whose only handle is the joint to its
     root, on the root's side; its merges are exactly those under its head, all in one part
     of the tree's cut; regions are disjoint; and the merges they skip cost nothing."""
-    from linkwork.engine.formulations.treesolve import subtree_partition
+    from linkwork.engine.assembly import subtree_partition
 
     model = build_model(spec)
     at_cut = {b for j in range(model.nb, model.nj) for b in (model.pred[j], model.succ[j]) if b >= 0}
@@ -316,7 +317,8 @@ def test_info_says_which_tree_index3_assembles_on_one_thread(name, tips_first):
     """``linkwork info``'s index3 entry is the tree the formulation builds on one thread:
     tips first on an open chain, with its operation counts; balanced on a loop, and on an
     open tree whose springs and dampers put tangent rows across the tree."""
-    from linkwork.engine.formulations.index3 import Index3Formulation, stiff_elements
+    from linkwork.engine.assembly import stiff_elements
+    from linkwork.engine.formulations.index3 import Index3Formulation
     from linkwork.engine.simulation import Settings, Simulation
 
     spec = gen.random_mechanism(3, n_bodies=8) if name == "random-springs" else load(example_path(name))

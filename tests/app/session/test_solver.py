@@ -104,11 +104,11 @@ def test_a_geared_mechanism_offers_only_the_formulations_that_honour_gears():
 
 def test_automatic_threads_take_the_engines_choice_where_it_is_fewer(monkeypatch):
     """Left automatic, the panel gives the engine every core but one -- and one thread to
-    dca on a chain shorter than treesolve.CHAIN_PARALLEL_MIN_BODIES and on an open tree
-    shorter than dca.TREE_PARALLEL_MIN_BODIES, which the engine runs on one thread
-    (docs/performance.md, "Automatic threads")."""
+    dca on a chain shorter than threads.DCA_CHAIN_SERIAL_BELOW and on an open tree
+    shorter than threads.DCA_TREE_SERIAL_BELOW, which the engine runs on one thread
+    (engine/threads.py)."""
     import linkwork.app.session.solver as solver
-    from linkwork.engine.formulations.treesolve import run_threads
+    from linkwork.engine.threads import run_threads
 
     monkeypatch.setattr(solver, "cpu_count", lambda: 8)
     m = SolverModel()

@@ -1,0 +1,49 @@
+"""The solver settings of a run: what the user asks for, before the mechanism is known.
+
+A module of its own, below the formulations and the simulation, so that every layer
+can read them; :func:`simulation.resolve_settings` fills in what depends on the
+mechanism (its default formulation and integrator)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from . import config
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Solver settings (docs/file-format.md, "Command line"; defaults in brackets there)."""
+
+    formulation: str | None = None  # None: the default for the mechanism
+    integrator: str | None = None  # None: the formulation's default
+    dt: float = config.DEFAULT_DT
+    t_end: float = config.DEFAULT_T_END
+    rtol: float = config.DEFAULT_RTOL
+    atol: float = config.DEFAULT_ATOL
+    penalty: float = config.DEFAULT_PENALTY
+    newton_iters: int = config.DEFAULT_NEWTON_ITERS
+    newton_tol: float = config.DEFAULT_NEWTON_TOL
+    threads: int | None = None
+    #: dense, dca, hdca: project positions and velocities onto the loops at output instants
+    #: (None: when there are loops, or gears)
+    projection: bool | None = None
+    #: dca: Baumgarte stabilisation (alpha, beta) of the loop closures; None = off
+    baumgarte: tuple[float, float] | None = None
+    #: index3: keep the tangent for this many Newton iterations (modified Newton)
+    tangent_hold: int = 1
+    #: index3: add the geometric-stiffness terms to the tangent
+    geometric_stiffness: bool = False
+    #: index3: exact mass-orthogonal projections (one more matrix pass per step); False:
+    #: the paper's penalised projections on the last Newton matrices
+    exact_projections: bool = True
+    #: the branch and health monitor (engine/monitor.py): judge every output instant, retry
+    #: with smaller steps, stop with exit 3 instead of a wrong answer; False only to time
+    #: its cost (``linkwork bench --no-monitor``)
+    monitor: bool = True
+
+    def replace(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
