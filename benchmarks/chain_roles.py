@@ -19,8 +19,8 @@ full evaluation (no call overhead), ``--rounds`` times in turn, and prints both 
 
     python benchmarks/chain_roles.py --n 1024 --rounds 7
 
-The passes are the same per-body steps the two roles call (``_position_step``,
-``treesolve._matrix_step``, ...), so the figures are the roles' work on a quiet machine:
+The passes are the same per-body steps the two roles call (``position_step``,
+``matrix_step``, ...), so the figures are the roles' work on a quiet machine:
 beside each other, each role also reads what the other core has just written
 (``benchmarks/two_threads.py``).
 """
@@ -45,32 +45,35 @@ def _kernel():
     from numba import njit
 
     from linkwork.engine.forces import tree_applied_forces
-    from linkwork.engine.formulations import treesolve
-    from linkwork.engine.formulations.dca import _accelerations_over, _evaluate_region, _leaves_over, _region_inertia, _tree_rows
+    from linkwork.engine.formulations import tree
+    from linkwork.engine.formulations.dca_kernels import evaluate_region as _evaluate_region
+    from linkwork.engine.formulations.tree_kernels import (accelerations_over as _accelerations_over,
+                                                          leaves_over as _leaves_over,
+                                                          region_inertia as _region_inertia, tree_rows as _tree_rows)
     from linkwork.engine.formulations.workspace import unpack
-    from linkwork.engine.kinematics import _position_step, _subspace_step, _velocity_step, qdot_from_v
+    from linkwork.engine.kinematics import position_step, subspace_step, velocity_step, qdot_from_v
 
     @njit(nogil=True)
     def passes(desc, proto, y, out, reps, which):
         (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
          c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
          rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
-        nb = ix[0]
-        row_adr, rows = ix[19], ix[20]
+        nb = ix.nb
+        row_adr, rows = ix.row_adr, ix.rows
         nq = y.shape[0] - vdot.shape[0]
         q = y[:nq]
         v = y[nq:]
-        T = hy[9][0]
+        T = hy.LA[0]
         for _ in range(reps):
             if which == 0:
                 _evaluate_region(desc, proto, y, out)
             elif which == 1:
                 for i in range(nb):
-                    _position_step(i, mk, q, x, R, P)
+                    position_step(i, mk, q, x, R, P)
             elif which == 2:
                 for i in range(nb):
-                    _subspace_step(i, mk, q, R, S)
-                    _velocity_step(i, mk, x, P, S, v, V, c)
+                    subspace_step(i, mk, q, R, S)
+                    velocity_step(i, mk, x, P, S, v, V, c)
             elif which == 3:
                 for i in range(nb - 1, -1, -1):
                     _region_inertia(i, mass, inertia, x, R, P, hy)
@@ -82,13 +85,13 @@ def _kernel():
                 _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
             elif which == 6:
                 for k in range(nb):
-                    treesolve._matrix_step(k, T, hy)
+                    tree.matrix_step(k, T, hy)
             elif which == 7:
                 for k in range(nb):
-                    treesolve._bias_step(k, row_adr, rows, G, g0, hy)
+                    tree.bias_step(k, row_adr, rows, G, g0, hy)
             elif which == 8:
                 for k in range(nb - 1, -1, -1):
-                    treesolve._down_step(k, row_adr, rows, Fh, G, lam, hy, False)  # as the rates call runs it
+                    tree.down_step(k, row_adr, rows, Fh, G, lam, hy, False)  # as the rates call runs it
             else:
                 qdot_from_v(mk, q, v, out)
                 for phase in range(2):

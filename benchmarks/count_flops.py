@@ -1,9 +1,8 @@
 """Floating-point operations per body of each pass of a ``dca`` right-hand side, and of
-``rcr`` (an articulated-body recursion) for comparison -- counted, not estimated
-(issue 20, item 2).
+``rcr`` (an articulated-body recursion) for comparison -- counted, not estimated.
 
 With ``NUMBA_DISABLE_JIT=1`` every kernel is its plain Python source; the script runs
-each pass of :func:`engine.formulations.dca._evaluate` over the formulation's arrays
+each pass of :func:`engine.formulations.dca_kernels.evaluate` over the formulation's arrays
 with every float replaced by a counting number (:class:`Flop`: each ``+ - * /`` and
 square root counts one operation; negation, abs and comparisons count none), so the
 count is that of the loops the compiled code runs, with their data-dependent branches

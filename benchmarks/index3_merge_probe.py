@@ -3,10 +3,10 @@
 On one thread ``index3`` assembles paper 000's 128-link chain tips first: every merge
 but the last joins a leaf (a body, two handles, all of its ``Phi`` blocks its
 ``delta_i``) and the part assembled so far (one handle), over one spherical joint (3
-rows).  ``treesolve._merge_matrices_leaf3`` does these merges with the 3 x 3 factor in
-scalars and its products in a C-contiguous scratch row; ``_merge_matrices_one`` is the
-general kernel that did them before.  This script runs the pass's merges both ways on
-the engine's layout arrays, for a Newton iteration's matrices, checks that ``Phi`` and
+rows).  ``merge_matrices_leaf3`` (``engine/formulations/tree/merge.py``) does these
+merges with the 3 x 3 factor in scalars and its products in a C-contiguous scratch row;
+``merge_matrices_one`` is the general kernel, which takes every other one-joint merge.
+This script runs the pass's merges both ways on the engine's layout arrays, for a Newton iteration's matrices, checks that ``Phi`` and
 ``Y`` agree to round-off, and times both, interleaved (and the engine's pass itself)::
 
     python benchmarks/index3_merge_probe.py [--n 128] [--rounds 11]
@@ -26,7 +26,9 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from linkwork.engine import config, generators as gen  # noqa: E402
-from linkwork.engine.formulations import treesolve  # noqa: E402
+from linkwork.engine.formulations import tree  # noqa: E402
+from linkwork.engine.formulations.tree import merge as tree_merge  # noqa: E402
+from linkwork.engine.formulations.tree import passes as tree_passes  # noqa: E402
 from linkwork.engine.model import build_model  # noqa: E402
 from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 from linkwork.engine.formulations import index3_kernels as K  # noqa: E402
@@ -37,25 +39,25 @@ def merges_by(fixed, reps, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn,
     """The matrix pass's merges, in order, ``reps`` times: with ``fixed`` by the fixed-size
     kernel where it applies (as the engine's pass), else all by the general kernels.
     Returns how many merges the fixed-size kernel took."""
-    merges = ix[23]
+    merges = ix.top_merges
     count = 0
     for _ in range(reps):
         count = 0
         for k in range(merges.shape[0]):
             m = merges[k]
-            if fixed and treesolve._merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+            if fixed and tree_merge.merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
                 count += 1
-            elif treesolve._one_joint_merge(m, ix, 7):
-                treesolve._merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 7)
+            elif tree_passes.one_joint_merge(m, ix, 7):
+                tree_merge.merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 7)
             else:
-                treesolve._merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                tree_merge.merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
     return count
 
 
 @njit(nogil=True)
 def engine_pass(reps, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
     for _ in range(reps):
-        treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
 
 
 def main() -> None:
@@ -85,7 +87,7 @@ def main() -> None:
     count = merges_by(True, 1, *a)
     d_phi = np.abs(lay.Phi - ref_phi).max() / np.abs(ref_phi).max()
     d_y = np.abs(lay.Y - ref_y).max() / np.abs(ref_y).max()
-    print(f"{args.n} links: the fixed-size kernel takes {count} of {ix[23].shape[0]} merges; against the general "
+    print(f"{args.n} links: the fixed-size kernel takes {count} of {ix.top_merges.shape[0]} merges; against the general "
           f"kernels: Phi {d_phi:.1e}, Y {d_y:.1e} (relative)")
     assert d_phi < 1e-12 and d_y < 1e-12
     engine_pass(1, *a)

@@ -1,5 +1,5 @@
 """What each pass of a ``dca`` right-hand side costs in its place in the kernel, and its
-fixed part (issue 20's "per-body cost flat").
+fixed part (what keeps the cost per body from being flat at small sizes).
 
 ``benchmarks/profile_dca.py`` calls each pass alone, from Python, so each figure carries a
 dispatcher call.  Here one kernel runs ``dca._evaluate``'s passes up to pass k, N times
@@ -24,9 +24,11 @@ import numpy as np  # noqa: E402
 from numba import njit  # noqa: E402
 
 from linkwork.engine.forces import tree_applied_forces  # noqa: E402
-from linkwork.engine.formulations import treesolve  # noqa: E402
-from linkwork.engine.formulations.dca import (  # noqa: E402
-    _accelerations, _accelerations_over, _evaluate_region, _leaves, _leaves_over, _tree_rows)
+from linkwork.engine.formulations import tree  # noqa: E402
+from linkwork.engine.formulations.dca_kernels import evaluate_region as _evaluate_region  # noqa: E402
+from linkwork.engine.formulations.tree_kernels import (  # noqa: E402
+    accelerations as _accelerations, accelerations_over as _accelerations_over, leaves as _leaves,
+    leaves_over as _leaves_over, tree_rows as _tree_rows)
 from linkwork.engine.formulations.workspace import unpack  # noqa: E402
 from linkwork.engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
 from linkwork.engine.studies.bench import chain_formulation  # noqa: E402
@@ -43,7 +45,7 @@ def _prefix(N, stop, direct, desc, proto, y, out):
     (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
      Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
      rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
-    nb = ix[0]
+    nb = ix.nb
     nq = y.shape[0] - vdot.shape[0]
     q = y[:nq]
     v = y[nq:]
@@ -58,17 +60,17 @@ def _prefix(N, stop, direct, desc, proto, y, out):
         if stop > 3:
             tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
         if stop > 4:
-            _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix[19])
+            _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix.row_adr)
         if direct:  # dca._evaluate_region's direct calls
             if stop > 5:
                 _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
                              Jinv_w, scratch, np.bool_(True), np.bool_(True), hy)
             if stop > 6:
-                treesolve.region_matrices(0, ix, Phi, hy)
+                tree.region_matrices(0, ix, Phi, hy)
             if stop > 7:
-                treesolve.region_biases(0, ix, bv, G, g0, hy)
+                tree.region_biases(0, ix, bv, G, g0, hy)
             if stop > 8:
-                treesolve.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
+                tree.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
             if stop > 9:
                 for phase in range(2):
                     _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot,
@@ -78,11 +80,11 @@ def _prefix(N, stop, direct, desc, proto, y, out):
                 _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
                         np.bool_(True), np.bool_(True), hy)
             if stop > 6:
-                treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+                tree.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
             if stop > 7:
-                treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+                tree.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
             if stop > 8:
-                treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+                tree.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
             if stop > 9:
                 _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
         if stop > 10:

@@ -1,12 +1,13 @@
-"""Where one ``dca`` right-hand side spends its time (issue 20, item 2).
+"""Where one ``dca`` right-hand side spends its time.
 
-Each pass of :func:`engine.formulations.dca._evaluate` is called on its own, with the
+Each pass of :func:`engine.formulations.dca_kernels.evaluate` is called on its own, with the
 formulation's own arrays after one full evaluation at a random state, and timed as
 the best of several batches (one thread, or ``--threads``: the tree and parallel
 regions of that many).  Also timed: the whole ``_evaluate`` (one
 kernel call, ``ode_rates`` in it), and ``rhs`` (``_evaluate`` + the Python around it).
 "Python" is ``rhs`` minus the sum of its kernels.  The flop counts are those of
-``docs/performance.md``, "A dca right-hand side, pass by pass" (counted from the loops).
+``benchmarks/results/performance-tables.md``, "Operations and rates per pass, merge by merge"
+(counted from the loops by ``benchmarks/count_flops.py``).
 
     python benchmarks/profile_dca.py [--sizes 64 128 256 512 1024] [--kinds spherical revolute] [--threads 2]
 """
@@ -25,9 +26,10 @@ import numpy as np  # noqa: E402
 
 from linkwork.engine import config  # noqa: E402
 from linkwork.engine.forces import tree_applied_forces  # noqa: E402
-from linkwork.engine.formulations import dca, treesolve  # noqa: E402
+from linkwork.engine.formulations import tree, tree_kernels  # noqa: E402
 from linkwork.engine.kinematics import fk_positions, fk_velocities, motion_subspace, ode_rates  # noqa: E402
-from linkwork.engine.studies.bench import _time_call, chain_formulation  # noqa: E402
+from linkwork.engine.studies.bench import chain_formulation  # noqa: E402
+from linkwork.engine.studies.timing import time_call as _time_call  # noqa: E402
 
 
 def passes(f, q, v):
@@ -43,16 +45,16 @@ def passes(f, q, v):
         "fk_velocities": lambda: fk_velocities(f.mk, f.x, f.P, f.S, v, f.V, f.c),
         "applied_forces": lambda: tree_applied_forces(f.fa, q, m.q_adr, f.spring_tree, f.cut_spring, f.x, f.R,
                                                       f.V, f.jq, f.jq_ref, f.Fext),
-        "tree_rows": lambda: dca._tree_rows(f.mk, m.perp_pred, f.R, f.S, f.c, lay.G[0], lay.G[1], lay.g0, ix[19]),
-        "leaves": lambda: dca._leaves(ix, m.mass, m.inertia, m.inertia_inv, f.x, f.R, f.V, f.Fext, f.P, lay.Phi,
+        "tree_rows": lambda: tree_kernels.tree_rows(f.mk, m.perp_pred, f.R, f.S, f.c, lay.G[0], lay.G[1], lay.g0, ix.row_adr),
+        "leaves": lambda: tree_kernels.leaves(ix, m.mass, m.inertia, m.inertia_inv, f.x, f.R, f.V, f.Fext, f.P, lay.Phi,
                                       lay.bv, f.rhs_body, f.Jinv_w, f._scratch, t, t, f.hy),
-        "assemble_matrices": lambda: treesolve.assemble_matrices6(ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp,
+        "assemble_matrices": lambda: tree.assemble_matrices6(ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp,
                                                                   lay.Kr, lay.Ks, lay.Y, lay.E, lay.scr, 0.0,
                                                                   1.0, tol, f.hy),
-        "assemble_biases": lambda: treesolve.assemble_biases6(ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp,
+        "assemble_biases": lambda: tree.assemble_biases6(ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp,
                                                               lay.Kr, lay.Y, lay.r0, lay.y0, lay.scr, 1.0, f.hy),
-        "disassemble": lambda: treesolve.disassemble6(ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0, f.hy),
-        "accelerations": lambda: dca._accelerations(ix, f.mk, f.x, f.P, f.S, f.c, lay.Fh, f.rhs_body, m.mass,
+        "disassemble": lambda: tree.disassemble6(ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0, f.hy),
+        "accelerations": lambda: tree_kernels.accelerations(ix, f.mk, f.x, f.P, f.S, f.c, lay.Fh, f.rhs_body, m.mass,
                                                     f.Jinv_w, f.A, f.vdot, f.hy),
         "ode_rates": lambda: ode_rates(f.mk, q, v, f.vdot, rates),
     }

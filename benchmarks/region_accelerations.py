@@ -30,7 +30,8 @@ import numpy as np  # noqa: E402
 
 from benchmarks.region_impulses import ZERO, cholesky_solve, cross, dec, mass_matrix, spatial  # noqa: E402
 from linkwork.engine import generators as gen  # noqa: E402
-from linkwork.engine.formulations.dca import DCAFormulation, TreeFormulation  # noqa: E402
+from linkwork.engine.formulations.dca import DCAFormulation  # noqa: E402
+from linkwork.engine.formulations.tree_formulation import TreeFormulation  # noqa: E402
 from linkwork.engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
 from linkwork.engine.model import UNIVERSAL, build_model  # noqa: E402
 from linkwork.engine.simulation import Settings, Simulation  # noqa: E402

@@ -12,7 +12,7 @@ step from velocities to impulses is.  On slender rods (the generator's chains: 2
 times more compliant about their axis) the state's random momenta give axial spins of
 ~1e4 rad/s, where the regions, which derive each joint's force from the velocities,
 lose digits that the merges, which solve for the impulses, do not (docs/performance.md,
-"Tried and not kept: the root in the region").
+"The ground joint in the region"; the figures: benchmarks/results/performance-tables.md).
 
     python benchmarks/region_impulses.py [--n 100] [--kind spherical] [--seed 13]
 """
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from linkwork.engine import generators as gen  # noqa: E402
-from linkwork.engine.formulations.dca import TreeFormulation  # noqa: E402
+from linkwork.engine.formulations.tree_formulation import TreeFormulation  # noqa: E402
 from linkwork.engine.kinematics import kin_arrays, normalize_quaternions  # noqa: E402
 from linkwork.engine.model import build_model  # noqa: E402
 from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
@@ -66,7 +66,7 @@ def hdca_phase1(model, y, regions: bool) -> dict:
         TreeFormulation.articulated_regions = old
     f._solve(0.0, y)
     p = y[model.nq:]
-    row_adr, rows, G1, lam = f.lay.ix[19], f.lay.ix[20], f.lay.G[1], f.lay.lam
+    row_adr, rows, G1, lam = f.lay.ix.row_adr, f.lay.ix.rows, f.lay.G[1], f.lay.lam
     imp = np.zeros((model.nb, 6))
     for k in range(model.nb):
         c = slice(model.v_adr[k], model.v_adr[k] + model.nv_j[k])

@@ -1,9 +1,9 @@
-"""Every shipped example, every formulation, against dense: the issues' trajectory figures.
+"""Every shipped example, every formulation, against dense: the trajectory figures behind the tests.
 
 For each example, 2 s: the largest body-position difference of ``dca``, ``hdca``
 (rk4, dt = 1e-3) and ``index3`` (trapezoidal, dt = 1e-3) against
 
-* ``dense`` with the same rk4 step (what issues 3-5 ask for), and
+* ``dense`` with the same rk4 step (what the trajectory tests compare with), and
 * a converged ``dense`` run (dop853, rtol = atol = 1e-12, projection on where there
   are loops), which shows how much of each difference is the integrator's
   truncation error.
@@ -134,7 +134,7 @@ def _dense_trapezoidal(model, dt, t_end=2.0):
     sim = Simulation(model, Settings(t_end=t_end, dt=dt, formulation="dense", integrator="rk4"))
     f, rec = sim.formulation, sim.recorder
     y = f.initial_state()
-    f.monitor(0.0, y)
+    f.watch_singular(0.0, y)
     rows = [rec.row(f.evaluate(0.0, y))]
     eye = np.eye(len(y))
     for k in range(int(round(t_end / dt))):
@@ -150,7 +150,7 @@ def _dense_trapezoidal(model, dt, t_end=2.0):
         else:
             raise RuntimeError(f"trapezoidal Newton did not converge at t = {t + dt:g}")
         y = f.post_step(t + dt, z)
-        f.monitor(t + dt, y)  # as the integrators do: widens the filter while crossing
+        f.watch_singular(t + dt, y)  # as the integrators do: widens the filter while crossing
         rows.append(rec.row(f.evaluate(t + dt, y)))
     return _positions(model, rec.columns, np.array(rows))[::int(round(1e-3 / dt))]
 

@@ -32,6 +32,8 @@ coordinates) and :func:`coupling_twist_rows` (body twists) at the end of this
 module, :func:`coupling_violations` for the ``violation.*`` columns.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -39,9 +41,27 @@ from .forces import joint_acceleration, joint_rate
 from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 
 
-def con_arrays(model: Model):
-    """The tuple of model arrays :func:`joint_constraint` reads."""
-    return (
+class ConArrays(NamedTuple):
+    """The model arrays :func:`joint_constraint` reads (:class:`~linkwork.engine.model.Model`
+    says what each holds)."""
+
+    jtype: np.ndarray
+    pred: np.ndarray
+    succ: np.ndarray
+    anchor_pred: np.ndarray
+    anchor_succ: np.ndarray
+    axis_pred: np.ndarray
+    axis_succ: np.ndarray
+    perp_pred: np.ndarray
+    frame_pred: np.ndarray
+    frame_succ: np.ndarray
+    c_adr: np.ndarray
+    nc_j: np.ndarray
+
+
+def con_arrays(model: Model) -> ConArrays:
+    """The model arrays :func:`joint_constraint` reads."""
+    return ConArrays(
         model.jtype, model.pred, model.succ, model.anchor_pred, model.anchor_succ,
         model.axis_pred, model.axis_succ, model.perp_pred, model.frame_pred, model.frame_succ,
         model.c_adr, model.nc_j,
@@ -291,8 +311,8 @@ def violations(ca, x, R, V, acc, phi, Ga, Gb, g):
     skip the acceleration level.
     """
     all_constraints(ca, x, R, V, phi, Ga, Gb, g)
-    jtype, pred, succ = ca[0], ca[1], ca[2]
-    c_adr, nc_j = ca[10], ca[11]
+    jtype, pred, succ = ca.jtype, ca.pred, ca.succ
+    c_adr, nc_j = ca.c_adr, ca.nc_j
     sp = 0.0
     sv = 0.0
     sa = 0.0
@@ -339,7 +359,7 @@ def constraint_jacobian(model: Model, x, R, V=None):
 
 # ---------------------------------------------------------------------- couplings
 #
-# A gear pair (contract section 1, "Couplings") between one-freedom tree joints d
+# A gear pair (docs/file-format.md, "Couplings") between one-freedom tree joints d
 # (driver) and n (driven):  Phi_g = (q_d - q_d0) - mu (q_n - q_n0) = 0.  In tree
 # coordinates (revolute and prismatic joints have qdot = v) its velocity row is
 # constant, +1 at v_adr[d] and -mu at v_adr[n], so Phi_g_ddot = K_g vdot and

@@ -14,10 +14,12 @@ Joint coordinates of one-freedom joints (``jq``) are supplied by the caller:
 tree coordinates where a formulation has them, otherwise
 :func:`joint_coordinates_from_poses` (unwrapped against a reference).
 
-Energies (contract section 3): kinetic; potential = gravity (zero at the
+Energies (docs/file-format.md, "Results CSV"): kinetic; potential = gravity (zero at the
 world origin) + springs + joint springs.  Joint torques do work and are not
 part of the potential.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -26,9 +28,32 @@ from .model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, PRISMATIC, REVOLUTE
     CYLINDRICAL, Model
 
 
-def force_arrays(model: Model):
-    """The tuple of model arrays the force kernels read."""
-    return (
+class ForceArrays(NamedTuple):
+    """The model arrays the force kernels read (:class:`~linkwork.engine.model.Model` says
+    what each holds)."""
+
+    mass: np.ndarray
+    gravity: np.ndarray
+    f_type: np.ndarray
+    f_body: np.ndarray
+    f_point: np.ndarray
+    f_joint: np.ndarray
+    f_params: np.ndarray
+    jtype: np.ndarray
+    pred: np.ndarray
+    succ: np.ndarray
+    reversed: np.ndarray
+    anchor_pred: np.ndarray
+    anchor_succ: np.ndarray
+    axis_pred: np.ndarray
+    axis2_pred: np.ndarray
+    axis_succ: np.ndarray
+    R0_rel: np.ndarray
+
+
+def force_arrays(model: Model) -> ForceArrays:
+    """The model arrays the force kernels read."""
+    return ForceArrays(
         model.mass, model.gravity, model.f_type, model.f_body, model.f_point, model.f_joint,
         model.f_params, model.jtype, model.pred, model.succ, model.reversed, model.anchor_pred,
         model.anchor_succ, model.axis_pred, model.axis2_pred, model.axis_succ, model.R0_rel,
@@ -61,7 +86,7 @@ def _add_torque(F, b, t, sign):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def _world(R, b, s, out):
+def world_vector(R, b, s, out):
     if b < 0:
         for k in range(3):
             out[k] = s[k]
@@ -71,10 +96,10 @@ def _world(R, b, s, out):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def _point_and_velocity(x, R, V, b, s, p, vp):
+def point_and_velocity(x, R, V, b, s, p, vp):
     """World position and velocity of the point with body coordinates s."""
     r = np.empty(3)
-    _world(R, b, s, r)
+    world_vector(R, b, s, r)
     if b < 0:
         for k in range(3):
             p[k] = r[k]
@@ -91,9 +116,9 @@ def _point_and_velocity(x, R, V, b, s, p, vp):
 @njit(cache=True, nogil=True, _nrt=True)
 def _joint_ends(fa, j, R):
     """Predecessor, successor and the world axis carried by the predecessor of joint ``j``."""
-    pred, succ, axis_pred = fa[8], fa[9], fa[13]
+    pred, succ, axis_pred = fa.pred, fa.succ, fa.axis_pred
     aw = np.empty(3)
-    _world(R, pred[j], axis_pred[j], aw)
+    world_vector(R, pred[j], axis_pred[j], aw)
     return pred[j], succ[j], aw
 
 
@@ -101,16 +126,16 @@ def _joint_ends(fa, j, R):
 def _joint_points(fa, j, x, R, V, pa, va, pb, vb):
     """World positions and velocities of joint ``j``'s anchor points on its predecessor
     (``pa``, ``va``) and successor (``pb``, ``vb``)."""
-    anchor_pred, anchor_succ = fa[11], fa[12]
-    _point_and_velocity(x, R, V, fa[8][j], anchor_pred[j], pa, va)
-    _point_and_velocity(x, R, V, fa[9][j], anchor_succ[j], pb, vb)
+    anchor_pred, anchor_succ = fa.anchor_pred, fa.anchor_succ
+    point_and_velocity(x, R, V, fa.pred[j], anchor_pred[j], pa, va)
+    point_and_velocity(x, R, V, fa.succ[j], anchor_succ[j], pb, vb)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
 def joint_rate(fa, j, x, R, V):
     """Rate of a one-freedom joint from the body states (internal = file sense)."""
     a, b, aw = _joint_ends(fa, j, R)
-    if fa[7][j] == REVOLUTE:
+    if fa.jtype[j] == REVOLUTE:
         s = 0.0
         for k in range(3):
             wb = V[b, 3 + k]
@@ -152,7 +177,7 @@ def joint_acceleration(fa, j, x, R, V, acc):
     wxa[0] = wa[1] * aw[2] - wa[2] * aw[1]
     wxa[1] = wa[2] * aw[0] - wa[0] * aw[2]
     wxa[2] = wa[0] * aw[1] - wa[1] * aw[0]
-    if fa[7][j] == REVOLUTE:
+    if fa.jtype[j] == REVOLUTE:
         s = 0.0
         for k in range(3):
             s += (acc[b, 3 + k] - ala[k]) * aw[k] + wxa[k] * (V[b, 3 + k] - wa[k])
@@ -195,7 +220,7 @@ def joint_coordinate(fa, j, x, R, ref):
     a = pred[j]
     b = succ[j]
     aw = np.empty(3)
-    _world(R, a, axis_pred[j], aw)
+    world_vector(R, a, axis_pred[j], aw)
     if jtype[j] == REVOLUTE:
         # Rrel = Ra^T Rb R0^T (pred frame) = Rot(axis_pred, theta)
         Rrel = np.zeros((3, 3))
@@ -216,8 +241,8 @@ def joint_coordinate(fa, j, x, R, ref):
         return th + two_pi * np.round((ref - th) / two_pi)
     pa = np.empty(3)
     pb = np.empty(3)
-    _world(R, a, anchor_pred[j], pa)
-    _world(R, b, anchor_succ[j], pb)
+    world_vector(R, a, anchor_pred[j], pa)
+    world_vector(R, b, anchor_succ[j], pb)
     s = 0.0
     for k in range(3):
         xa = x[a, k] if a >= 0 else 0.0
@@ -233,7 +258,7 @@ def applied_forces(fa, x, R, V, jq, F):
     reference counting, so that gravity alone costs nothing but its loop (unpacking
     ``fa``'s 17 arrays with it took 0.14 us a call); the force elements allocate their
     scratch (:func:`_element_forces`)."""
-    mass, gravity, f_type = fa[0], fa[1], fa[2]
+    mass, gravity, f_type = fa.mass, fa.gravity, fa.f_type
     nb = mass.shape[0]
     for i in range(nb):
         for k in range(3):
@@ -262,8 +287,8 @@ def _element_forces(fa, x, R, V, jq, F):
         if ft == F_SPRING:
             b1 = f_body[e, 0]
             b2 = f_body[e, 1]
-            _point_and_velocity(x, R, V, b1, f_point[e, 0], p1, v1)
-            _point_and_velocity(x, R, V, b2, f_point[e, 1], p2, v2)
+            point_and_velocity(x, R, V, b1, f_point[e, 0], p1, v1)
+            point_and_velocity(x, R, V, b2, f_point[e, 1], p2, v2)
             L = np.sqrt((p2[0] - p1[0]) ** 2 + (p2[1] - p1[1]) ** 2 + (p2[2] - p1[2]) ** 2)
             if L < 1e-300:
                 continue
@@ -284,8 +309,8 @@ def _element_forces(fa, x, R, V, jq, F):
         b = succ[j]
         jt = jtype[j]
         # wrench on the internal successor; the file child is pred when reversed
-        _world(R, a, axis_pred[j], aw)
-        _world(R, a, anchor_pred[j], P)
+        world_vector(R, a, axis_pred[j], aw)
+        world_vector(R, a, anchor_pred[j], P)
         if a >= 0:
             for k in range(3):
                 P[k] += x[a, k]
@@ -321,7 +346,7 @@ def _element_forces(fa, x, R, V, jq, F):
                 f[k] = force * aw[k]
         elif jt == UNIVERSAL:
             # second axis: a2 carried by the successor
-            _world(R, b, axis_succ[j], a2w)
+            world_vector(R, b, axis_succ[j], a2w)
             tau1 = f_params[e, 0]
             tau2 = f_params[e, 1]
             if rev[j]:  # internal axes are (-a2, -a1) of the file: values swap
@@ -373,8 +398,8 @@ def energies(fa, inertia, x, R, V, jq):
     v1 = np.empty(3)
     for e in range(f_type.shape[0]):
         if f_type[e] == F_SPRING:
-            _point_and_velocity(x, R, V, f_body[e, 0], f_point[e, 0], p1, v1)
-            _point_and_velocity(x, R, V, f_body[e, 1], f_point[e, 1], p2, v1)
+            point_and_velocity(x, R, V, f_body[e, 0], f_point[e, 0], p1, v1)
+            point_and_velocity(x, R, V, f_body[e, 1], f_point[e, 1], p2, v1)
             L = np.sqrt((p2[0] - p1[0]) ** 2 + (p2[1] - p1[1]) ** 2 + (p2[2] - p1[2]) ** 2)
             pe += 0.5 * f_params[e, 0] * (L - f_params[e, 2]) ** 2
         elif f_type[e] == F_JOINT_SPRING:

@@ -19,6 +19,7 @@ by the successor).
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -27,14 +28,33 @@ from .model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, TYPE_NV, 
 from .spatial import axis_angle_rot, crm, matmul3, quat_to_rot, shift_force, shift_motion
 
 
-def kin_arrays(model: Model):
-    """The tuple of model arrays the kinematic kernels read, and their scratch: (8, 3, 3)
+class KinArrays(NamedTuple):
+    """The model arrays the kinematic kernels read (:class:`~linkwork.engine.model.Model`
+    says what each holds), and their scratch."""
+
+    parent: np.ndarray
+    jtype: np.ndarray
+    q_adr: np.ndarray
+    v_adr: np.ndarray
+    pred: np.ndarray
+    succ: np.ndarray
+    anchor_pred: np.ndarray
+    anchor_succ: np.ndarray
+    axis_pred: np.ndarray
+    axis2_pred: np.ndarray
+    R0_rel: np.ndarray
+    rot_scratch: np.ndarray  # (8, 3, 3)
+    vec_scratch: np.ndarray  # (7, 6)
+
+
+def kin_arrays(model: Model) -> KinArrays:
+    """The model arrays the kinematic kernels read, and their scratch: (8, 3, 3)
     and (7, 6) arrays the body loops below work in, allocated here once rather than on
     every call (each allocation, and each array a kernel compiled with reference counting
     unpacks, cost a right-hand side tens of nanoseconds: docs/performance.md, "Reference
     counting and scratch at the kernels' edges").  One tuple per user: two threads must
     not share it."""
-    return (
+    return KinArrays(
         model.parent, model.jtype, model.q_adr, model.v_adr, model.pred, model.succ,
         model.anchor_pred, model.anchor_succ, model.axis_pred, model.axis2_pred, model.R0_rel,
         np.empty((8, 3, 3)), np.empty((7, 6)),
@@ -75,10 +95,11 @@ def jcalc(jt, q, qa, ax, ax2, Rrel, d, tmp):
 # The loops over bodies run in kernels compiled without numba's reference counting
 # (``_nrt=False``): every array view they take (``R[p]``, ``q[qa:qa + 4]``) would
 # otherwise cost two atomic counter updates, which made a serial body loop about twice
-# as slow as the same loop in a parallel region (docs/performance.md, "Speed").  Such a
-# kernel cannot allocate: its scratch comes with ``mk`` (:func:`kin_arrays`).
+# as slow as the same loop in a parallel region (docs/performance.md, "Reference counting
+# and scratch at the kernels' edges").  Such a kernel cannot allocate: its scratch comes
+# with ``mk`` (:func:`kin_arrays`).
 @njit(cache=True, nogil=True, inline='always')
-def _position_step(i, mk, q, x, R, P):
+def position_step(i, mk, q, x, R, P):
     """Body i's pose and its joint's point (:func:`fk_positions`), its parent's done."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
     Rrel, Rp, M, scratch, d = s33[0], s33[1], s33[2], s33[3:5], s33[5, 0]
@@ -117,11 +138,11 @@ def _position_step(i, mk, q, x, R, P):
 @njit(cache=True, nogil=True, _nrt=False)
 def fk_positions(mk, q, x, R, P):
     """Body poses and joint points from tree coordinates ``q``."""
-    parent, jtype, pred, anchor_pred = mk[0], mk[1], mk[4], mk[6]
+    parent, jtype, pred, anchor_pred = mk.parent, mk.jtype, mk.pred, mk.anchor_pred
     nb = parent.shape[0]
     nj = jtype.shape[0]
     for i in range(nb):
-        _position_step(i, mk, q, x, R, P)
+        position_step(i, mk, q, x, R, P)
     for j in range(nb, nj):
         a = pred[j]
         if a < 0:
@@ -134,7 +155,7 @@ def fk_positions(mk, q, x, R, P):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _subspace_step(i, mk, q, R, S):
+def subspace_step(i, mk, q, R, S):
     """Tree joint i's motion subspace columns (:func:`motion_subspace`)."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
     aw, R1, t = s33[6, 0], s33[7], s33[6, 1]
@@ -190,12 +211,12 @@ def _subspace_step(i, mk, q, R, S):
 @njit(cache=True, nogil=True, _nrt=False)
 def motion_subspace(mk, q, R, S):
     """Columns of every tree joint's motion subspace, world frame, about its point."""
-    for i in range(mk[0].shape[0]):
-        _subspace_step(i, mk, q, R, S)
+    for i in range(mk.parent.shape[0]):
+        subspace_step(i, mk, q, R, S)
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _velocity_step(i, mk, x, P, S, v, V, c):
+def velocity_step(i, mk, x, P, S, v, V, c):
     """Body i's twist and its joint's velocity-product term (:func:`fk_velocities`),
     its parent's done."""
     parent, jtype, q_adr, v_adr, pred, succ, anchor_pred, anchor_succ, axis_pred, axis2_pred, R0_rel, s33, s6 = mk
@@ -235,8 +256,8 @@ def _velocity_step(i, mk, x, P, S, v, V, c):
 @njit(cache=True, nogil=True, _nrt=False)
 def fk_velocities(mk, x, P, S, v, V, c):
     """COM twists ``V`` and velocity-product terms ``c`` from joint velocities ``v``."""
-    for i in range(mk[0].shape[0]):
-        _velocity_step(i, mk, x, P, S, v, V, c)
+    for i in range(mk.parent.shape[0]):
+        velocity_step(i, mk, x, P, S, v, V, c)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

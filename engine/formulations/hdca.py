@@ -4,7 +4,7 @@ State: tree coordinates ``q`` and augmented canonical momenta ``p* = M v + K^T s
 (docs/derivations.md, section 8).  Each evaluation runs
 
 * phase 1 -- velocities and constraint impulses: the DCA tree solve of
-  :mod:`.treesolve` at the velocity level, with the same mobility blocks as
+  :mod:`.tree` at the velocity level, with the same mobility blocks as
   ``dca``, the joints' known momentum impulses ``S_j p*_j`` as body biases and
   homogeneous constraint rows, so ``K v = 0`` holds exactly (eqs. H1-H2);
 * phase 2 -- momentum derivatives: ``p*_k`` is ``S_k^T`` of the impulse the joint
@@ -32,17 +32,19 @@ from ..kinematics import (
     subtree_sums,
 )
 from ..model import UNIVERSAL, Model
-from . import treesolve
+from ..threads import HDCA_CHAIN_SERIAL_BELOW
+from . import tree
 from .base import NO_RATES, Evaluation, StateKernel, check_consistent
+from .tree_formulation import TreeFormulation, unbranched_chain
+from .tree_kernels import accelerations, cut_rows, leaves, residual, tree_rows
 from .workspace import unpack
-from .dca import TreeFormulation, _accelerations, _cut_rows, _leaves, _residual, _tree_rows, unbranched_chain
 
 
 @njit(cache=True, nogil=True, inline='always')
 def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
     """Body impulse (about its COM) of the joints' momenta: ``+S_j p_j`` on the
     successor, ``-S_j p_j`` on the predecessor, through the body's handles."""
-    node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
+    node_nh, node_h_start, h_joint, h_side = ix.node_nh, ix.node_h_start, ix.h_joint, ix.h_side
     for k in range(6):
         out[i, k] = 0.0
     sh = node_h_start[i]
@@ -73,7 +75,7 @@ def _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out):
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
-    if nb >= ix[24]:
+    if nb >= ix.body_parallel_from:
         for i in prange(nb):
             _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
     else:
@@ -86,31 +88,31 @@ def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut
             G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
             scratch, Vh, v, hy):
     """Velocities ``v`` and impulses ``lam`` from (q, p*): eqs. (H1)-(H2)."""
-    nb = ix[0]
-    row_adr = ix[19]
+    nb = ix.nb
+    row_adr = ix.row_adr
     fk_positions(mk, q, x, R, P)
     motion_subspace(mk, q, R, S)
     # constraint rows: positions only (zero twists and velocity products), homogeneous
-    _tree_rows(mk, perp_pred, R, S, c0, G[0], G[1], g0, row_adr)
+    tree_rows(mk, perp_pred, R, S, c0, G[0], G[1], g0, row_adr)
     if ncut > 0:
-        _cut_rows(ca, nb, x, R, V0, P, G[0], G[1], g0, phi, row_adr, 0.0, 0.0)
+        cut_rows(ca, nb, x, R, V0, P, G[0], G[1], g0, phi, row_adr, 0.0, 0.0)
     for r in range(g0.shape[0]):
         g0[r] = 0.0
     _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, impulses)
-    _leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch,
+    leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch,
             np.bool_(False), np.bool_(True), hy)
-    treesolve.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
-    treesolve.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
-    treesolve.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+    tree.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+    tree.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+    tree.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
     # body twists about the COM and joint velocities (the DCA recovery, no c term)
-    _accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v, hy)
+    accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
 def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
     """Cut-joint impulse wrenches (tree-solve sign, about each COM) and their time
     derivatives at fixed multipliers."""
-    jtype, pred, succ, nc_j = ca[0], ca[1], ca[2], ca[11]
+    jtype, pred, succ, nc_j = ca.jtype, ca.pred, ca.succ, ca.nc_j
     nj = jtype.shape[0]
     for i in range(nb):
         for k in range(6):
@@ -152,7 +154,7 @@ def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
 @njit(cache=True, nogil=True, inline='always')
 def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
     """Eq. (H3) for tree joint k."""
-    parent, jtype, v_adr = mk[0], mk[1], mk[3]
+    parent, jtype, v_adr = mk.parent, mk.jtype, mk.v_adr
     pk = parent[k]
     # articulated momentum: impulse through joint k about P_k = S p + (constraint impulse)
     Pb0 = Pb1 = Pb2 = Pb3 = Pb4 = Pb5 = 0.0
@@ -211,7 +213,7 @@ def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdo
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot, parallel_from):
     """Eq. (H3) for every tree joint (independent of each other); a parallel loop from
-    ``parallel_from`` bodies on (``ix[24]``)."""
+    ``parallel_from`` bodies on (``ix.body_parallel_from``)."""
     nb = x.shape[0]
     if nb >= parallel_from:
         for k in prange(nb):
@@ -247,7 +249,7 @@ def _evaluate(desc, proto, y, out):
     (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree, spring_cut, x, R,
      P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
      impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot, hy) = unpack(desc, proto)
-    nb = ix[0]
+    nb = ix.nb
     nq = y.shape[0] - pdot.shape[0]
     q = y[:nq]
     p = y[nq:]
@@ -258,20 +260,15 @@ def _evaluate(desc, proto, y, out):
     fk_velocities(mk, x, P, S, v, V, c)
     tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     if ncut > 0:
-        _cut_loads(ca, nb, x, R, V, lam, ix[19], Wcut, Wdot)
+        _cut_loads(ca, nb, x, R, V, lam, ix.row_adr, Wcut, Wdot)
     _loads(nb, Fext, Wcut, Wdot, V, Q)
-    subtree_sums(mk[0], x, P, Q, Qbar)
-    _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix[19], ix[20], Qbar, pdot, ix[24])
+    subtree_sums(mk.parent, x, P, Q, Qbar)
+    _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix.row_adr, ix.rows, Qbar, pdot, ix.body_parallel_from)
     if out.shape[0] != y.shape[0]:
         return True
     return ode_rates(mk, q, v, pdot, out)
 
 
-#: left automatic, hdca runs an unbranched open chain of fewer bodies on one thread
-#: (:meth:`HDCAFormulation.run_threads`): on two threads it cuts the chain into two parts
-#: that merge, and measured up to 4096 bodies that was 0.77-0.91x one thread's speed on
-#: spherical chains and 0.90-1.08x on revolute ones (docs/performance.md, "Automatic threads")
-CHAIN_PARALLEL_MIN_BODIES = 8192
 
 
 class HDCAFormulation(TreeFormulation):
@@ -286,23 +283,21 @@ class HDCAFormulation(TreeFormulation):
     _stabilise = TreeFormulation._project_momentum_state
 
     @classmethod
-    def run_threads(cls, model: Model, settings) -> int:
-        """As :meth:`TreeFormulation.run_threads`; and, left automatic, one thread on an
-        unbranched open chain of fewer than :data:`CHAIN_PARALLEL_MIN_BODIES` bodies."""
-        n = super().run_threads(model, settings)
-        if (getattr(settings, "threads", None) is None and n > 1 and model.nb < CHAIN_PARALLEL_MIN_BODIES
-                and unbranched_chain(model)):
-            return 1
-        return n
+    def automatic_threads(cls, model: Model, threads: int) -> tuple[int, str]:
+        """Left automatic, one thread on an unbranched open chain of fewer than
+        :data:`threads.HDCA_CHAIN_SERIAL_BELOW` bodies."""
+        if model.nb < HDCA_CHAIN_SERIAL_BELOW and unbranched_chain(model):
+            return 1, f"an unbranched chain under {HDCA_CHAIN_SERIAL_BELOW} bodies"
+        return threads, ""
 
-    def __init__(self, model: Model, settings):
-        super().__init__(model, settings)
+    def __init__(self, model: Model, settings, plan=None):
+        super().__init__(model, settings, plan)
         m = model
         # workspace: position -> velocity (phase 1) -> momentum rates (phase 2) -> reactions
         self.V0 = np.zeros((m.nb, 6))  # zero twists (rows from positions only)
         self.c0 = np.zeros((m.nb, 6))  # zero velocity-product terms
         self.impulses = np.zeros((m.nb, 6))  # known joint impulses per body, _known_impulses
-        self.Jinv_w = np.zeros((m.nb, 3, 3))  # world inverse inertia, _leaves
+        self.Jinv_w = np.zeros((m.nb, 3, 3))  # world inverse inertia, leaves
         self._scratch = np.zeros((m.nb, 3, 3))
         self.Vh = np.zeros((m.nb, 6))  # body twists from phase 1
         self.v = np.zeros(m.nv)  # joint velocities, phase 1
@@ -315,7 +310,7 @@ class HDCAFormulation(TreeFormulation):
         self.Qbar = np.zeros((m.nb, 6))  # articulated external loads, subtree_sums
         self.pdot = np.zeros(m.nv)  # momentum rates, _momentum_rates
         self.phi = np.zeros(self.lay.n_rows)
-        self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), _leaves
+        self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), leaves
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
         self._kernel = StateKernel(_evaluate, self._workspace())
@@ -379,17 +374,17 @@ class HDCAFormulation(TreeFormulation):
         """lambda = sigma_dot: the acceleration-level bias pass and disassembly on the
         tree phase 1 factorised (paper 001 section 3.4)."""
         m, lay = self.model, self.lay
-        row_adr = lay.ix[19]
-        _tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.G[0], lay.G[1], lay.g0, row_adr)
+        row_adr = lay.ix.row_adr
+        tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.G[0], lay.G[1], lay.g0, row_adr)
         if m.ncut:
-            _cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
+            cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
                       row_adr, 0.0, 0.0)
-        _leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
+        leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
                 lay.bv, self.rhs_body, self.Jinv_w, self._scratch, True, False, self.hy)
-        treesolve.assemble_biases6(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
+        tree.assemble_biases6(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
                                   lay.y0, lay.scr, 1.0, self.hy)
-        treesolve.disassemble6(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0, self.hy)
-        _accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
+        tree.disassemble6(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0, self.hy)
+        accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
                        self.Jinv_w, self.A, self.vdot, self.hy)
 
     def evaluate(self, t, y) -> Evaluation:
@@ -401,7 +396,7 @@ class HDCAFormulation(TreeFormulation):
         lam_vel = self.lay.lam.copy()
         self._acceleration_pass()
         if m.ncut:
-            check_consistent(t, *_residual((lay.ix[19], lay.ix[20]), m.pred, m.succ, self.x, self.P, self.A,
+            check_consistent(t, *residual((lay.ix.row_adr, lay.ix.rows), m.pred, m.succ, self.x, self.P, self.A,
                                            lay.G[0], lay.G[1], lay.g0, m.nj))
         reactions = self._reactions()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),

@@ -19,7 +19,7 @@ parameters, nd = 7), the trapezoidal rule, and at every step
 3. the mass-orthogonal projection of the accelerations (eqs. 55-69).
 
 All three linear solves are assembly-disassemblies over the binary assembly tree
-(:mod:`.treesolve`).  Newton: ``Phi = delta``, ``eps = 1 / alpha``, ``sgn = -1``.
+(:mod:`.tree`).  Newton: ``Phi = delta``, ``eps = 1 / alpha``, ``sgn = -1``.
 Projections: exact by default -- one more matrix pass at the final q with leaf
 blocks ``(M + k p p^T)^-1``, ``eps = 0``, ``sgn = +1``, then a bias pass each; with
 ``exact_projections=False`` the paper's penalised ones, bias passes on the last
@@ -40,11 +40,11 @@ from ..constraints import con_arrays
 from ..errors import SimulationError, SingularSystemError
 from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
 from ..initial import initial_state
-from ..model import F_JOINT_SPRING, F_SPRING, Model
+from ..model import F_SPRING, Model
 from ..spatial import rot_to_quat
-from ..topology import build_assembly_tree, cheaper_tree
+from ..assembly import index3_tree, stiff_elements
 from . import index3_kernels as K
-from . import treesolve
+from . import tree
 from .base import Evaluation, Formulation
 
 #: A step has failed (diverged) when, after the Newton iterations, the position
@@ -70,38 +70,6 @@ GEO_FD_STEP = 1e-6
 NOT_DEFINITE = "a body's tangent block M_cc is not positive definite"
 
 
-def _element_ends(m: Model, e: int) -> tuple[int, int]:
-    """(pred, succ) bodies of force element ``e``'s tangent row: a joint spring's joint
-    ends; a spring's bodies, the ground end (-1) first (the tree's succ is a body)."""
-    if m.f_type[e] == F_JOINT_SPRING:
-        j = m.f_joint[e]
-        return int(m.pred[j]), int(m.succ[j])
-    b1, b2 = int(m.f_body[e, 0]), int(m.f_body[e, 1])
-    return (b2, b1) if b2 < 0 else (b1, b2)
-
-
-def stiff_elements(m: Model) -> tuple[np.ndarray, np.ndarray]:
-    """The force elements with stiffness or damping, which enter the Newton tangent as rows
-    of the tree (kernels.stiffness_rows) between their two bodies: their indices and their
-    ends (k, 2), pred first (:func:`_element_ends`)."""
-    s_elem = np.flatnonzero(((m.f_type == F_SPRING) | (m.f_type == F_JOINT_SPRING))
-                            & ((m.f_params[:, 0] > 0.0) | (m.f_params[:, 1] > 0.0))).astype(np.int64)
-    return s_elem, np.array([_element_ends(m, e) for e in s_elem], dtype=np.int64).reshape(-1, 2)
-
-
-def assembly_tree(m: Model, ends: np.ndarray, threads: int | None, balanced=None):
-    """The tree ``index3`` solves over for a run with the settings' ``threads``: the
-    balanced tree over the joints and the stiff elements' rows ``ends`` (``balanced``,
-    when the caller has built it); on one thread an open mechanism without such rows is
-    assembled tips first where that counts fewer operations (one ``Phi`` block per merge
-    instead of three; docs/index3.md, "Timing").  The elements' rows are extra joints
-    across the tree: those keep the balanced tree."""
-    tree = build_assembly_tree(m, extra=ends) if balanced is None else balanced
-    if not len(ends) and treesolve.run_threads(m.nb, threads) == 1:
-        tree = cheaper_tree(m, m.nc_j, 1, balanced=tree, nd=7, regions=False)
-    return tree
-
-
 class Index3Formulation(Formulation):
     name = "index3"
     title = "index-3 augmented Lagrangian, divide and conquer (paper 000)"
@@ -115,8 +83,8 @@ class Index3Formulation(Formulation):
                "rule and Newton-Raphson with mass-orthogonal projections, all solved over the binary "
                "assembly tree; handles redundant constraints and singular configurations.")
 
-    def __init__(self, model: Model, settings, linear: str = "tree"):
-        super().__init__(model, settings)
+    def __init__(self, model: Model, settings, linear: str = "tree", plan=None):
+        super().__init__(model, settings, plan)
         if linear not in ("tree", "dense"):
             raise ValueError(f"linear must be 'tree' or 'dense' (got {linear!r})")
         m = model
@@ -135,16 +103,15 @@ class Index3Formulation(Formulation):
         self.s_pred = ends[:, 0].copy()
         self.row_pred = np.concatenate([m.pred, ends[:, 0]])  # per joint, then per element row
         self.row_succ = np.concatenate([m.succ, ends[:, 1]])
-        self.tree = assembly_tree(m, ends, getattr(settings, "threads", None))
+        self.tree = index3_tree(m, ends, self.plan.threads)
         # rows per element: a spring's three (along it and across it), a joint spring's one
         s_nrow = np.where(m.f_type[self.s_elem] == F_SPRING, 3, 1).astype(np.int64)
-        self.lay = treesolve.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]),
-                                          getattr(settings, "threads", None))
+        self.lay = tree.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]), self.plan.layout)
         self.n_joint_rows = int(m.nc_j.sum())  # the elements' rows follow: s_row[k] is element k's first
         self.s_row = (self.n_joint_rows + np.concatenate([[0], np.cumsum(s_nrow)[:-1]])).astype(np.int64)
-        self._closing = treesolve.closing_merges(self.lay, nb)  # where loops close (health)
-        self.row_adr = self.lay.ix[19]
-        self.rows = self.lay.ix[20]
+        self._closing = tree.closing_merges(self.lay, nb)  # where loops close (health)
+        self.row_adr = self.lay.ix.row_adr
+        self.rows = self.lay.ix.rows
         self.nr = self.lay.n_rows
         self.springs = spring_joints(m)
         self.jq_ref = np.zeros(m.nj)
@@ -501,7 +468,7 @@ class Index3Formulation(Formulation):
         lay = self.lay
         lay.G[:] = self.G7
         if self.linear == "tree":
-            treesolve.assemble_matrices7(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
+            tree.assemble_matrices7(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
                                         lay.E, lay.scr, 0.0, 1.0, config.PIVOT_RTOL)
 
     # ------------------------------------------------------------------ output
@@ -559,7 +526,7 @@ class Index3Formulation(Formulation):
         if self._closing.shape[0] == 0:
             return {}
         lay = self.lay
-        return {"loop_conditioning": treesolve.loop_conditioning(lay.ix, lay.Kf, lay.Kr, self._closing)}
+        return {"loop_conditioning": tree.loop_conditioning(lay.ix, lay.Kf, lay.Kr, self._closing)}
 
     def stats(self) -> dict:
         out = {"steps": self.steps, "newton_iterations": self.newton_total,

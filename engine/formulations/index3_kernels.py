@@ -13,7 +13,7 @@ so a joint row ``Phi_dot = G_a^tw V_a + G_b^tw V_b`` of :mod:`engine.constraints
 
 The Euler-parameter normalisation is ``Psi = (p^T p - 1) / 2`` (``Psi_q = [0, p^T]``).
 Every kernel takes arrays only and never allocates in the step loop except
-where noted; body loops go parallel from ``treesolve.PARALLEL_MIN_BODIES`` on.
+where noted; body loops go parallel from ``threads.PARALLEL_MIN_BODIES`` on.
 A ``prange`` index is unsigned: the per-body kernels called from both the parallel
 and the serial loop get it as ``np.int64(i)``, so numba compiles them once, not
 once per index type (docs/performance.md, "Compile time").
@@ -25,11 +25,11 @@ import numpy as np
 from numba import njit, prange
 
 from ..constraints import joint_constraint
-from ..forces import _point_and_velocity, _world, applied_forces, joint_coordinates_from_poses
+from ..forces import point_and_velocity, world_vector, applied_forces, joint_coordinates_from_poses
 from ..model import F_JOINT_SPRING, REVOLUTE
 from ..spatial import quat_to_rot, shift_force_by
-from . import treesolve
-from .treesolve import PARALLEL_MIN_BODIES
+from . import tree
+from ..threads import PARALLEL_MIN_BODIES
 
 #: :func:`engine.constraints.joint_constraint` inlined into :func:`joint_rows`: called out
 #: of line, its 22 array arguments cost more than a spherical joint's rows (128 joints:
@@ -254,7 +254,7 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
             b = succ[j]
             ends[0] = a
             ends[1] = b
-            _world(R, a, axis_pred[j], aw)
+            world_vector(R, a, axis_pred[j], aw)
             if jtype[j] == REVOLUTE:
                 # l_dot = (w_b - w_a) . a_w
                 for c in range(3):
@@ -263,7 +263,7 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
             else:
                 # prismatic: l_dot = (v_Pb - v_Pa) . a_w + (P_b - P_a) . (w_a x a_w), P_b the
                 # succ anchor: succ [a_w, (P_b - x_b) x a_w], pred [-a_w, -(P_b - x_a) x a_w]
-                _world(R, b, anchor_succ[j], P)
+                world_vector(R, b, anchor_succ[j], P)
                 for c in range(3):
                     P[c] += x[b, c]
                     tw[0, 1, c] = aw[c]
@@ -282,8 +282,8 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
             nrow = 3
             b1 = f_body[e, 0]
             b2 = f_body[e, 1]
-            _point_and_velocity(x, R, V, b1, f_point[e, 0], p1, v1)
-            _point_and_velocity(x, R, V, b2, f_point[e, 1], p2, v2)
+            point_and_velocity(x, R, V, b1, f_point[e, 0], p1, v1)
+            point_and_velocity(x, R, V, b2, f_point[e, 1], p2, v2)
             L = np.sqrt((p2[0] - p1[0]) ** 2 + (p2[1] - p1[1]) ** 2 + (p2[2] - p1[2]) ** 2)
             if L > 1e-300:
                 Ld = 0.0
@@ -350,7 +350,7 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
 @njit(cache=True, nogil=True, inline='always')
 def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
     """res_i = M_i qdd_i + sum_joints Phi_qi^T lam + Psi_qi^T mu_i - Q_i (eq. 12)."""
-    node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
+    node_nh, node_h_start, h_joint, h_side = ix.node_nh, ix.node_h_start, ix.h_joint, ix.h_side
     M = Mb[i]
     for a in range(7):
         s = -Qb[i, a]
@@ -477,7 +477,7 @@ def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale
     stiffness (``geo`` False: H_geo is not read) D_i in closed form (:func:`_closed_inverse`);
     with it, or where the closed form does not hold (c4 kpsi <= 0, p = 0), M_cc in ``Mcc[i]``
     and its Cholesky inverse."""
-    node_nh, node_h_start, node_pair_start = ix[4], ix[5], ix[6]
+    node_nh, node_h_start, node_pair_start = ix.node_nh, ix.node_h_start, ix.node_pair_start
     for c in range(4):
         pst[i, c] = q[i, 3 + c]
     D = Dl[i]
@@ -526,7 +526,7 @@ def leaf_matrices(ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc,
 @njit(cache=True, nogil=True, inline='always')
 def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
     """b_i = base_i + D_i rhs_i, copied to every handle of leaf i."""
-    node_nh, node_h_start = ix[4], ix[5]
+    node_nh, node_h_start = ix.node_nh, ix.node_h_start
     D = Dl[i]
     for a in range(7):
         s = base[i, a]
@@ -553,7 +553,7 @@ def leaf_biases(ix, Dl, base, rhs, bl, bv):
 @njit(cache=True, nogil=True, inline='always')
 def _leaf_result_one(i, ix, Dl, bl, Fh, out):
     """x_i = D_i sum_h F_h + b_i (eqs. 24/25, 43/44, 58/59 for a physical body)."""
-    node_nh, node_h_start = ix[4], ix[5]
+    node_nh, node_h_start = ix.node_nh, ix.node_h_start
     sh = node_h_start[i]
     D = Dl[i]
     for a in range(7):
@@ -682,7 +682,7 @@ def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_G
 def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
     """H_i = sum_joints d(Phi_qi^T lam)/dq_i (central differences) + mu_i 1_p, symmetrised:
     the body-diagonal blocks of Phi_qq^T lam + Psi_qq^T mu (paper 000, sect. 4.4)."""
-    node_nh, node_h_start, h_joint, h_side = ix[4], ix[5], ix[7], ix[8]
+    node_nh, node_h_start, h_joint, h_side = ix.node_nh, ix.node_h_start, ix.h_joint, ix.h_side
     pred, succ, nc_j = ca[1], ca[2], ca[11]
     x0 = np.zeros(3)
     R0 = np.eye(3)
@@ -789,7 +789,7 @@ def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, 
         joint_coordinates_from_poses(fa, springs, x, R, jq_ref, jq)
     applied_forces(fa, x, R, V, jq, F)
     body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
-    row_adr, rows = ix[19], ix[20]
+    row_adr, rows = ix.row_adr, ix.rows
     joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
     residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
 
@@ -805,9 +805,9 @@ def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp,
     (docs/performance.md, "Compile time")."""
     leaf_biases(ix, Dl, base, rhs, bl, bv)
     if matrices:
-        treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-    treesolve.assemble_biases7(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-    treesolve.disassemble7(ix, Fh, G, sel, lam, Y, y0)
+        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+    tree.assemble_biases7(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+    tree.disassemble7(ix, Fh, G, sel, lam, Y, y0)
     leaf_results(ix, Dl, bl, Fh, out)
 
 
@@ -824,7 +824,7 @@ def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_ha
     positive definite."""
     c4 = 0.25 * dt * dt
     dqn = np.inf
-    row_adr = ix[19]
+    row_adr = ix.row_adr
     nb = q.shape[0]
     for it in range(iters):
         newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
@@ -875,18 +875,18 @@ def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero_rows, nu, n_jo
         eps, sgn, kp = 0.0, 1.0, -k_exact
         body_kinematics(q, qd, zero7, x, R, V, A, E)
         body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
-        joint_rows(ca, ix[19], x, R, V, E, phi, Ga, Gb, gq, G7)
+        joint_rows(ca, ix.row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
         leaf_matrices(ix, Mb, Mb, q, 1.0, np.bool_(False), mass, inertia_inv, k_exact, 1.0, Mcc, Dl, pst, Phi, ok)
         for i in range(q.shape[0]):
             if ok[i] == 0:
                 return np.nan, sgn, kp
         G[:] = G7
-        treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
+        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
     else:
         eps, sgn, kp = 1.0 / alpha, -1.0, alpha
         if n_joint_rows < G.shape[1]:
             G[:, n_joint_rows:] = 0.0
-            treesolve.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
+            tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
     nu[:] = 0.0
     projection_rhs(pst, qd, nu, kp, base, rhs)
     tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, zero_rows, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
@@ -903,7 +903,7 @@ def acceleration_projection(eps, sgn, kp, q, qd, qdd, nu, ca, ix, x, R, V, A, E,
     :func:`velocity_projection`, in place on ``qdd``: ``g`` at the projected velocities,
     the same matrices.  Returns the position residual |phi| at ``q``; ``base`` is left zero."""
     body_kinematics(q, qd, qdd, x, R, V, A, E)
-    joint_rows(ca, ix[19], x, R, V, E, phi, Ga, Gb, gq, G7)
+    joint_rows(ca, ix.row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
     viol = 0.0
     for k in range(phi.shape[0]):
         viol += phi[k] * phi[k]

@@ -1,10 +1,12 @@
-"""DCA against the dense reference at random states of random mechanisms (issue 3)."""
+"""DCA against the dense reference at random states of random mechanisms."""
 
 import numba
 import numpy as np
 import pytest
 
 from linkwork.engine import generators as gen
+from linkwork.engine import threads as threads_module
+from linkwork.engine.formulations import dca_chain, dca_kernels, tree_formulation
 from linkwork.engine.errors import SimulationError
 from linkwork.engine.formulations.base import NO_RATES
 from linkwork.engine.kinematics import kin_arrays, normalize_quaternions
@@ -62,7 +64,7 @@ def conditioned_bound(s: float, n_rows: int) -> float:
 
 @pytest.mark.parametrize("kind,seed,kw", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_accelerations_agree_with_dense_at_random_states(kind, seed, kw):
-    """Issue 3: joint accelerations agree to 1e-9 relative.
+    """Joint accelerations agree to 1e-9 relative.
 
     Trees get fully random (q, v); loops their random, closed initial configuration with
     random velocities projected onto the constraints.  A random loop can land close to a
@@ -139,9 +141,9 @@ def test_redundant_fivebar_solves_with_zero_multipliers_for_dependent_rows():
     a_ref = dense.rhs(0.0, y)[model.nq:]
     a = dca.rhs(0.0, y)[model.nq:]
     assert np.abs(a - a_ref).max() < 1e-10 * max(1.0, np.abs(a_ref).max())
-    nm = dca.lay.ix[15].shape[0]
-    assert (dca.lay.Kr[:nm] < dca.lay.ix[15]).any()  # some merge saw dependent rows
-    assert (dca.lay.Kr[nm:] < dca.lay.ix[15]).any()  # and bounds its rank by them
+    nm = dca.lay.ix.m_nr.shape[0]
+    assert (dca.lay.Kr[:nm] < dca.lay.ix.m_nr).any()  # some merge saw dependent rows
+    assert (dca.lay.Kr[nm:] < dca.lay.ix.m_nr).any()  # and bounds its rank by them
 
 
 def test_baumgarte_reduces_drift():
@@ -160,15 +162,15 @@ def test_baumgarte_reduces_drift():
 
 def _balanced_tree_always(monkeypatch):
     """Make dca and hdca assemble over the balanced tree whatever the thread count."""
-    import linkwork.engine.formulations.dca as dca_module
-    from linkwork.engine.topology import build_assembly_tree
+    from linkwork.engine.assembly import build_assembly_tree
 
-    monkeypatch.setattr(dca_module, "cheaper_tree", lambda model, rows, threads, balanced=None, ground_last=False: build_assembly_tree(model))
+    monkeypatch.setattr(tree_formulation, "cheaper_tree",
+                        lambda model, rows, threads, balanced=None, ground_last=False: build_assembly_tree(model))
 
 
 def _merges_only(monkeypatch):
     """Make dca and hdca assemble every node merge by merge (no articulated-body region)."""
-    from linkwork.engine.formulations.dca import TreeFormulation
+    from linkwork.engine.formulations.tree_formulation import TreeFormulation
 
     monkeypatch.setattr(TreeFormulation, "articulated_regions", False)
 
@@ -202,10 +204,10 @@ SERIAL_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spheric
 @pytest.mark.parametrize("spec", SERIAL_TREES, ids=lambda s: s.name)
 def test_the_serial_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     """On one thread an open mechanism is assembled tips first when that costs fewer
-    operations (topology.cheaper_tree): another order of the same eliminations, so the
+    operations (assembly.cheaper_tree): another order of the same eliminations, so the
     same right-hand side up to round-off, at a random state.  Merges only: the regions
     assemble in another form (test_articulated_regions_agree_with_the_merges)."""
-    from linkwork.engine.topology import build_assembly_tree
+    from linkwork.engine.assembly import build_assembly_tree
 
     _merges_only(monkeypatch)
     model = build_model(spec)
@@ -226,7 +228,7 @@ REGION_CASES = (SERIAL_TREES + [gen.chain(n, kind, planar=False, inertia=(0.1, 0
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("spec", REGION_CASES, ids=lambda s: s.name)
 def test_articulated_regions_agree_with_the_merges(spec, threads, monkeypatch):
-    """A tree solve assembles each articulated-body region (topology.articulated_regions:
+    """A tree solve assembles each articulated-body region (assembly.articulated_regions:
     every open chain on one thread is one) by the recursion in inertia form instead of
     merge by merge, over the same tree: the same right-hand side to 1e-12 relative, at a
     random state (loops: their closed initial state).  On the slender rods of the
@@ -264,9 +266,9 @@ def test_dca_takes_the_joints_to_ground_into_its_regions(spec, monkeypatch):
     """On one thread ``dca``'s tips-first tree merges each part hanging from ground with
     ground last, and a part of two bodies or more is then one grounded region: its head
     is that merge, with no handle left, and the recursion eliminates the joint to ground
-    too (topology.articulated_regions).  ``hdca``'s regions stop short of ground.  Over
+    too (assembly.articulated_regions).  ``hdca``'s regions stop short of ground.  Over
     the same tree the merges give the same right-hand side and joint multipliers."""
-    from linkwork.engine.topology import build_assembly_tree, serial_assembly_tree
+    from linkwork.engine.assembly import build_assembly_tree, serial_assembly_tree
 
     model = build_model(spec)
     dca = Simulation(model, Settings(formulation="dca", threads=1)).formulation
@@ -314,8 +316,8 @@ def test_one_region_called_directly_is_the_passes(spec, monkeypatch):
     what the tree passes do, so the right-hand side and the multipliers are the same bit
     for bit.  It is taken exactly when the tree is one region hanging from ground."""
     from linkwork.engine.formulations import dca as dca_module
-    from linkwork.engine.formulations import treesolve
-    from linkwork.engine.topology import serial_assembly_tree
+    from linkwork.engine.formulations import tree
+    from linkwork.engine.assembly import serial_assembly_tree
 
     model = build_model(spec)
     direct = Simulation(model, Settings(formulation="dca", threads=1)).formulation
@@ -323,13 +325,13 @@ def test_one_region_called_directly_is_the_passes(spec, monkeypatch):
     whole = (len(reg_head) == 1 and direct.tree.node_nh[model.nb + reg_head[0]] == 0
              and reg_start[1] == model.nb == len(set(reg_body)))
     assert direct.lay.one_region == whole
-    assert (direct._kernel.kernel is dca_module._evaluate_region) == whole
+    assert (direct._kernel.kernel is dca_kernels.evaluate_region) == whole
     roots = int((model.parent[:model.nb] < 0).sum())
     if model.nj == model.nb and roots == 1 and model.nb >= 2:  # open, one joint to ground
         assert whole == np.array_equal(direct.tree.left, serial_assembly_tree(model, ground_last=True).left)
-    monkeypatch.setattr(treesolve.TreeLayout, "one_region", False)  # through the tree passes
+    monkeypatch.setattr(tree.TreeLayout, "one_region", False)  # through the tree passes
     passes = Simulation(model, Settings(formulation="dca", threads=1)).formulation
-    assert passes._kernel.kernel is dca_module._evaluate
+    assert passes._kernel.kernel is dca_kernels.evaluate
     y = _random_tree_state(model, np.random.default_rng(5)) if model.nj == model.nb else direct.initial_state()
     a, b = direct.rhs(0.0, y), passes.rhs(0.0, y)
     direct._solve(0.0, y)  # the multipliers: the direct kernel's rates call leaves them out
@@ -364,7 +366,7 @@ TWO_PART_TREES = ([gen.chain(n, kind, planar=False) for n, kind in ((100, "spher
 @pytest.mark.parametrize("spec", TWO_PART_TREES, ids=lambda s: s.name)
 def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch):
     """On two threads an open mechanism is assembled in two halves, in parallel, when its
-    busier thread does fewer operations (topology.cheaper_tree): the same right-hand side
+    busier thread does fewer operations (assembly.cheaper_tree): the same right-hand side
     as over the balanced tree, up to round-off (merges only, as above).  ``dca`` runs an
     unbranched chain in two roles over the one-thread tree instead (``_evaluate_chain``):
     here it takes the two halves, which it still does on branched trees."""
@@ -380,7 +382,7 @@ def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch)
         two = Simulation(model, Settings(formulation=form, threads=2)).formulation
         if not two.tree.partition:
             pytest.skip("the balanced tree is the cheaper one here")
-        assert two.lay.ix[21].shape[0] == 3  # the two halves, one parallel region
+        assert two.lay.ix.sub_start.shape[0] == 3  # the two halves, one parallel region
         _balanced_tree_always(monkeypatch)
         balanced = Simulation(model, Settings(formulation=form, threads=2)).formulation
         y = _random_tree_state(model, np.random.default_rng(11))
@@ -393,13 +395,17 @@ def test_the_two_part_tree_agrees_with_the_balanced_one(form, spec, monkeypatch)
 @pytest.mark.parametrize("form", ["dca", "hdca"])
 def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     """Left automatic, dca and hdca run an unbranched chain shorter than
-    ``CHAIN_PARALLEL_MIN_BODIES`` (hdca: ``hdca.CHAIN_PARALLEL_MIN_BODIES``) on one
-    thread, over the tree and layout of ``--threads 1``; dca also an open branched tree
-    shorter than ``TREE_PARALLEL_MIN_BODIES``.  A longer chain, hdca's branched tree and
+    ``DCA_CHAIN_SERIAL_BELOW`` (hdca: ``HDCA_CHAIN_SERIAL_BELOW``) on one thread, over
+    the tree and layout of ``--threads 1``; dca also an open branched tree shorter than
+    ``DCA_TREE_SERIAL_BELOW`` (engine/threads.py).  A longer chain, hdca's branched tree and
     any thread count the user set keep every thread asked for (docs/performance.md,
     "Automatic threads")."""
     from linkwork.engine.formulations import REGISTRY
-    from linkwork.engine.formulations.treesolve import CHAIN_PARALLEL_MIN_BODIES, run_threads
+    from linkwork.engine.threads import DCA_CHAIN_SERIAL_BELOW as CHAIN_PARALLEL_MIN_BODIES
+    from linkwork.engine.threads import plan, run_threads
+
+    def threads_of(cls, model, settings):
+        return plan(model, cls, settings.threads).threads
 
     cls = REGISTRY[form]
     cores = run_threads(CHAIN_PARALLEL_MIN_BODIES, None)  # every numba thread
@@ -407,26 +413,26 @@ def test_automatic_threads_keep_a_short_chain_on_one_thread(form):
     long = build_model(gen.chain(CHAIN_PARALLEL_MIN_BODIES, "spherical", planar=False))
     tree = build_model(gen.random_mechanism(0, 128, loops=0))
     assert (tree.parent[: tree.nb] < 0).sum() > 1 or np.bincount(tree.parent[tree.parent >= 0]).max() > 1
-    assert cls.run_threads(short, Settings(formulation=form)) == 1
-    assert cls.run_threads(short, Settings(formulation=form, threads=2)) == min(2, cores)
-    assert cls.run_threads(long, Settings(formulation=form)) == (cores if form == "dca" else 1)
+    assert threads_of(cls, short, Settings(formulation=form)) == 1
+    assert threads_of(cls, short, Settings(formulation=form, threads=2)) == min(2, cores)
+    assert threads_of(cls, long, Settings(formulation=form)) == (cores if form == "dca" else 1)
     if form == "hdca":
-        from linkwork.engine.formulations.hdca import CHAIN_PARALLEL_MIN_BODIES as HDCA_CHAIN
+        from linkwork.engine.threads import HDCA_CHAIN_SERIAL_BELOW as HDCA_CHAIN
 
         longer = build_model(gen.chain(HDCA_CHAIN, "revolute", planar=True))
-        assert cls.run_threads(longer, Settings(formulation=form)) == cores
-        assert cls.run_threads(long, Settings(formulation=form, threads=2)) == min(2, cores)
-    assert cls.run_threads(tree, Settings(formulation=form)) == (1 if form == "dca" else cores)
-    assert cls.run_threads(tree, Settings(formulation=form, threads=2)) == min(2, cores)
-    assert REGISTRY["index3"].run_threads(short, Settings(formulation="index3")) == cores
+        assert threads_of(cls, longer, Settings(formulation=form)) == cores
+        assert threads_of(cls, long, Settings(formulation=form, threads=2)) == min(2, cores)
+    assert threads_of(cls, tree, Settings(formulation=form)) == (1 if form == "dca" else cores)
+    assert threads_of(cls, tree, Settings(formulation=form, threads=2)) == min(2, cores)
+    assert threads_of(REGISTRY["index3"], short, Settings(formulation="index3")) == cores
     old = numba.get_num_threads()
     try:
         auto = Simulation(short, Settings(formulation=form))
         assert numba.get_num_threads() == 1
         one = Simulation(short, Settings(formulation=form, threads=1)).formulation
         assert np.array_equal(auto.formulation.tree.left, one.tree.left)
-        assert np.array_equal(auto.formulation.lay.ix[21], one.lay.ix[21])  # no parallel parts
-        assert auto.formulation.lay.ix[24] == one.lay.ix[24]  # no parallel body loops
+        assert np.array_equal(auto.formulation.lay.ix.sub_start, one.lay.ix.sub_start)  # no parallel parts
+        assert auto.formulation.lay.ix.body_parallel_from == one.lay.ix.body_parallel_from  # no parallel body loops
     finally:
         numba.set_num_threads(old)
 
@@ -438,7 +444,7 @@ def test_loop_conditioning_is_the_dense_measure(name):
     are the same number, computed two independent ways, at perturbed configurations.
     (With redundant closure rows the pivoting keeps an independent subset of rows, whose
     conditioning is a comparable but different number.)"""
-    from linkwork.engine.formulations.treesolve import loop_conditioning
+    from linkwork.engine.formulations.tree import loop_conditioning
     from linkwork.engine.model import load_model
     from linkwork.engine.paths import examples_dir
 
@@ -488,15 +494,15 @@ def test_singular_configurations_are_reported(form):
     (gen.random_mechanism(0, 64, loops=0), 2, True, True),
 ], ids=["chain-63-2", "chain-64-1", "chain-256-1", "ladder-201-1", "ladder-257-1", "chain-64-2", "tree-64-2"])
 def test_parallel_regions_follow_the_runs_threads(spec, threads, cut, parallel_loops):
-    """The layout carries the run's thread count: ``ix[24]`` (body loops) and the subtree
-    cut of the tree passes (``treesolve.cuts_tree``) -- but an unbranched chain on two
+    """The layout carries the run's thread count: ``ix.body_parallel_from`` (body loops) and the subtree
+    cut of the tree passes (``threads.cuts_tree``) -- but an unbranched chain on two
     threads keeps the one-thread layout, which ``_evaluate_chain`` runs in two roles."""
     if threads > numba.config.NUMBA_NUM_THREADS:
         pytest.skip("needs two numba threads")
     f = Simulation(build_model(spec), Settings(formulation="dca", threads=threads)).formulation
     ix = f.lay.ix
-    assert (ix[21].shape[0] > 1) == cut
-    assert (ix[0] >= ix[24]) == parallel_loops
+    assert (ix.sub_start.shape[0] > 1) == cut
+    assert (ix.nb >= ix.body_parallel_from) == parallel_loops
 
 
 @pytest.mark.parametrize("name", ["dca", "hdca", "rcr", "embedding"])
@@ -631,20 +637,20 @@ def test_two_roles_on_a_chain_are_the_one_thread_kernel(spec, monkeypatch):
     hand over (``CHAIN_TWIN``) in turn: each is checked, at a state of its own every call.
     With numba on one thread the first role waits for the other in vain and does it all."""
     from linkwork.engine.formulations import dca as dca_module
-    from linkwork.engine.formulations import treesolve
+    from linkwork.engine.formulations import tree
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two cores")
-    monkeypatch.setattr(treesolve, "PARALLEL_MIN_BODIES", 1)  # two threads on the short chains too
+    monkeypatch.setattr(threads_module, "PARALLEL_MIN_BODIES", 1)  # two threads on the short chains too
     model = build_model(spec)
     old = numba.get_num_threads()
     try:
         one = Simulation(model, Settings(formulation="dca", threads=1)).formulation
         two = Simulation(model, Settings(formulation="dca", threads=2)).formulation
-        assert two.threads == 2 and two._kernel.kernel is dca_module._evaluate_chain
-        assert one._kernel.kernel is dca_module._evaluate_region
+        assert two.threads == 2 and two._kernel.kernel is dca_chain.evaluate_chain
+        assert one._kernel.kernel is dca_kernels.evaluate_region
         assert np.array_equal(two.tree.left, one.tree.left)
-        assert set(two.twin) == set(dca_module.CHAIN_TWIN) and not one.twin
+        assert set(two.twin) == set(dca_chain.CHAIN_TWIN) and not one.twin
         assert not any(np.shares_memory(b, a) for b, a in zip(two.twin.values(), two._chain_twin()))
         rng = np.random.default_rng(11)
         for _ in range(4):
@@ -676,20 +682,20 @@ def test_two_roles_give_way_to_one_thread_where_it_is_faster(monkeypatch):
     side and every 1024th after (``_choose_kernels``) and takes the faster for the calls
     up to the next choice; the rates are one thread's either way."""
     from linkwork.engine.formulations import dca as dca_module
-    from linkwork.engine.formulations import treesolve
+    from linkwork.engine.formulations import tree
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two cores")
-    monkeypatch.setattr(treesolve, "PARALLEL_MIN_BODIES", 1)
+    monkeypatch.setattr(threads_module, "PARALLEL_MIN_BODIES", 1)
     model = build_model(gen.chain(40, "revolute", planar=False))
     old = numba.get_num_threads()
     try:
         one = Simulation(model, Settings(formulation="dca", threads=1)).formulation
         two = Simulation(model, Settings(formulation="dca", threads=2)).formulation
         assert one._alone is None and two._alone is not None
-        assert two._alone.kernel is dca_module._evaluate_region and two._roles == two._rhs_kernels
+        assert two._alone.kernel is dca_kernels.evaluate_region and two._roles == two._rhs_kernels
         slow = {"roles": 2.0, "alone": 1.0}  # seconds a timed call takes, as _choose_kernels sees it
-        monkeypatch.setattr(dca_module, "_seconds",
+        monkeypatch.setattr(dca_module, "seconds",
                             lambda k, y: slow["alone"] if k is two._alone else slow["roles"])
         rng = np.random.default_rng(3)
         for n in range(1, 21):
@@ -699,10 +705,10 @@ def test_two_roles_give_way_to_one_thread_where_it_is_faster(monkeypatch):
             numba.set_num_threads(2)
             assert np.array_equal(two.rhs(0.0, y), a)
             alone = two._rhs_kernels == (two._alone, two._alone)
-            assert alone == (n >= dca_module.CHAIN_RETIME_AT), n
-        assert [c[0] for c in two.kernel_choices] == [dca_module.CHAIN_RETIME_AT]
+            assert alone == (n >= dca_chain.CHAIN_RETIME_AT), n
+        assert [c[0] for c in two.kernel_choices] == [dca_chain.CHAIN_RETIME_AT]
         slow.update(roles=0.5)  # the two roles faster at the next choice
-        two.nfev = dca_module.CHAIN_RETIME_MASK + dca_module.CHAIN_RETIME_AT - 1
+        two.nfev = dca_chain.CHAIN_RETIME_MASK + dca_chain.CHAIN_RETIME_AT - 1
         assert np.array_equal(two.rhs(0.0, y), a)
         assert two._rhs_kernels == (two._alone, two._alone)  # no choice at this call
         assert np.array_equal(two.rhs(0.0, y), a)  # the 1040th: a choice
@@ -722,7 +728,7 @@ def test_tree_rows_are_each_joints_constraint_space_after_any_evaluation(spec, n
     or stale would break one of these."""
     model = build_model(spec)
     f = Simulation(model, Settings(formulation=name, threads=1)).formulation
-    row_adr, rows = f.lay.ix[19], f.lay.ix[20]
+    row_adr, rows = f.lay.ix.row_adr, f.lay.ix.rows
     GA, GB = f.lay.G[0], f.lay.G[1]
     rng = np.random.default_rng(2)
     for _ in range(3):
@@ -750,7 +756,7 @@ def test_unit_first_marks_exactly_the_joints_whose_rows_are_unit_then_angular(sp
     f = Simulation(model, Settings(formulation=name, threads=1)).formulation
     marks = f.lay.unit_first
     assert marks.shape == (model.nb,)
-    row_adr, rows = f.lay.ix[19], f.lay.ix[20]
+    row_adr, rows = f.lay.ix.row_adr, f.lay.ix.rows
     rng = np.random.default_rng(4)
     kinds = set()
     for _ in range(3):
@@ -770,11 +776,11 @@ def test_two_roles_only_on_unbranched_chains(monkeypatch):
     """``_evaluate_chain`` is taken on two threads for an unbranched open chain only: a
     branched tree, a loop and a chain on one thread keep their kernels."""
     from linkwork.engine.formulations import dca as dca_module
-    from linkwork.engine.formulations import treesolve
+    from linkwork.engine.formulations import tree
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two cores")
-    monkeypatch.setattr(treesolve, "PARALLEL_MIN_BODIES", 1)
+    monkeypatch.setattr(threads_module, "PARALLEL_MIN_BODIES", 1)
     old = numba.get_num_threads()
     try:
         for spec, threads, unbranched, chain in [(gen.chain(20, "spherical", planar=False), 2, True, True),
@@ -783,7 +789,7 @@ def test_two_roles_only_on_unbranched_chains(monkeypatch):
                                                  (gen.ladder(3), 2, False, False), (gen.fourbar(), 2, False, False)]:
             model = build_model(spec)
             f = Simulation(model, Settings(formulation="dca", threads=threads)).formulation
-            assert dca_module.unbranched_chain(model) == unbranched, spec.name
-            assert (f._kernel.kernel is dca_module._evaluate_chain) == chain, spec.name
+            assert tree_formulation.unbranched_chain(model) == unbranched, spec.name
+            assert (f._kernel.kernel is dca_chain.evaluate_chain) == chain, spec.name
     finally:
         numba.set_num_threads(old)

@@ -1,4 +1,4 @@
-"""HDCA against an independent Hamiltonian reference built from ``dense`` (issue 4)."""
+"""HDCA against an independent Hamiltonian reference built from ``dense``."""
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ def _hdca(model):
 def _cut_impulses(model, hd):
     """The cut joints' impulses in dense's row order and sign (the tree solve's
     impulses act on the successor with the opposite sign)."""
-    row, n = hd.lay.ix[19], model.nc_j
+    row, n = hd.lay.ix.row_adr, model.nc_j
     parts = [-hd.sigma[row[j]:row[j] + n[j]] for j in range(model.nb, model.nj)]
     return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -44,7 +44,7 @@ def _random_state(model, ref, rng, closed_start):
 
 @pytest.mark.parametrize("kind,seed,kw", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_velocities_and_momentum_rates_agree_with_reference(kind, seed, kw):
-    """Issue 4: velocities from momenta and momentum derivatives agree to 1e-9 relative.
+    """Velocities from momenta and momentum derivatives agree to 1e-9 relative.
 
     The reference's momentum rates use finite differences along the exact flow
     (truncation and round-off ~1e-12 relative); near-singular random loops get the
@@ -158,9 +158,9 @@ def test_threads_give_identical_results_on_one_tree(n, monkeypatch):
 @pytest.mark.parametrize("stem", ["loop-4", "loop-8", "double-loop-8"])
 @pytest.mark.parametrize("integrator", ["rk45", "lsoda", "rk23"])
 def test_paper_cases_keep_symmetry_and_velocity_constraints(stem, integrator):
-    """Issue 4: paper 001 cases 1-3 over 10 s keep their mirror symmetry to 1e-9 and
+    """Paper 001 cases 1-3 over 10 s keep their mirror symmetry to 1e-9 and
     HDCA's velocity-level violation stays at round-off (< 1e-10)."""
-    from linkwork.engine.studies import _case_model, mirror_pairs, run_case
+    from linkwork.engine.studies import case_model as _case_model, mirror_pairs, run_case
 
     model = _case_model(stem)
     form = _hdca(model)

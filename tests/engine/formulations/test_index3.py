@@ -1,4 +1,4 @@
-"""Formulation ``index3`` (paper 000; issue 5; docs/index3.md).
+"""Formulation ``index3`` (paper 000; docs/index3.md).
 
 * the tree solve (assembly-disassembly, paper eqs. 24-69) against the dense KKT
   solve of the same linear systems (``linear="dense"``, the oracle);
@@ -25,7 +25,7 @@ from linkwork.engine.mechfile import save, spec_from_dict
 from linkwork.engine.model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, build_model, load_model
 from linkwork.engine.results import columns, read_csv
 from linkwork.engine.simulation import Settings, Simulation
-from linkwork.engine.topology import build_assembly_tree, merge_operations
+from linkwork.engine.assembly import build_assembly_tree, merge_operations
 
 from ..conftest import UNGEARED, example_path
 from .test_trajectories import reference as dense_reference
@@ -108,7 +108,7 @@ def test_absolute_jacobian_is_derivative_of_constraints(name):
 
 def _element_lengths(f, q):
     """Each stiffness element's length (spring) or joint coordinate at positions q."""
-    from linkwork.engine.forces import _point_and_velocity, joint_coordinate
+    from linkwork.engine.forces import point_and_velocity, joint_coordinate
 
     m = f.model
     z = np.zeros_like(q)
@@ -120,7 +120,7 @@ def _element_lengths(f, q):
             continue
         p = [np.empty(3), np.empty(3)]
         for w in range(2):
-            _point_and_velocity(f.x, f.R, f.V, m.f_body[e, w], m.f_point[e, w], p[w], np.empty(3))
+            point_and_velocity(f.x, f.R, f.V, m.f_body[e, w], m.f_point[e, w], p[w], np.empty(3))
         out.append(np.linalg.norm(p[1] - p[0]))
     return np.array(out)
 
@@ -603,9 +603,9 @@ def test_unconverged_steps_warn_and_a_larger_penalty_converges():
     along that direction (alpha dt^2/4 s^2 ~ 0.2) is too weak for the paper's penalised
     projections: the position residual grows from 1e-10 to 1e-3 within 0.06 s and the
     motion goes wrong by metres, while no step exceeds index3's own failure threshold.
-    Before issue 17 that run ended normally with warnings; now the pipeline's monitor stops
-    it (exit 3) once the residual passes 1e-6 and smaller steps do not help, and its message
-    says what to change.  alpha = 1e11 converges, and so do the exact projections at
+    The pipeline's monitor stops that run (exit 3) once the residual passes 1e-6 and
+    smaller steps do not help, rather than let it end normally with warnings, and its
+    message says what to change.  alpha = 1e11 converges, and so do the exact projections at
     alpha = 1e9."""
     model = build_model(gen.random_mechanism(14, n_bodies=8, loops=1))
     ref = Simulation(model, Settings(formulation="dense", integrator="dop853", dt=1e-3, t_end=0.1, rtol=1e-12,
@@ -732,7 +732,7 @@ def test_cli_warns_of_unconverged_steps(tmp_path):
                         "--t-end", "0.1", "--dt", "0.001", "--projections", "penalised",
                         "--out", str(tmp_path / "x.csv")],
                        capture_output=True, text=True)
-    # the monitor stops the run once the unconverged residual passes 1e-6 (issue 17)
+    # the pipeline's monitor stops the run once the unconverged residual passes 1e-6
     assert r.returncode == 3, r.stderr
     assert "the constraints are not converged" in r.stderr
     assert "simulation failed at t = " in r.stderr and "--penalty" in r.stderr

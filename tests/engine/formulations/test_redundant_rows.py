@@ -14,7 +14,8 @@ import pytest
 from linkwork.engine import generators as gen
 from linkwork.engine.errors import SimulationError
 from linkwork.engine.formulations import REGISTRY
-from linkwork.engine.formulations import treesolve as ts
+from linkwork.engine.formulations import tree as ts
+from linkwork.engine.formulations.tree import factor
 from linkwork.engine.model import build_model
 from linkwork.engine.simulation import Settings, Simulation, resolve_settings
 
@@ -94,9 +95,9 @@ def test_closing_merges_keep_the_rank_of_the_closure(form):
     f = REGISTRY[form](model, resolve_settings(model, Settings(formulation=form)))
     lay = f.lay
     nm = lay.Kr.shape[0] // 2
-    dropped = int((lay.ix[15][:nm] - lay.Kr[nm:]).sum())
+    dropped = int((lay.ix.m_nr[:nm] - lay.Kr[nm:]).sum())
     assert dropped == 3
-    assert list(ts.closing_merges(lay, model.nb)) == [m for m in range(nm) if lay.Kr[nm + m] < lay.ix[15][m]]
+    assert list(ts.closing_merges(lay, model.nb)) == [m for m in range(nm) if lay.Kr[nm + m] < lay.ix.m_nr[m]]
 
 
 @pytest.mark.parametrize("n,r", [(5, 2), (10, 7), (6, 3), (3, 1), (4, 4)])
@@ -109,18 +110,18 @@ def test_merge_solves_are_minimum_norm(n, r):
     K = A @ A.T
     L = np.zeros(2 * n * n)
     P = np.zeros(n, dtype=np.int64)
-    rank = ts._pchol(K.ravel().copy(), L, P, 0, 0, n, 1e-11, r)
+    rank = factor.pchol(K.ravel().copy(), L, P, 0, 0, n, 1e-11, r)
     assert rank == r
     if rank < n:
-        ts._null_factor(L, 0, n, rank)
+        factor.null_factor(L, 0, n, rank)
     b = rng.normal(size=n)  # in the range of K or not: least squares
     x = np.zeros(n)
     scr = np.zeros((1, 3 * n + 6))
-    ts._psolve_vec(L, P, 0, 0, n, rank, b, x, 0, -1.0, scr, 0, 0)
+    factor.psolve_vec(L, P, 0, 0, n, rank, b, x, 0, -1.0, scr, 0, 0)
     np.testing.assert_allclose(x, -np.linalg.pinv(K) @ b, atol=1e-12)
     B = rng.normal(size=(n, 6))
     X = np.zeros((n, 6))
-    ts._psolve_rows(L, P, 0, 0, n, rank, B, X, 0, 6, 1.0, scr, 0, 0)
+    factor.psolve_rows(L, P, 0, 0, n, rank, B, X, 0, 6, 1.0, scr, 0, 0)
     np.testing.assert_allclose(X, np.linalg.pinv(K) @ B, atol=1e-12)
 
 
@@ -132,8 +133,8 @@ def test_rank_bound_stops_the_pivoting():
     K = A @ A.T + 1e-8 * np.eye(6)  # three weakly independent rows
     L = np.zeros(72)
     P = np.zeros(6, dtype=np.int64)
-    assert ts._pchol(K.ravel().copy(), L, P, 0, 0, 6, 1e-11, 6) == 6
-    assert ts._pchol(K.ravel().copy(), L, P, 0, 0, 6, 1e-11, 3) == 3
+    assert factor.pchol(K.ravel().copy(), L, P, 0, 0, 6, 1e-11, 6) == 6
+    assert factor.pchol(K.ravel().copy(), L, P, 0, 0, 6, 1e-11, 3) == 3
 
 
 def test_a_stop_names_what_was_exceeded_when_the_loops_are_well_conditioned():

@@ -1,0 +1,151 @@
+"""``dca``'s evaluation kernel: one right-hand side -- kinematics, applied forces, leaves,
+rows, the three tree passes, accelerations -- in one call (docs/derivations.md, "DCA")."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from ..constraints import ConArrays
+from ..forces import ForceArrays, tree_applied_forces
+from ..kinematics import KinArrays, fk_positions, fk_velocities, motion_subspace, ode_rates
+from . import tree
+from .tree import Regions, TreeIndex
+from .tree_kernels import accelerations, accelerations_over, cut_rows, leaves, leaves_over, tree_rows
+from .workspace import unpack
+
+
+class DCAWorkspace(NamedTuple):
+    """Everything one ``dca`` evaluation reads and writes, gathered once by
+    :meth:`DCAFormulation._workspace` and handed to the kernel as one table
+    (:mod:`.workspace`): the model's arrays, the layout's, and the formulation's, each
+    allocated once and only ever written in place."""
+
+    mk: KinArrays  # the kinematic kernels' model arrays
+    ca: ConArrays  # the constraint kernels' model arrays
+    fa: ForceArrays  # the force kernels' model arrays
+    ix: TreeIndex  # the assembly tree and the rows, flat
+    perp_pred: np.ndarray  # (nj, 3, 3) each joint's constraint directions in the pred frame
+    mass: np.ndarray  # (nb,)
+    inertia: np.ndarray  # (nb, 3, 3) about the COM, body frame
+    inertia_inv: np.ndarray  # (nb, 3, 3)
+    q_adr: np.ndarray  # (nj,) first coordinate of each joint
+    ncut: np.int64  # cut joints
+    spring_tree: np.ndarray  # tree joints with a joint spring
+    spring_cut: np.ndarray  # cut joints with a joint spring
+    x: np.ndarray  # (nb, 3) centres of mass
+    R: np.ndarray  # (nb, 3, 3) orientations
+    P: np.ndarray  # (nj, 3) joint points
+    S: np.ndarray  # (nv, 6) motion subspace columns
+    V: np.ndarray  # (nb, 6) twists about the COM
+    c: np.ndarray  # (nb, 6) velocity-product terms
+    Fext: np.ndarray  # (nb, 6) applied wrenches at the COM
+    jq: np.ndarray  # (nj,) joint coordinates of the springs
+    jq_ref: np.ndarray  # (nj,) their reference
+    G: np.ndarray  # (2, n_rows, 6) constraint rows on the pred and succ ends
+    g0: np.ndarray  # (n_rows,) their constant terms
+    phi: np.ndarray  # (n_rows,) closure residuals of the cut joints
+    alpha: float  # Baumgarte's alpha (0: off)
+    beta: float  # Baumgarte's beta
+    Phi: np.ndarray  # the tree solve's workspace (TreeLayout) ...
+    bv: np.ndarray
+    Fh: np.ndarray
+    lam: np.ndarray
+    sel: np.ndarray
+    Kf: np.ndarray
+    Kp: np.ndarray
+    Kr: np.ndarray
+    Ks: np.ndarray
+    Y: np.ndarray
+    E: np.ndarray
+    r0: np.ndarray
+    y0: np.ndarray
+    scr: np.ndarray  # ... to here
+    tol: float  # pivot tolerance of the merges' factors
+    rhs_body: np.ndarray  # (nb, 6) F_ext - V x* I V
+    Jinv_w: np.ndarray  # (nb, 3, 3) world inverse inertias
+    scratch: np.ndarray  # (nb, 3, 3) per-body scratch of the leaves
+    A: np.ndarray  # (nb, 6) spatial accelerations about the COM
+    vdot: np.ndarray  # (nv,) joint accelerations
+    hy: Regions  # the articulated-body regions
+    mk_trail: KinArrays  # the trailing role's kinematic arrays (scratch of its own; dca_chain)
+    progress: np.ndarray  # the two roles' counters (dca_chain)
+
+
+def _evaluator(direct: bool):
+    """The evaluation kernel; ``direct``, a compile-time constant (numba prunes the other
+    branch before typing it), for a tree that is one grounded region on one thread."""
+
+    @njit(cache=True, nogil=True, _nrt=False)
+    def evaluate(desc, proto, y, out):
+        """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
+
+        The workspace comes as one table (``desc``, ``proto``: :mod:`.workspace`,
+        :class:`DCAWorkspace` lists it): unboxing its ~120 arrays one by one
+        cost about 1.8 us a call whatever the size (docs/performance.md, "The workspace
+        as one argument").  Compiled without reference counting (``_nrt=False``)
+        although some passes allocate scratch (those are ``_nrt=True`` themselves and
+        free it before they return; none returns an array): the workspace's arrays are
+        plain views.
+
+        ``direct`` (``evaluate_region``): the whole tree is one grounded region on one
+        thread (``TreeLayout.one_region``: an open tree hanging from ground by one joint,
+        so no cut joint either), and the region's three passes and the serial body loops
+        are called directly.  Through the tree passes each call layer passes ``ix`` and
+        ``hy`` on, some 400 words, and the six layers skipped cost about 1 us a
+        right-hand side (docs/performance.md, "One region, called directly").  The same
+        arithmetic in the same order: the same result bit for bit.  A kernel of its own,
+        chosen when the formulation is built: as a branch at run time the extra call
+        sites made every other mechanism's right-hand side about 1 us slower.
+
+        ``y`` = (q, v) is the state.  The right-hand side (qdot, vdot) goes to ``out`` if
+        it is as long as ``y``; an empty ``out`` (``NO_RATES``) fills the workspace only.
+        With the rates, ``direct`` leaves the joints' forces and multipliers out of the
+        disassembly: a region's accelerations come from its recursion, and nothing in the
+        rates reads them (docs/performance.md, "The rates without the multipliers"); the
+        formulation's readers of them evaluate without rates (``_solve``).
+        The rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second
+        kernel call they cost 1 us a right-hand side.  Returns whether v and vdot are all
+        finite."""
+        (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
+         c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
+         rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+        nb = ix.nb
+        row_adr = ix.row_adr
+        nq = y.shape[0] - vdot.shape[0]
+        q = y[:nq]
+        v = y[nq:]
+        fk_positions(mk, q, x, R, P)
+        motion_subspace(mk, q, R, S)
+        fk_velocities(mk, x, P, S, v, V, c)
+        tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+        tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+        if direct:
+            leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
+                         scratch, np.bool_(True), np.bool_(True), hy)
+            tree.region_matrices(0, ix, Phi, hy)
+            tree.region_biases(0, ix, bv, G, g0, hy)
+            tree.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
+            for phase in range(2):
+                accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        else:
+            if ncut > 0:
+                cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
+            leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
+                    np.bool_(True), np.bool_(True), hy)
+            tree.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+            tree.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+            tree.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+            accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+        if out.shape[0] != y.shape[0]:
+            return True
+        return ode_rates(mk, q, v, vdot, out)
+
+    return evaluate
+
+
+#: the evaluation kernel, and the one for a tree that is one grounded region on one thread
+evaluate = _evaluator(False)
+evaluate_region = _evaluator(True)

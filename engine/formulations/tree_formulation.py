@@ -1,0 +1,156 @@
+"""What ``dca`` and ``hdca`` share: the tree, its layout, the rows' structure, the
+reactions, the thread rules and the loop projection (:class:`TreeFormulation`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..assembly import cheaper_tree
+from ..constraints import con_arrays
+from ..errors import SingularSystemError
+from ..forces import force_arrays, spring_joints
+from ..kinematics import kin_arrays, normalize_quaternions
+from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
+from ..threads import DCA_CHAIN_SERIAL_BELOW
+from . import tree
+from .base import Formulation
+from .stabilise import LoopProjection
+from .tree_kernels import tree_row_constants
+
+
+def unbranched_chain(model: Model) -> bool:
+    """An open chain: one body on ground, every body at most one child, no cut joint."""
+    parent = model.parent
+    return (not model.ncut and (parent < 0).sum() == 1
+            and np.bincount(parent[parent >= 0], minlength=1).max() <= 1)
+
+
+#: the joint types whose rows are e_0, e_1, e_2, then rows with zero linear halves
+#: (:func:`row_constants`; the kernels spell the same test out)
+UNIT_FIRST = (SPHERICAL, REVOLUTE, UNIVERSAL, FIXED)
+
+
+def unit_rows(model: Model, row_adr: np.ndarray) -> np.ndarray:
+    """For each constraint row: k if the tree-joint row is +-e_k (see :func:`tree_rows`), else -1."""
+    sel = np.full(int(model.nc_j.sum()), -1, dtype=np.int64)
+    for j in range(model.nb):
+        r, t = row_adr[j], model.jtype[j]
+        if t in UNIT_FIRST:
+            sel[r:r + 3] = (0, 1, 2)
+        if t == FIXED:
+            sel[r + 3:r + 6] = (3, 4, 5)
+        if t == PRISMATIC:
+            sel[r + 2:r + 5] = (3, 4, 5)
+    return sel
+
+
+def unit_rows_first(model: Model) -> np.ndarray:
+    """For each tree joint: its rows are e_0, e_1, e_2 first, then rows with zero linear
+    halves (:func:`row_constants`; ``TreeLayout.unit_first``)."""
+    return np.isin(model.jtype[:model.nb], UNIT_FIRST)
+
+
+# ----------------------------------------------------------------- formulation
+
+
+class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
+    """What ``dca`` and ``hdca`` share: kernel arrays, the assembly tree and its layout
+    (6-D handles, the joints' constraint rows, unit-row selection, the rank of the
+    closure rows), the singularity watch, springs, the position-level workspace,
+    quaternion renormalisation and the projection onto the loops (:mod:`.stabilise`)."""
+
+    #: assemble the tree's articulated-body regions by the recursion in inertia form
+    #: (:mod:`.tree.regions`, docs/derivations.md "The articulated-body regions"); False: merge by merge
+    articulated_regions = True
+    #: a chain hanging from ground is one region with its ground joint (one thread: the
+    #: tips-first tree merges ground last); False: the region's root merges with ground.
+    #: dca's, not hdca's: the recursion derives joint forces from accelerations, and hdca's
+    #: regions' joint impulses from velocities lose digits there (docs/performance.md,
+    #: "The ground joint in the region")
+    grounded_regions = False
+
+    def __init__(self, model: Model, settings, plan=None):
+        super().__init__(model, settings, plan)
+        m = model
+        self.mk = kin_arrays(m)
+        self.ca = con_arrays(m)
+        self.fa = force_arrays(m)
+        self.threads = self.plan.threads
+        lay_threads = self.plan.layout
+        self.tree = cheaper_tree(m, m.nc_j, lay_threads, ground_last=self.grounded_regions)
+        self.lay = tree.build_layout(m, self.tree, 6, m.nc_j, lay_threads, regions=self.articulated_regions,
+                                          grounded=self.grounded_regions)
+        self.lay.sel[:] = unit_rows(m, self.lay.ix.row_adr)
+        if self.lay.unit_first.size:
+            self.lay.unit_first[:] = unit_rows_first(m)
+        tree_row_constants(self.mk, self.lay.G[0], self.lay.G[1], self.lay.ix.row_adr)
+        self._watch_init(self.lay, m.nb)
+        self.spring_joints = spring_joints(m)
+        self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
+        self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
+        self.jq_ref = np.zeros(m.nj)
+        self.jq = np.full(m.nj, np.nan)
+        self.x = np.zeros((m.nb, 3))  # COM, fk_positions
+        self.R = np.zeros((m.nb, 3, 3))  # orientation, fk_positions
+        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
+        self.S = np.zeros((m.nv, 6))  # motion subspace columns, motion_subspace
+        self.hy = self.lay.hybrid(self.S, self.P)  # the passes' articulated-body regions
+        self._projection_init()
+
+    @classmethod
+    def automatic_threads(cls, model: Model, threads: int) -> tuple[int, str]:
+        """Left automatic, one thread on an unbranched open chain shorter than
+        :data:`threads.DCA_CHAIN_SERIAL_BELOW`: there the root-first half's merges, and a
+        parallel region per pass, cost more than the second thread gives."""
+        if model.nb < DCA_CHAIN_SERIAL_BELOW and unbranched_chain(model):
+            return 1, f"an unbranched chain under {DCA_CHAIN_SERIAL_BELOW} bodies"
+        return threads, ""
+
+    def rhs(self, t, y):
+        """One evaluation (``self._kernel``: the subclass's ``evaluate``, whose last pass
+        writes the rates) into a new array; ``not_finite`` says which rates were not.
+        ``dca``'s one-region kernels leave the multipliers out of a rates call: the
+        formulation's own readers evaluate through :meth:`_solve`, with them.  ``dca``
+        on a chain on two threads takes ``DCAFormulation._rhs_two_roles`` instead."""
+        self.nfev += 1
+        out, finite = self._kernel.rates(y)
+        if not finite:
+            raise SingularSystemError(t, self.not_finite)
+        return out
+
+    def post_step(self, t, y):
+        y = y.copy()
+        normalize_quaternions(self.mk, y[: self.model.nq])
+        if self._project:
+            self._stabilise(t, y)
+        return y
+
+    #: the projection of the state (q, v); hdca's state (q, p*) takes its own
+    _stabilise = LoopProjection._project_velocity_state
+
+    def _decide_ranks(self) -> None:
+        """Bound each loop-closing merge's rank by the one it has at the file's configuration,
+        where the loops close (:meth:`tree.TreeLayout.cap_ranks`): whether a closure
+        row is redundant is then the mechanism's property, not one state's.  Called by the
+        subclasses once their kernel exists."""
+        m = self.model
+        if not m.ncut:
+            return
+        self._solve(0.0, np.concatenate([m.q_zero(), np.zeros(m.nv)]), check=False)
+        self.lay.cap_ranks()
+
+    def _reactions(self) -> np.ndarray:
+        """Each joint's wrench on its successor, ``G_b^T lambda``, from the last disassembly."""
+        lay = self.lay
+        out = np.zeros((self.model.nj, 6))
+        joint_wrenches(lay.ix.row_adr, lay.ix.rows, lay.G[1], lay.lam, out)
+        return out
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def joint_wrenches(row_adr, rows, Gb, lam, out):
+    for j in range(out.shape[0]):
+        for a in range(row_adr[j], row_adr[j] + rows[j]):
+            for c in range(6):
+                out[j, c] += Gb[a, c] * lam[a]
