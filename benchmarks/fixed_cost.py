@@ -1,7 +1,7 @@
 """A formulation's cost per right-hand side against the chain's size, one thread: the
 whole ``rhs`` and its kernel alone (through the compiled entry point, no Python around
 it), µs per call and per body, and each size's per-body cost against the median of the
-sizes from 64 bodies on (issue 20's "per-body cost flat within ±15 %").  Small sizes show
+sizes from 64 bodies on (whether the cost per body is flat, within ±15 %).  Small sizes show
 the fixed cost per call, ``rhs`` minus kernel the Python around it.
 
     python benchmarks/fixed_cost.py [--formulation dca] [--sizes 1 16 64 128 256 512 1024] [--kinds spherical revolute]
@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from linkwork.engine.studies.bench import _time_call, chain_formulation  # noqa: E402
+from linkwork.engine.studies.bench import chain_formulation  # noqa: E402
+from linkwork.engine.studies.timing import time_call as _time_call  # noqa: E402
 
 
 def main(argv=None) -> int:

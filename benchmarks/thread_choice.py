@@ -1,16 +1,16 @@
 """One thread against two for ``dca`` on chains and random trees of several sizes, and
-the thread count a run left automatic takes (``Formulation.run_threads``).
+the thread count a run left automatic takes (``engine/threads.py``, ``plan``).
 
-The numbers behind ``treesolve.CHAIN_PARALLEL_MIN_BODIES``: in one process, ``--rounds``
-times in turn, a right-hand side with one thread and with two, each on the tree its
-thread count takes (``topology.cheaper_tree``)::
+The numbers behind ``threads.DCA_CHAIN_SERIAL_BELOW`` and
+``threads.DCA_TREE_SERIAL_BELOW``: in one process, ``--rounds`` times in turn, a
+right-hand side with one thread and with two, each on the tree its thread count takes (``assembly.cheaper_tree``)::
 
     python benchmarks/thread_choice.py --rounds 3
 
 prints, per mechanism, the best microseconds per right-hand side on one and on two
 threads, their ratio (two over one: below 1, the second thread pays) and the automatic
 choice on this machine.  The second core of a shared machine comes and goes
-(docs/performance.md, "Two threads on this shared machine are bimodal"): a round whose
+(docs/benchmarks.md, "Measuring on a shared machine"): a round whose
 two-thread column is far above the others fell in a slow window.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     from linkwork.engine.formulations import REGISTRY
     from linkwork.engine.model import build_model
     from linkwork.engine.simulation import Settings, Simulation
-    from linkwork.engine.studies.bench import _time_call
+    from linkwork.engine.studies.timing import time_call as _time_call
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512, 1024])

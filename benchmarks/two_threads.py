@@ -2,7 +2,7 @@
 and what two threads of this machine give at most.
 
 The second core of this shared machine comes and goes with other tenants
-(docs/performance.md, "Two threads on this shared machine are bimodal"): a
+(docs/benchmarks.md, "Measuring on a shared machine"): a
 ``linkwork bench`` run times one and two threads minutes apart, so its speed-up is
 worth only as much as the window it fell in.  This script times, in one process and
 ``--rounds`` times in turn, so that a slow window shows in every column:
@@ -104,7 +104,7 @@ def _pair_kernel(kernel):
 def _time_pair(pair, forms, reps=16) -> float:
     """Seconds per call of two one-thread formulations ``forms`` ((form, y) each) run at
     once, one per core: the slower one's time."""
-    from linkwork.engine.studies.bench import _time_call
+    from linkwork.engine.studies.timing import time_call as _time_call
 
     args = []
     for f, y in forms:
@@ -169,7 +169,8 @@ def main(argv=None) -> int:
     import numba
 
     import linkwork.engine.formulations.dca as dca_module
-    from linkwork.engine.studies.bench import _time_call, chain_formulation
+    from linkwork.engine.studies.bench import chain_formulation
+    from linkwork.engine.studies.timing import time_call as _time_call
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1024)

@@ -15,20 +15,21 @@ positions are brought back onto ``Phi_cut(q) = 0`` by mass-weighted
 Gauss-Newton steps and the velocities are projected mass-orthogonally onto
 ``K v = 0`` (docs/derivations.md, "Dense reference").
 
-Gear couplings (contract section 1) are further rows of the same system, after
+Gear couplings (docs/file-format.md, "Mechanism file") are further rows of the same system, after
 the cut joints' rows: ``K_g`` (+1 at the driver's velocity, -mu at the driven's),
 ``gamma_g = 0`` and ``Phi_g`` from :func:`engine.constraints.coupling_rows`; their
 multipliers act as joint torques (forces) on the two geared joints.
 
 Nothing here is shared with the divide-and-conquer machinery: only the model,
-the joint kinematics and the constraint functions, each tested on its own.
+the joint kinematics and the constraint functions, each tested on its own.  The numba
+passes (mass matrix, force balances, closure rows) are in :mod:`.dense_kernels`; the
+closure's filtered least squares, rank and projection steps in :mod:`.dense_projection`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from numba import njit
 
 from .. import config
 from ..constraints import con_arrays, coupling_rows, joint_constraint
@@ -39,252 +40,14 @@ from ..kinematics import (
     classical_accelerations, fk_accelerations, fk_positions, fk_velocities, kin_arrays,
     motion_subspace, normalize_quaternions, qdot_from_v, subtree_sums,
 )
-from ..model import PRISMATIC, SPHERICAL, Model
+from ..model import PRISMATIC, Model
 from ..spatial import shift_force
 from .base import Evaluation, Formulation, check_consistent
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def _body_terms(mass, inertia, R, V, A, Fext, Fbias):
-    """Per body: I A + V x* I V - F_ext about the COM (world)."""
-    nb = mass.shape[0]
-    Jw = np.empty((3, 3))
-    tmp = np.empty((3, 3))
-    for i in range(nb):
-        for a in range(3):
-            for b in range(3):
-                s = 0.0
-                for k in range(3):
-                    s += inertia[i, a, k] * R[i, b, k]
-                tmp[a, b] = s
-        for a in range(3):
-            for b in range(3):
-                s = 0.0
-                for k in range(3):
-                    s += R[i, a, k] * tmp[k, b]
-                Jw[a, b] = s
-        w = V[i, 3:]
-        m = mass[i]
-        # J w and J alpha as loops: numba's ``@`` would compile its BLAS glue (and its
-        # error messages) per operand layout (docs/performance.md, "Compile time")
-        Jw_w = (Jw[0, 0] * w[0] + Jw[0, 1] * w[1] + Jw[0, 2] * w[2],
-                Jw[1, 0] * w[0] + Jw[1, 1] * w[1] + Jw[1, 2] * w[2],
-                Jw[2, 0] * w[0] + Jw[2, 1] * w[1] + Jw[2, 2] * w[2])
-        al = A[i, 3:]
-        Jw_al = (Jw[0, 0] * al[0] + Jw[0, 1] * al[1] + Jw[0, 2] * al[2],
-                 Jw[1, 0] * al[0] + Jw[1, 1] * al[1] + Jw[1, 2] * al[2],
-                 Jw[2, 0] * al[0] + Jw[2, 1] * al[1] + Jw[2, 2] * al[2])
-        # linear: m (A_lin + w x v_C)
-        Fbias[i, 0] = m * (A[i, 0] + w[1] * V[i, 2] - w[2] * V[i, 1]) - Fext[i, 0]
-        Fbias[i, 1] = m * (A[i, 1] + w[2] * V[i, 0] - w[0] * V[i, 2]) - Fext[i, 1]
-        Fbias[i, 2] = m * (A[i, 2] + w[0] * V[i, 1] - w[1] * V[i, 0]) - Fext[i, 2]
-        Fbias[i, 3] = Jw_al[0] + w[1] * Jw_w[2] - w[2] * Jw_w[1] - Fext[i, 3]
-        Fbias[i, 4] = Jw_al[1] + w[2] * Jw_w[0] - w[0] * Jw_w[2] - Fext[i, 4]
-        Fbias[i, 5] = Jw_al[2] + w[0] * Jw_w[1] - w[1] * Jw_w[0] - Fext[i, 5]
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def _project_columns(nb, v_adr, nv_j, S, fj, out):
-    for i in range(nb):
-        for c in range(v_adr[i], v_adr[i] + nv_j[i]):
-            s = 0.0
-            for k in range(6):
-                s += S[c, k] * fj[i, k]
-            out[c] = s
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def _crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
-    """Joint-space mass matrix by the composite-rigid-body algorithm (world frame)."""
-    nb = parent.shape[0]
-    Ic = np.zeros((nb, 6, 6))
-    X = np.zeros((6, 6))
-    XI = np.empty((6, 6))
-    for i in range(nb):
-        # body inertia about P_i:  [[m, -m~c], [m~c, Jw - m~c~c]], c = x_i - P_i, Jw = R I R^T
-        # (loops, not numba's ``@``: docs/performance.md, "Compile time")
-        c0 = x[i, 0] - P[i, 0]
-        c1 = x[i, 1] - P[i, 1]
-        c2 = x[i, 2] - P[i, 2]
-        m = mass[i]
-        C = ((0.0, -c2, c1), (c2, 0.0, -c0), (-c1, c0, 0.0))
-        for a in range(3):
-            Ic[i, a, a] += m
-        for a in range(3):
-            for b in range(3):
-                Ic[i, a, 3 + b] += -m * C[a][b]
-                Ic[i, 3 + a, b] += m * C[a][b]
-        for a in range(3):
-            for b in range(3):
-                Jw = 0.0
-                for k in range(3):
-                    for l_ in range(3):
-                        Jw += R[i, a, k] * inertia[i, k, l_] * R[i, b, l_]
-                CC = C[a][0] * C[0][b] + C[a][1] * C[1][b] + C[a][2] * C[2][b]
-                Ic[i, 3 + a, 3 + b] += Jw - m * CC
-    for i in range(nb - 1, 0, -1):
-        p = parent[i]
-        if p < 0:
-            continue
-        # shift composite inertia from P_i to P_p: X Ic X^T, X = shift_matrix(P_i - P_p)
-        l0 = P[i, 0] - P[p, 0]
-        l1 = P[i, 1] - P[p, 1]
-        l2 = P[i, 2] - P[p, 2]
-        for a in range(6):
-            for b in range(6):
-                X[a, b] = 1.0 if a == b else 0.0
-        X[3, 1] = -l2
-        X[3, 2] = l1
-        X[4, 0] = l2
-        X[4, 2] = -l0
-        X[5, 0] = -l1
-        X[5, 1] = l0
-        # Ic[p] += X Ic[i] X^T
-        for a in range(6):
-            for b in range(6):
-                t = 0.0
-                for k in range(6):
-                    t += X[a, k] * Ic[i, k, b]
-                XI[a, b] = t
-        for a in range(6):
-            for b in range(6):
-                t = 0.0
-                for k in range(6):
-                    t += XI[a, k] * X[b, k]
-                Ic[p, a, b] += t
-    F = np.empty(6)
-    Fs = np.empty(6)
-    l = np.empty(3)
-    for i in range(nb):
-        for ci in range(v_adr[i], v_adr[i] + nv_j[i]):
-            for k in range(6):
-                s = 0.0
-                for m_ in range(6):
-                    s += Ic[i, k, m_] * S[ci, m_]
-                F[k] = s
-            j = i
-            while j >= 0:
-                for cj in range(v_adr[j], v_adr[j] + nv_j[j]):
-                    s = 0.0
-                    for k in range(6):
-                        s += S[cj, k] * F[k]
-                    M[cj, ci] = s
-                    M[ci, cj] = s
-                p = parent[j]
-                if p < 0:
-                    break
-                for k in range(3):
-                    l[k] = P[j, k] - P[p, k]
-                shift_force(F, l, Fs)
-                for k in range(6):
-                    F[k] = Fs[k]
-                j = p
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def _loop_rows(ca, parent, v_adr, nv_j, nb, x, R, V, P, S, acc, K, Kabs, gamma, phi, Gs_a, Gs_b, gs):
-    """Rows of every cut joint: K (loop Jacobian in tree velocities), gamma =
-    -(Phi_ddot at the given body accelerations ``acc``), and Phi.  The body
-    Jacobians are walked along the tree path, column by column (no dense J).
-    ``Kabs``: each entry's sum of the magnitudes of the terms that make it, the scale of
-    its round-off -- a row whose terms cancel exactly (a loop joint redundant with the
-    tree, as a hinge beside a fixed joint) is round-off of that size, not a constraint."""
-    jtype, pred, succ, c_adr, nc_j = ca[0], ca[1], ca[2], ca[10], ca[11]
-    nj = jtype.shape[0]
-    x0 = np.zeros(3)
-    R0 = np.eye(3)
-    V0 = np.zeros(6)
-    for a in range(K.shape[0]):
-        for c in range(K.shape[1]):
-            K[a, c] = 0.0
-            Kabs[a, c] = 0.0
-    row = 0
-    for j in range(nb, nj):
-        n = nc_j[j]
-        a = pred[j]
-        b = succ[j]
-        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
-        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[row:row + n], Gs_a[:n], Gs_b[:n], gs[:n])
-        for r in range(n):
-            g = gs[r]
-            for k in range(6):
-                g += Gs_b[r, k] * acc[b, k]
-                if a >= 0:
-                    g += Gs_a[r, k] * acc[a, k]
-            gamma[row + r] = -g
-        for side in range(2):
-            body = b if side == 1 else a
-            if body < 0:
-                continue
-            i = body
-            while i >= 0:
-                for col in range(v_adr[i], v_adr[i] + nv_j[i]):
-                    # J_body[:, col] = [s_lin + s_ang x (x_body - P_i); s_ang]
-                    l0 = x[body, 0] - P[i, 0]
-                    l1 = x[body, 1] - P[i, 1]
-                    l2 = x[body, 2] - P[i, 2]
-                    s3, s4, s5 = S[col, 3], S[col, 4], S[col, 5]
-                    j0 = S[col, 0] + s4 * l2 - s5 * l1
-                    j1 = S[col, 1] + s5 * l0 - s3 * l2
-                    j2 = S[col, 2] + s3 * l1 - s4 * l0
-                    for r in range(n):
-                        if side == 1:
-                            t = Gs_b[r, 0] * j0 + Gs_b[r, 1] * j1 + Gs_b[r, 2] * j2 + \
-                                Gs_b[r, 3] * s3 + Gs_b[r, 4] * s4 + Gs_b[r, 5] * s5
-                        else:
-                            t = Gs_a[r, 0] * j0 + Gs_a[r, 1] * j1 + Gs_a[r, 2] * j2 + \
-                                Gs_a[r, 3] * s3 + Gs_a[r, 4] * s4 + Gs_a[r, 5] * s5
-                        K[row + r, col] += t
-                        Kabs[row + r, col] += abs(t)
-                i = parent[i]
-        row += n
-
-
-def _lstsq(A: np.ndarray, b: np.ndarray, mu_rel: float, floor: float = 0.0, rank: int | None = None) -> np.ndarray:
-    """Filtered minimum-norm least squares of rank at most ``rank``:
-    ``x = V_r diag(s^7 / (s^8 + mu^8)) U_r^T b`` over the ``rank`` largest singular values.
-
-    ``rank`` is the rank of the closure equations, decided once for the mechanism
-    (:meth:`DenseFormulation.closure_rank`): the directions beyond it are the redundant
-    rows', which are dependent *on* the closure but lift to singular values ~d at a state
-    off it by d (a Runge-Kutta stage, a drifted position).  Kept, such a direction would
-    impose a constraint that is not the mechanism's -- its row is the O(d) perturbation,
-    normalised -- and remove a real freedom for one stage (docs/derivations.md, "Redundant
-    rows").  ``None``: every singular value, as filtered below.
-
-    ``mu = max(mu_rel * s_max, floor)``: ``floor`` is the size below which a singular
-    value is round-off whatever the largest one (:meth:`DenseFormulation._floor`; when
-    every row of A is round-off, a loop joint redundant with the tree, ``s_max`` is
-    round-off too and a filter relative to it would keep it).  For ``s >> mu`` this is
-    the exact pseudo-inverse (relative error (mu/s)^8); and while a singular configuration
-    is being crossed (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched
-    off smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu instead of
-    1/s (docs/derivations.md, section 5, "The dense reference").
-    """
-    if A.size == 0:
-        return np.zeros(A.shape[1])
-    U, s, Vt = np.linalg.svd(A, full_matrices=False)
-    if s[0] == 0.0:
-        return np.zeros(A.shape[1])
-    r = s / max(mu_rel * s[0], floor)
-    inv = 1.0 / np.where(s > 0, s, 1.0)
-    f = np.where(r > 1e3, inv, inv * (r**8 / (r**8 + 1.0)))
-    if rank is not None:
-        f[rank:] = 0.0
-    return Vt.T @ (f * (U.T @ b))
-
-
-def _body_jacobian(model: Model, b: int, x, P, S) -> np.ndarray:
-    J = np.zeros((6, model.nv))
-    i = b
-    while i >= 0:
-        va, n = model.v_adr[i], model.nv_j[i]
-        l = x[b] - P[i]
-        for c in range(va, va + n):
-            J[:3, c] = S[c, :3] + np.cross(S[c, 3:], l)
-            J[3:, c] = S[c, 3:]
-        i = model.parent[i]
-    return J
+from .dense_kernels import Frames, JointRowScratch, LoopRows, body_terms, crba, loop_rows, project_columns
+from .dense_projection import (
+    apply_increment, cholesky_lower, closure_rank, filtered_lstsq, position_increment, project_velocities,
+    roundoff_floor, whitened,
+)
 
 
 class DenseFormulation(Formulation):
@@ -296,8 +59,8 @@ class DenseFormulation(Formulation):
     summary = ("The O(n^3) textbook method: slow, independent of the divide-and-conquer "
                "machinery; the reference the other formulations are checked against.")
 
-    def __init__(self, model: Model, settings):
-        super().__init__(model, settings)
+    def __init__(self, model: Model, settings, plan=None):
+        super().__init__(model, settings, plan)
         m = model
         self.mk = kin_arrays(m)
         self.ca = con_arrays(m)
@@ -316,34 +79,32 @@ class DenseFormulation(Formulation):
         self.c = np.zeros((m.nb, 6))  # velocity-product terms, fk_velocities
         self.A = np.zeros((m.nb, 6))  # spatial accelerations, fk_accelerations
         self.Fext = np.zeros((m.nb, 6))  # applied wrenches, applied_forces
-        self.Fbody = np.zeros((m.nb, 6))  # body force balance, _body_terms
+        self.Fbody = np.zeros((m.nb, 6))  # body force balance, body_terms
         self.fj = np.zeros((m.nb, 6))  # transmitted joint wrenches, _joint_forces
         self.h = np.zeros(m.nv)  # generalized bias forces
         self.tau = np.zeros(m.nv)  # M vdot + h by Newton-Euler, _refined
-        self.M = np.zeros((m.nv, m.nv))  # mass matrix, _crba
+        self.M = np.zeros((m.nv, m.nv))  # mass matrix, crba
         self.jq = np.full(m.nj, np.nan)
         ncut_rows = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
         self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow
         self.ncr = ncut_rows + m.ng  # all constraint rows
         self.K = np.zeros((self.ncr, m.nv))  # loop Jacobian (cut rows), then gear rows
-        self.Kabs = np.zeros((ncut_rows, m.nv))  # round-off scale of the cut rows, _loop_rows
+        self.Kabs = np.zeros((ncut_rows, m.nv))  # round-off scale of the cut rows, loop_rows
         self.gamma = np.zeros(self.ncr)
         self.phi = np.zeros(self.ncr)
         self.lam = np.zeros(self.ncr)
         # each gear row is solved as gear_scale * (K_g, Phi_g), so that in the mass-whitened
         # metric it weighs as much as the loop rows (set in initial_state; lam is unscaled)
         self.gear_scale = np.ones(m.ng)
-        self._Ga6 = np.zeros((6, 6))  # per-joint scratch of _loop_rows
-        self._Gb6 = np.zeros((6, 6))
-        self._g6 = np.zeros(6)
+        self.row_scratch = JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6))  # of loop_rows
         self.residual = 0.0  # acceleration residual of the last least-squares solve
         self.residual_scale = 1.0
         self._cache_y = None
         self._cache = None
         self._sing_prev = None
-        self.near_singular = False  # crossing a singular configuration (monitor)
+        self.near_singular = False  # crossing a singular configuration (watch_singular)
         self._sing_rate = 0.0
-        self.mu_rel = config.DENSE_BASE_FILTER_RTOL  # filter width of _lstsq (monitor)
+        self.mu_rel = config.DENSE_BASE_FILTER_RTOL  # filter width of filtered_lstsq (monitor)
         #: rank of the closure equations, decided once at the file's configuration
         self.rank = self.closure_rank() if self.ncr else 0
 
@@ -364,7 +125,7 @@ class DenseFormulation(Formulation):
         """Row scales of the gear rows: a gear row (+1, -mu) of the mass-whitened system is
         often far longer than the loop rows (|.| 24.9 against a largest loop singular value
         of 2.26 in fourbar-geared), which would make s_min/s_max -- the monitor's singularity
-        measure and the width of _lstsq's filter -- a matter of units.  Scaling a row does
+        measure and the width of filtered_lstsq's filter -- a matter of units.  Scaling a row does
         not change the constrained solution; each gear row is scaled at t = 0 to the
         largest singular value of the whitened loop rows (1 without loops)."""
         self.gear_scale[:] = 1.0
@@ -381,16 +142,13 @@ class DenseFormulation(Formulation):
         configuration, where every loop closes: the number of singular values of the
         mass-whitened Jacobian above ``RANK_RTOL`` of the largest and above the round-off
         floor.  Redundant rows sit at round-off there (1e-16 relative); every least-squares
-        solve and projection then keeps this many directions (:func:`_lstsq`), so the
+        solve and projection then keeps this many directions (:func:`.filtered_lstsq`), so the
         decision is the mechanism's, not one state's.  Leaves the workspace at that
         configuration."""
         m = self.model
         self._cut_phi_K(m.q_zero(), np.zeros(m.nv))
         L = self._cholesky()
-        s = np.linalg.svd(self._whitened_K(L), compute_uv=False)
-        if s.size == 0 or s[0] == 0.0:
-            return 0
-        return int(np.sum(s > max(config.RANK_RTOL * s[0], self._floor(L))))
+        return closure_rank(self._whitened_K(L), self._floor(L))
 
     def _split(self, y):
         m = self.model
@@ -401,6 +159,15 @@ class DenseFormulation(Formulation):
         fk_positions(self.mk, q, self.x, self.R, self.P)
         motion_subspace(self.mk, q, self.R, self.S)
         fk_velocities(self.mk, self.x, self.P, self.S, v, self.V, self.c)
+
+    def _frames(self) -> Frames:
+        """The workspace's kinematics, as :func:`.loop_rows` reads them."""
+        return Frames(self.x, self.R, self.V, self.P, self.S)
+
+    def _cut_rows(self) -> LoopRows:
+        """The workspace's cut-joint rows (the first ``ncut_rows`` of K, gamma and Phi)."""
+        nc = self.ncut_rows
+        return LoopRows(self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc])
 
     def _joint_coords(self, q):
         m = self.model
@@ -414,9 +181,8 @@ class DenseFormulation(Formulation):
         """K (loop Jacobian), Phi and gamma = -(Phi_ddot at vdot = 0), cut rows then gear rows."""
         m = self.model
         acc = classical_accelerations(self.V, A_bias)
-        nc = self.ncut_rows
-        _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S, acc,
-                   self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc], self._Ga6, self._Gb6, self._g6)
+        loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self._frames(), acc, self._cut_rows(),
+                  self.row_scratch)
         self._gear_rows(q)
 
     def _gear_rows(self, q):
@@ -432,7 +198,7 @@ class DenseFormulation(Formulation):
         q, v = self._split(y)
         self._kinematics(q, v)
         self.M[:] = 0.0
-        _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
+        crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
         self._joint_coords(q)
         applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
         self._newton_euler(np.zeros(m.nv), self.h)  # the bias forces: M vdot + h at vdot = 0
@@ -446,10 +212,10 @@ class DenseFormulation(Formulation):
             # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
             # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
             # that a singular configuration amplifies round-off by 1/d, not 1/d^2
-            z = _lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel, floor, self.rank)
+            z = filtered_lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel, floor, self.rank)
             u = u0 - z
             vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
-            self.lam[:] = _lstsq(Kt.T, z, self.mu_rel, floor, self.rank)
+            self.lam[:] = filtered_lstsq(Kt.T, z, self.mu_rel, floor, self.rank)
             self.lam[self.ncut_rows:] *= self.gear_scale  # the gear rows' own multipliers
             # In a singular configuration the closure equations lose a direction: the
             # least-squares solution then gives the instantaneous dynamics of the freed
@@ -483,9 +249,9 @@ class DenseFormulation(Formulation):
         subtrees' sums into ``fj``, projected on the joints' freedoms."""
         m = self.model
         fk_accelerations(self.mk, self.x, self.P, self.S, self.c, vdot, self.A)
-        _body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext, self.Fbody)
+        body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext, self.Fbody)
         subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
-        _project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, out)
+        project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, out)
 
     def rhs(self, t, y):
         self.nfev += 1
@@ -506,10 +272,8 @@ class DenseFormulation(Formulation):
         """Kinematics, Phi and K at (q, v), without the mass matrix."""
         m = self.model
         self._kinematics(q, v)
-        nc = self.ncut_rows
-        _loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self.x, self.R, self.V, self.P, self.S,
-                   np.zeros((m.nb, 6)), self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc], self._Ga6,
-                   self._Gb6, self._g6)
+        loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self._frames(), np.zeros((m.nb, 6)), self._cut_rows(),
+                  self.row_scratch)
         self._gear_rows(q)
 
     def closure_residuals(self, q, v) -> tuple[float, float]:
@@ -526,51 +290,23 @@ class DenseFormulation(Formulation):
         m = self.model
         self._closure_rows(q, v)
         self.M[:] = 0.0
-        _crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
+        crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
 
     def _apply_increment(self, q, dv):
-        """q (+) dv: joint increments, quaternions rotated by the pred-frame vector."""
-        m = self.model
-        q = q.copy()
-        for j in range(m.nb):
-            qa, va, n = m.q_adr[j], m.v_adr[j], m.nv_j[j]
-            if n == 0:
-                continue
-            if m.jtype[j] == SPHERICAL:
-                w = dv[va:va + 3]
-                ang = np.linalg.norm(w)
-                if ang > 0:
-                    ax = w / ang
-                    dq = np.r_[np.cos(ang / 2), np.sin(ang / 2) * ax]
-                    Q = q[qa:qa + 4]
-                    q[qa:qa + 4] = [
-                        dq[0] * Q[0] - dq[1] * Q[1] - dq[2] * Q[2] - dq[3] * Q[3],
-                        dq[0] * Q[1] + dq[1] * Q[0] + dq[2] * Q[3] - dq[3] * Q[2],
-                        dq[0] * Q[2] - dq[1] * Q[3] + dq[2] * Q[0] + dq[3] * Q[1],
-                        dq[0] * Q[3] + dq[1] * Q[2] - dq[2] * Q[1] + dq[3] * Q[0],
-                    ]
-            else:
-                q[qa:qa + n] += dv[va:va + n]
-        return q
+        """q (+) dv (:func:`.apply_increment`)."""
+        return apply_increment(self.model, q, dv)
 
     def _cholesky(self, t=0.0):
-        try:
-            return scipy.linalg.cholesky(self.M, lower=True, check_finite=True)
-        except (np.linalg.LinAlgError, ValueError) as exc:
-            raise SingularSystemError(t, f"joint-space mass matrix is not positive definite ({exc})") from None
+        """The lower Cholesky factor of the workspace's mass matrix (:func:`.cholesky_lower`)."""
+        return cholesky_lower(self.M, t)
 
     def _whitened_K(self, L):
         """K L^-T: the loop Jacobian in mass-whitened velocity coordinates."""
-        return scipy.linalg.solve_triangular(L, self.K.T, lower=True).T
+        return whitened(L, self.K)
 
     def _floor(self, L) -> float:
-        """The singular value of the whitened K below which it is round-off:
-        ``REDUNDANT_RTOL`` times the whitened size of ``Kabs`` (the magnitudes of the terms
-        each entry sums).  Zero without cut joints (gear rows never cancel)."""
-        if not self.ncut_rows:
-            return 0.0
-        return config.REDUNDANT_RTOL * float(np.linalg.norm(scipy.linalg.solve_triangular(L, self.Kabs.T,
-                                                                                           lower=True)))
+        """The singular value of the whitened K below which it is round-off (:func:`.roundoff_floor`)."""
+        return roundoff_floor(L, self.Kabs)
 
     def project_state(self, q, v, velocities: bool = True, iterations: int = config.PROJECTION_MAX_ITER):
         """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0 (with
@@ -585,18 +321,14 @@ class DenseFormulation(Formulation):
             if np.abs(self.phi).max(initial=0.0) < config.PROJECTION_TOL:
                 break
             L = self._cholesky()
-            u = -_lstsq(self._whitened_K(L), self.phi, self.mu_rel, self._floor(L), self.rank)
-            q = self._apply_increment(q, scipy.linalg.solve_triangular(L, u, lower=True, trans="T"))
+            q = self._apply_increment(q, position_increment(L, self.K, self.phi, self.mu_rel, self._floor(L),
+                                                            self.rank))
         else:
             self._cut_phi_K(q, v)
         if not velocities:
             return q, v
         L = self._cholesky()
-        Kt = self._whitened_K(L)
-        u = L.T @ v
-        u -= _lstsq(Kt, Kt @ u, self.mu_rel, self._floor(L), self.rank)
-        v = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
-        return q, v
+        return q, project_velocities(L, self.K, v, self.mu_rel, self._floor(L), self.rank)
 
     def post_step(self, t, y):
         m = self.model
@@ -631,12 +363,12 @@ class DenseFormulation(Formulation):
         live = self.loop_singular_values(y)
         return float(live[-1] / live[0]) if live.size else 1.0
 
-    def monitor(self, t, y) -> None:
+    def watch_singular(self, t, y) -> None:
         """Track the singularity measure over accepted steps (called by the integrators).
 
         A *crossing* is a singular configuration being approached or left: measure
         below SINGULAR_WINDOW and at most CROSSING_TIME away at its current rate.
-        Only then is the filter of :func:`_lstsq` widened to DENSE_FILTER_RTOL; a
+        Only then is the filter of :func:`.filtered_lstsq` widened to DENSE_FILTER_RTOL; a
         mechanism that merely stays ill-conditioned keeps the narrow base width
         DENSE_BASE_FILTER_RTOL (exact to (mu/sigma)^8 on its live directions).
         """
@@ -654,7 +386,7 @@ class DenseFormulation(Formulation):
         self.mu_rel = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
 
     def health(self) -> dict:
-        """The singularity measure of the last accepted step (:meth:`monitor` computes it
+        """The singularity measure of the last accepted step (:meth:`watch_singular` computes it
         for its own step control; nothing is recomputed here)."""
         if self._sing_prev is None:
             return {}
@@ -663,13 +395,13 @@ class DenseFormulation(Formulation):
     def step_bound(self, t, y) -> float | None:
         """Largest step the integrator may take from (t, y), or None for no bound.
 
-        While a singular configuration is approached (see :meth:`monitor`), the step
+        While a singular configuration is approached (see :meth:`watch_singular`), the step
         is limited so that the measure falls by at most SINGULAR_STEP_FRACTION of
         itself per step: the drift of Runge-Kutta stage states (~h^2) then stays far
         below their distance to the singular configuration (~h), so the filtered
         solve and the projections cannot pick another branch.
         """
-        self.monitor(t, y)
+        self.watch_singular(t, y)
         if not self.near_singular or self._sing_rate <= 0.0:
             return None
         s = self._sing_prev[1]
@@ -758,7 +490,7 @@ def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np
                         Fcut[body, 3:] += sgn * tau * ax
     Fbody = np.zeros((m.nb, 6))
     fj = np.zeros((m.nb, 6))
-    _body_terms(m.mass, m.inertia, R, V, A, Fext + Fcut, Fbody)
+    body_terms(m.mass, m.inertia, R, V, A, Fext + Fcut, Fbody)
     subtree_sums(m.parent, x, P, Fbody, fj)
     react[: m.nb] = fj
     return react

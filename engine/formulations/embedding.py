@@ -49,9 +49,11 @@ from numba import njit
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
-from .rcr import (
-    Partition, RCRFormulation, _cols_of, _cut_rows_of, _numeric_loop_jacobian, _rank, _rows_of,
-    loop_structure, overlapping_groups, partition_from_choice,
+from .rcr import RCRFormulation
+from .rcr_layout import cut_rows_of
+from .rcr_partition import (
+    Partition, cols_of, loop_structure, numeric_loop_jacobian, numeric_rank, overlapping_groups,
+    partition_from_choice, rows_of,
 )
 from .workspace import unpack
 
@@ -110,7 +112,7 @@ def aggregated_bodies(model: Model, gears=(), structure=None) -> list[Aggregate]
     """
     m = model
     lca, paths, _ = structure or loop_structure(m)
-    row_adr, _ = _cut_rows_of(m)
+    row_adr, _ = cut_rows_of(m)
     ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
     sets = [("loop", l, set(p)) for l, p in enumerate(paths)]
     for g, gear in enumerate(gears):
@@ -121,9 +123,9 @@ def aggregated_bodies(model: Model, gears=(), structure=None) -> list[Aggregate]
         bodies = sorted(set().union(*(sets[k][2] for k in members)))
         loops = tuple(sorted(sets[k][1] for k in members if sets[k][0] == "loop"))
         gidx = tuple(sorted(sets[k][1] for k in members if sets[k][0] == "gear"))
-        rows = [r for l in loops for r in _rows_of(m, row_adr, l)] + [ncr + g for g in gidx]
+        rows = [r for l in loops for r in rows_of(m, row_adr, l)] + [ncr + g for g in gidx]
         out.append(Aggregate(bodies=tuple(bodies), parent=int(m.parent[bodies[0]]) if bodies else -1, loops=loops,
-                             gears=gidx, rows=tuple(rows), cols=tuple(_cols_of(m, bodies))))
+                             gears=gidx, rows=tuple(rows), cols=tuple(cols_of(m, bodies))))
     out.sort(key=lambda a: a.bodies[0] if a.bodies else 10**9)
     return out
 
@@ -162,7 +164,7 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
     velocity indices per aggregated body) imposes a choice instead.
     """
     m = model
-    Kmat, M = _numeric_loop_jacobian(m, q, structure)
+    Kmat, M = numeric_loop_jacobian(m, q, structure)
     ncr = Kmat.shape[0]
     if gears:
         Kmat = np.vstack([Kmat, _gear_rows(m, gears, ncr)])
@@ -174,7 +176,7 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
         rows, cols = list(agg.rows), list(agg.cols)
         Y = Ks[np.ix_(rows, cols)]
         s = np.linalg.svd(Y, compute_uv=False) if Y.size else np.zeros(0)
-        r = int(ranks[a]) if ranks is not None else (_rank(s, scale) if s.size else 0)
+        r = int(ranks[a]) if ranks is not None else (numeric_rank(s, scale) if s.size else 0)
         if independent is not None:
             dep = [c for c in cols if c not in set(independent[a])]
         elif r:
@@ -196,9 +198,8 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
             srow.append(1.0)
     part = partition_from_choice(m, agg_structure or structure, choice, Ks, colscale)
     if gears:  # joint-space rows are no cut-joint rows: the kernels skip them in block_rows
-        lx = list(part.lx)
-        lx[16] = np.concatenate([lx[16], -np.ones(len(gears), dtype=np.int64)])
-        part = dataclasses.replace(part, lx=tuple(lx))
+        row_joint = np.concatenate([part.lx.row_joint, -np.ones(len(gears), dtype=np.int64)])
+        part = dataclasses.replace(part, lx=part.lx._replace(row_joint=row_joint))
     return EmbeddingPartition(part=part, ranks=tuple(rks), independent=tuple(indep), sigma_dependent=tuple(sdep),
                               sigma_rows=tuple(srow))
 
@@ -214,7 +215,7 @@ def _positions(desc, proto, q):
     kernels; the callees that allocate are ``_nrt=True``."""
     (mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
      tau, pos) = unpack(desc, proto)
-    K.position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
+    K.position_rows(mk, ca, lx, nb, nv_j, q, K.Poses(x, R, P, S, S6), V0, K.CutRows(GA, GB, g0, phi), Kval, pos)
     K.joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval)
     return K.block_qr(lx, colscale, Kval, Qf, tau)
 
@@ -243,9 +244,9 @@ class EmbeddingFormulation(RCRFormulation):
     #: (tests embed invented pairs this way)
     gears: tuple = ()
 
-    def __init__(self, model: Model, settings):
+    def __init__(self, model: Model, settings, plan=None):
         m = model
-        # the file's gear couplings (contract section 1): each a constant joint-space row,
+        # the file's gear couplings (docs/file-format.md, "Mechanism file"): each a constant joint-space row,
         # an aggregated body with constant X (eq. 37)
         self.gears = tuple(self.gears) + tuple(
             Gear(driver=int(d), driven=int(n), ratio=float(mu))
@@ -263,7 +264,7 @@ class EmbeddingFormulation(RCRFormulation):
         self.agg_structure = (lca, list(paths) + gpaths,
                               [[len(paths) + k] for k in range(len(self.aggregates))])
         self._jq0 = m.q_zero()
-        super().__init__(model, settings)
+        super().__init__(model, settings, plan)
         if self.njr:  # the closure workspace covers the joint-space rows too
             nrow = ncr + self.njr
             self.phi = np.zeros(nrow)
@@ -302,7 +303,7 @@ class EmbeddingFormulation(RCRFormulation):
         # joint-space rows: their flat places in the block matrices (Kval), rows, coordinates
         m = self.model
         ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
-        kofs, cstart, cols = part.lx[14], part.lx[10], part.lx[11]
+        kofs, cstart, cols = part.lx.blk_kofs, part.lx.blk_cstart, part.lx.blk_cols
         jr = ([], [], [], [], [])
         for b, agg in enumerate(self.aggregates):
             n = cstart[b + 1] - cstart[b]
@@ -356,7 +357,7 @@ class EmbeddingFormulation(RCRFormulation):
         the hinge accelerations at zero independent accelerations (eq. 34)."""
         agg = self.aggregates[a]
         lx = self.part.lx
-        i0, i1 = lx[5][a], lx[5][a + 1]
+        i0, i1 = lx.cl_istart[a], lx.cl_istart[a + 1]
         cols = list(agg.cols)
         X = self.N[: i1 - i0][:, cols].T.copy()
         return X, self.g[cols].copy()
@@ -398,6 +399,6 @@ def velocity_name(model: Model, c: int) -> str:
 
 def aggregate_report(model: Model) -> list[dict]:
     """:meth:`EmbeddingFormulation.report` without a simulation (``linkwork info``)."""
-    from ..simulation import Settings
+    from ..settings import Settings
 
     return EmbeddingFormulation(model, Settings(formulation="embedding")).report()

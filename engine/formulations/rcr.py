@@ -5,7 +5,7 @@ State: tree coordinates ``q`` and velocities ``v`` -- the layout of ``dense`` an
 the tree speeds of each loop *cluster* (loops that share a tree joint; a ladder is
 one cluster, paper 002 section 4.3) into independent and dependent ones:
 
-* the partition (:func:`build_partition`) is chosen automatically, loop after loop,
+* the partition (:func:`.rcr_partition.build_partition`) is chosen automatically, loop after loop,
   by column-pivoted QR of each loop's mass-whitened Jacobian over the speeds that no
   earlier loop has claimed; a loop whose rows cannot be satisfied by its unclaimed
   speeds is merged with its cluster's other loops into one block;
@@ -18,8 +18,8 @@ one cluster, paper 002 section 4.3) into independent and dependent ones:
   triangularisation and forward substitution of the tree (eqs. 14-27, 61-71); no
   global constraint matrix is formed;
 * after every step the dependent coordinates are restored by Newton on the loop
-  equations (issue 18, item 4), so ``violation.position`` stays at round-off;
-* the partition is re-chosen when a block's conditioning falls (issue 18, item 2),
+  equations, so ``violation.position`` stays at round-off;
+* the partition is re-chosen when a block's conditioning falls,
   without changing the state layout; where no partition is well conditioned -- a
   genuine change of mobility, the parallelogram folding flat -- the run stops with
   :class:`~engine.errors.SimulationError` naming the time and the reason.
@@ -28,8 +28,6 @@ The derivation, and which equation of paper 002 each pass implements, is in docs
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
@@ -46,305 +44,16 @@ from ..model import Model
 from . import rcr_kernels as K
 from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
 from .dense import reactions_from_multipliers
-from .workspace import pack
+from .rcr_articulated import Articulated, ClusterFold, LoopMaps, body_terms
+from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
 
-#: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
-#: makes the monitor look for a better partition
-SWITCH_RTOL = 0.1
 #: a new partition is adopted only if its conditioning beats the current one by this
 SWITCH_GAIN = 2.0
 
 
-@dataclass
-class Partition:
-    """Independent/dependent split of the loop speeds (one choice; see module docstring)."""
-
-    lx: tuple  # the kernels' layout tuple (rcr_kernels module docstring)
-    colscale: np.ndarray  # (nv,) mass-whitening 1/sqrt(M_cc) of each speed
-    independent: np.ndarray  # global indices of the independent loop speeds
-    dependent: np.ndarray  # global indices of the dependent loop speeds
-    conditioning: float  # smallest block conditioning (singular values) at the state it was built
-    n_blocks: int
-    merged: int  # clusters whose loops could not be separated (one block each)
-    dmax: int
-    nq_tot: int  # sum over blocks of rows x dependent columns (QR storage)
-    nk_tot: int  # sum over blocks of rows x columns
-    ndep: int
-
-    def key(self):
-        return tuple(self.dependent.tolist())
-
-
-def _lca(parent, a, b):
-    pa = set()
-    i = a
-    while i >= 0:
-        pa.add(i)
-        i = parent[i]
-    i = b
-    while i >= 0 and i not in pa:
-        i = parent[i]
-    return i
-
-
-def overlapping_groups(sets) -> list[list[int]]:
-    """Indices of ``sets`` (collections of body indices) grouped so that sets sharing a
-    body, directly or through others, fall in one group (union-find); each group
-    ascending, groups in order of their first member."""
-    root = list(range(len(sets)))
-
-    def find(x):
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
-    owner: dict[int, int] = {}
-    for k, bodies in enumerate(sets):
-        for i in bodies:
-            if i in owner:
-                root[find(k)] = find(owner[i])
-            else:
-                owner[i] = k
-    groups: dict[int, list[int]] = {}
-    for k in range(len(sets)):
-        groups.setdefault(find(k), []).append(k)
-    return list(groups.values())
-
-
-def loop_structure(model: Model):
-    """Per cut joint: loop base (lowest common ancestor, -1 ground) and the tree joints
-    (= bodies) of its loop path; and the clusters of loops sharing a tree joint."""
-    m = model
-    lca = np.zeros(m.nj, dtype=np.int64)
-    paths = []
-    for j in range(m.nb, m.nj):
-        a, b = int(m.pred[j]), int(m.succ[j])
-        base = _lca(m.parent, a, b) if a >= 0 else -1
-        lca[j] = base
-        path = []
-        for end in (b, a):
-            i = end
-            while i != base and i >= 0:
-                path.append(i)
-                i = int(m.parent[i])
-        paths.append(sorted(set(path)))
-    groups = {min(g): g for g in overlapping_groups(paths)}  # loops sharing a body's tree joint
-    clusters = sorted(groups.values(), key=lambda ls: min(min(paths[l], default=10**9) for l in ls))
-    return lca, paths, clusters
-
-
-def _cut_rows_of(model: Model):
-    """(first cut row of each joint, cut joint of each cut row)."""
-    m = model
-    row_adr = np.zeros(m.nj, dtype=np.int64)
-    row_joint = []
-    r = 0
-    for j in range(m.nb, m.nj):
-        row_adr[j] = r
-        row_joint += [j] * int(m.nc_j[j])
-        r += int(m.nc_j[j])
-    return row_adr, np.asarray(row_joint, dtype=np.int64)
-
-
-def _layout(model: Model, structure, choice):
-    """The kernels' layout tuple for ``choice``: per cluster (blocks, independent speeds),
-    a block being (cut rows, path columns, dependent columns)."""
-    m = model
-    lca, paths, clusters = structure
-    row_adr, row_joint = _cut_rows_of(m)
-    body_cl = np.full(m.nb, -1, dtype=np.int64)
-    cl_base, cl_first, cl_bstart, cl_bodies = [], [], [0], []
-    cl_istart, ind_cols, cl_kstart = [0], [], [0]
-    blk_rstart, blk_rows, blk_cstart, blk_cols, blk_dstart, blk_dep = [0], [], [0], [], [0], []
-    blk_kofs, blk_qofs = [0], [0]
-    for ci, (loops, (blocks, indep)) in enumerate(zip(clusters, choice)):
-        bodies = sorted(set(i for l in loops for i in paths[l]))
-        for i in bodies:
-            body_cl[i] = ci
-        cl_base.append(int(m.parent[bodies[0]]) if bodies else -1)
-        cl_first.append(bodies[0] if bodies else -1)
-        cl_bodies += bodies
-        cl_bstart.append(len(cl_bodies))
-        ind_cols += sorted(indep)
-        cl_istart.append(len(ind_cols))
-        for rows, cols, dep in blocks:
-            blk_rows += rows
-            blk_rstart.append(len(blk_rows))
-            blk_cols += cols
-            blk_cstart.append(len(blk_cols))
-            pos = {c: k for k, c in enumerate(cols)}
-            blk_dep += [pos[c] for c in dep]
-            blk_dstart.append(len(blk_dep))
-            blk_kofs.append(blk_kofs[-1] + len(rows) * len(cols))
-            blk_qofs.append(blk_qofs[-1] + len(rows) * len(dep))
-        cl_kstart.append(len(blk_rstart) - 1)
-    col_joint = np.zeros(m.nv, dtype=np.int64)
-    for i in range(m.nb):
-        col_joint[m.v_adr[i]:m.v_adr[i] + m.nv_j[i]] = i
-    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    return (body_cl, i64(cl_base), i64(cl_first), i64(cl_bstart), i64(cl_bodies), i64(cl_istart), i64(ind_cols),
-            i64(cl_kstart), i64(blk_rstart), i64(blk_rows), i64(blk_cstart), i64(blk_cols), i64(blk_dstart),
-            i64(blk_dep), i64(blk_kofs), i64(blk_qofs), row_joint, row_adr, lca, col_joint)
-
-
-def _cols_of(model: Model, bodies):
-    return [c for i in bodies for c in range(model.v_adr[i], model.v_adr[i] + model.nv_j[i])]
-
-
-def _rows_of(model: Model, row_adr, l):
-    j = model.nb + l
-    return list(range(int(row_adr[j]), int(row_adr[j]) + int(model.nc_j[j])))
-
-
-def _numeric_loop_jacobian(model: Model, q: np.ndarray, structure):
-    """(K over all tree speeds, joint-space mass matrix) at q, from rcr's own kernels:
-    every loop as a block with no dependent speeds fills K; the mass matrix is the
-    composite-rigid-body sum about the origin (used only when a partition is chosen,
-    never in the step)."""
-    m = model
-    lca, paths, clusters = structure
-    row_adr, _ = _cut_rows_of(m)
-    choice = [([(_rows_of(m, row_adr, l), _cols_of(m, paths[l]), []) for l in loops], []) for loops in clusters]
-    lx = _layout(m, structure, choice)
-    ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
-    x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
-    S, S6 = np.zeros((m.nv, 6)), np.zeros((m.nv, 6))
-    Kval = np.zeros(max(int(lx[14][-1]), 1))
-    ws = (kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, x, R, P, S, S6, np.zeros((m.nb, 6)), np.zeros((ncr, 6)),
-          np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv), Kval, np.zeros(1), np.zeros(2),
-          np.zeros(m.nv, dtype=np.int64))
-    K._positions_and_blocks(*pack(ws), q)
-    Kmat = np.zeros((ncr, m.nv))
-    rstart, rows, cstart, cols, kofs = lx[8], lx[9], lx[10], lx[11], lx[14]
-    for b in range(rstart.shape[0] - 1):
-        rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
-        Kmat[np.ix_(rr, cc)] = Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
-    I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
-    K._body_terms(m.mass, m.inertia, x, R, np.zeros((m.nb, 6)), np.zeros((m.nb, 6)), I6, p6)
-    for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
-        if m.parent[i] >= 0:
-            I6[m.parent[i]] += I6[i]
-    M = np.zeros((m.nv, m.nv))
-    for i in range(m.nb):
-        ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
-        F = I6[i] @ S6[ci].T  # (6, n_i)
-        j = i
-        while j >= 0:
-            cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
-            M[cj, ci] = S6[cj] @ F
-            M[ci, cj] = M[cj, ci].T
-            j = int(m.parent[j])
-    return Kmat, M
-
-
-def _rank(s, scale):
-    return int((s > config.RANK_RTOL * max(scale, 1e-300)).sum())
-
-
-def _cond(A):
-    if A.size == 0:
-        return 1.0
-    s = np.linalg.svd(A, compute_uv=False)
-    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
-
-
-def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
-    """Choose the independent speeds of every loop cluster at configuration ``q``.
-
-    Loops are taken in the order of their cut joints (for a ladder: cell after cell).
-    Each loop's mass-whitened Jacobian ``K_l diag(M)^-1/2`` over the speeds of its path
-    not yet claimed by an earlier loop is factorised by column-pivoted QR; its rank
-    ``r_l`` leading columns become the loop's dependent speeds, the rest independent
-    (so the blocks are triangular: a loop's dependent speeds depend only on earlier
-    ones).  The loops are tried forward and backward; if neither order gives every
-    block a conditioning of at least SWITCH_RTOL (or a loop's rows cannot be satisfied
-    by its unclaimed speeds), the cluster is factorised as one block when that is
-    better conditioned.
-    """
-    m = model
-    structure = structure or loop_structure(m)
-    lca, paths, clusters = structure
-    Kmat, M = _numeric_loop_jacobian(m, q, structure)
-    colscale = 1.0 / np.sqrt(np.maximum(np.diag(M), 1e-300)) if m.nv else np.zeros(0)
-    Ks = Kmat * colscale[None, :] if Kmat.size else Kmat
-    row_adr, _ = _cut_rows_of(m)
-    scale = float(np.abs(Ks).max()) if Ks.size else 1.0
-    merged = 0
-    choice = []
-    for loops in clusters:
-        bodies_cols = _cols_of(m, sorted(set(i for l in loops for i in paths[l])))
-
-        def greedy(order):
-            """Loop after loop; None if a loop's unclaimed speeds cannot satisfy its rows."""
-            blocks, claimed, indep = [], set(), []
-            for l in order:
-                rows = _rows_of(m, row_adr, l)
-                cols = _cols_of(m, paths[l])
-                free = [c for c in cols if c not in claimed]
-                A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
-                r_all = _rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
-                if free:
-                    _, Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="economic")
-                    r_free = int((np.abs(np.diag(Rq)) > config.RANK_RTOL * scale).sum())
-                else:
-                    r_free, piv = 0, np.zeros(0, dtype=int)
-                if r_free < r_all:
-                    return None
-                dep = [free[k] for k in piv[:r_all]]
-                claimed.update(free)
-                indep += [c for c in free if c not in dep]
-                blocks.append((rows, cols, dep))
-            return blocks, indep
-
-        def merged_block():
-            rows = [rr for l in sorted(loops) for rr in _rows_of(m, row_adr, l)]
-            cols = bodies_cols
-            A = Ks[np.ix_(rows, cols)]
-            r_all = _rank(np.linalg.svd(A, compute_uv=False), scale) if A.size else 0
-            _, _, piv = scipy.linalg.qr(A, pivoting=True, mode="economic")
-            dep = [cols[k] for k in piv[:r_all]]
-            return [(rows, cols, dep)], [c for c in cols if c not in dep]
-
-        def worst(blocks):
-            return min((_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep), default=1.0)
-
-        candidates = [c for c in (greedy(sorted(loops)), greedy(sorted(loops, reverse=True))) if c is not None]
-        best = None
-        for cand in candidates:
-            wc = worst(cand[0])
-            if wc >= SWITCH_RTOL:
-                best = (*cand, wc)
-                break
-            if best is None or wc > best[2]:
-                best = (*cand, wc)
-        if best is None or best[2] < SWITCH_RTOL:
-            mb = merged_block()
-            wm = worst(mb[0])
-            if best is None or wm > best[2]:
-                merged += 1
-                best = (*mb, wm)
-        choice.append((best[0], best[1]))
-    return partition_from_choice(m, structure, choice, Ks, colscale, merged)
-
-
-def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=0) -> Partition:
-    """A :class:`Partition` from ``choice`` (per cluster: blocks of (rows, columns,
-    dependent columns), and the independent speeds), scaled loop Jacobian ``Ks``."""
-    m = model
-    lx = _layout(m, structure, choice)
-    blocks = [b for blk, _ in choice for b in blk]
-    conds = [_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep]
-    dep_global = np.array(sorted(c for _, _, dep in blocks for c in dep), dtype=np.int64)
-    d = np.diff(lx[5])
-    return Partition(lx=lx, colscale=colscale, independent=lx[6], dependent=dep_global,
-                     conditioning=min(conds) if conds else 1.0, n_blocks=len(blocks), merged=merged,
-                     dmax=int(d.max()) if d.size else 0, nq_tot=int(lx[15][-1]), nk_tot=int(lx[14][-1]),
-                     ndep=int(lx[12][-1]))
-
 
 def _whitened_singular_values(model: Model, q: np.ndarray, structure) -> np.ndarray:
-    Kmat, M = _numeric_loop_jacobian(model, q, structure)
+    Kmat, M = numeric_loop_jacobian(model, q, structure)
     if not Kmat.size:
         return np.zeros(0)
     L = np.linalg.cholesky(M)
@@ -440,11 +149,11 @@ class RCRFormulation(Formulation):
     njr: int = 0
     #: the right-hand side's kernel of positions and blocks, and the arrays it takes between
     #: ``lx`` and ``nb`` (embedding's: its joint-space rows, ``jr``)
-    _positions_entry = staticmethod(K._positions_and_blocks)
+    _positions_entry = staticmethod(K.positions_and_blocks)
     jr: tuple = ()
 
-    def __init__(self, model: Model, settings):
-        super().__init__(model, settings)
+    def __init__(self, model: Model, settings, plan=None):
+        super().__init__(model, settings, plan)
         m = model
         self.mk = kin_arrays(m)
         self.ca = con_arrays(m)
@@ -464,13 +173,13 @@ class RCRFormulation(Formulation):
         self.S = np.zeros((m.nv, 6))  # motion subspace about each joint point, motion_subspace
         self.S6 = np.zeros((m.nv, 6))  # ... about the origin, _origin_columns
         self.V0 = np.zeros((m.nb, 6))  # zero twists (closure rows from positions)
-        self.GA = np.zeros((self.ncr, 6))  # cut rows on the predecessor, about the origin, _cut_rows
+        self.GA = np.zeros((self.ncr, 6))  # cut rows on the predecessor, about the origin, cut_rows
         self.GB = np.zeros((self.ncr, 6))  # ... on the successor
-        self.g0 = np.zeros(self.ncr)  # velocity-product part of the rows, _cut_rows
-        self.phi = np.zeros(self.ncr)  # closure residuals, _cut_rows
+        self.g0 = np.zeros(self.ncr)  # velocity-product part of the rows, cut_rows
+        self.phi = np.zeros(self.ncr)  # closure residuals, cut_rows
         self.gam = np.zeros(self.ncr)  # eq. (35) remainder, _loop_rhs
         self.zero_rows = np.zeros(self.ncr)
-        self.pos = np.zeros(m.nv, dtype=np.int64)  # column -> block position scratch, _blocks
+        self.pos = np.zeros(m.nv, dtype=np.int64)  # column -> block position scratch, block_rows
         self.w = np.zeros(max(self.ncr, 1))  # block solve scratch
         self.v = np.zeros(m.nv)  # closed speeds (eq. 34), evaluate
         self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
@@ -479,14 +188,14 @@ class RCRFormulation(Formulation):
         self.Ao = np.zeros((m.nb, 6))  # ... about the origin, _to_origin
         self.co = np.zeros((m.nb, 6))  # velocity products about the origin, _to_origin
         self.Fext = np.zeros((m.nb, 6))  # applied wrenches, applied_forces
-        self.I6 = np.zeros((m.nb, 6, 6))  # inertia -> articulated inertia, _body_terms/_dynamics
-        self.p6 = np.zeros((m.nb, 6))  # bias force -> articulated bias, _body_terms/_dynamics
+        self.I6 = np.zeros((m.nb, 6, 6))  # inertia -> articulated inertia, body_terms/solve_articulated
+        self.p6 = np.zeros((m.nb, 6))  # bias force -> articulated bias, body_terms/solve_articulated
         self.g = np.zeros(m.nv)  # particular solution of eq. (35)
-        self.beta = np.zeros((m.nb, 6))  # remainder accelerations in clusters, _cluster_maps
-        self.U = np.zeros((m.nv, 6))  # IA S per tree speed, _dynamics
-        self.Dl = np.zeros((m.nb, 3, 3))  # S^T IA S factors, _dynamics
-        self.u = np.zeros(m.nv)  # -S^T pA, _dynamics
-        self.a = np.zeros((m.nb, 6))  # spatial accelerations about the origin, _dynamics
+        self.beta = np.zeros((m.nb, 6))  # remainder accelerations in clusters, cluster_maps
+        self.U = np.zeros((m.nv, 6))  # IA S per tree speed, solve_articulated
+        self.Dl = np.zeros((m.nb, 3, 3))  # S^T IA S factors, solve_articulated
+        self.u = np.zeros(m.nv)  # -S^T pA, solve_articulated
+        self.a = np.zeros((m.nb, 6))  # spatial accelerations about the origin, solve_articulated
         self.vdot = np.zeros(m.nv)
         self.t6 = np.zeros(6)
         self.zero_v = np.zeros(m.nv)
@@ -514,14 +223,14 @@ class RCRFormulation(Formulation):
         self.part = part
         self._bound_kernels = None  # their workspace changes with the partition
         d = max(part.dmax, 0)
-        self.Kval = np.zeros(max(part.nk_tot, 1))  # block loop Jacobians, _blocks
-        self.Qf = np.zeros(max(part.nq_tot, 1))  # Householder factors of the dependent columns, _blocks
-        self.tau = np.zeros(2 * max(part.ndep, 1))  # reflector scales | R diagonal, _blocks
+        self.Kval = np.zeros(max(part.nk_tot, 1))  # block loop Jacobians, block_rows
+        self.Qf = np.zeros(max(part.nq_tot, 1))  # Householder factors of the dependent columns, block_qr
+        self.tau = np.zeros(2 * max(part.ndep, 1))  # reflector scales | R diagonal, block_qr
         self.N = np.zeros((d, m.nv))  # dependent speeds per unit independent speed (eq. 34), evaluate
-        self.Gam = np.zeros((m.nb, 6, d))  # cluster partial velocities (eq. 58), _cluster_maps
-        self.Ucl = np.zeros((max(self.ncl, 1), 6, d))  # cluster coupling inertia, _dynamics
-        self.Dcl = np.zeros((max(self.ncl, 1), d, d))  # cluster reduced inertia factor, _dynamics
-        self.ucl = np.zeros((max(self.ncl, 1), d))  # cluster reduced forces, _dynamics
+        self.Gam = np.zeros((m.nb, 6, d))  # cluster partial velocities (eq. 58), cluster_maps
+        self.Ucl = np.zeros((max(self.ncl, 1), 6, d))  # cluster coupling inertia, solve_articulated
+        self.Dcl = np.zeros((max(self.ncl, 1), d, d))  # cluster reduced inertia factor, solve_articulated
+        self.ucl = np.zeros((max(self.ncl, 1), d))  # cluster reduced forces, solve_articulated
 
     @property
     def independent_speeds(self) -> np.ndarray:
@@ -541,16 +250,21 @@ class RCRFormulation(Formulation):
     def _kernels(self) -> tuple[StateKernel, StateKernel]:
         """The right-hand side's two kernels with this partition's workspace, bound
         (:class:`StateKernel`; rebuilt after :meth:`_use`): positions and blocks, called
-        with ``q``; ``K.dynamics``, called with ``q``, ``v`` and the output array."""
+        with ``q``; ``K.dynamics``, called with ``q``, ``v`` and the output array.  The
+        dynamics' workspace holds its arrays grouped as its passes take them (``K.Poses``,
+        ``K.CutRows``, ``K.Blocks``, :class:`.Articulated`, :class:`.LoopMaps`,
+        :class:`.ClusterFold`); the positions kernel's is flat, the table ``embedding``'s
+        own positions kernel also reads (with its joint-space rows, ``jr``)."""
         if self._bound_kernels is None:
             m, p = self.model, self.part
             dyn = StateKernel(
                 K.dynamics, (self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree,
-                             self.cut_spring, self.x, self.R, self.P, self.S, self.S6, self.V, self.c, self.Ab,
-                             self.Ao, self.co, self.Fext, self.jq, self.jq_ref, self.GA, self.GB, self.g0, self.phi,
-                             self.gam, self.zero_rows, p.colscale, self.Kval, self.Qf, self.tau, self.w, self.I6,
-                             self.p6, self.N, self.g, self.Gam, self.beta, self.U, self.Dl, self.u, self.Ucl,
-                             self.Dcl, self.ucl, self.a, self.v, self.vdot, self.t6, self.zero_v))
+                             self.cut_spring, K.Poses(self.x, self.R, self.P, self.S, self.S6), self.V, self.c,
+                             self.Ab, self.Ao, self.co, self.Fext, self.jq, self.jq_ref,
+                             K.CutRows(self.GA, self.GB, self.g0, self.phi), self.gam, self.zero_rows,
+                             self._blocks(), self.w, Articulated(self.I6, self.p6, self.U, self.Dl, self.u),
+                             LoopMaps(self.N, self.g, self.Gam, self.beta), ClusterFold(self.Ucl, self.Dcl, self.ucl),
+                             self.a, self.v, self.vdot, self.t6, self.zero_v))
             self._bound_kernels = (self._positions_kernel(), dyn)
         return self._bound_kernels
 
@@ -559,6 +273,10 @@ class RCRFormulation(Formulation):
         return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j, self.x, self.R,
                                                    self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0,
                                                    self.phi, p.colscale, self.Kval, self.Qf, self.tau, self.pos))
+
+    def _blocks(self) -> K.Blocks:
+        """This partition's block matrices and factors, as the kernels take them."""
+        return K.Blocks(self.Kval, self.Qf, self.tau, self.part.colscale)
 
     def _positions(self, q):
         return self._kernels()[0](q)
@@ -585,7 +303,7 @@ class RCRFormulation(Formulation):
         return self.ncr > 0
 
     def _close(self, t, y, check=True):
-        """Item 4: Newton on the loop equations for the dependent coordinates, then
+        """Newton on the loop equations for the dependent coordinates, then
         eq. (34) for the dependent speeds (independent ones untouched)."""
         m, p = self.model, self.part
         y = y.copy()
@@ -594,12 +312,12 @@ class RCRFormulation(Formulation):
         if not self.ncr:
             return y
         rhs = np.zeros(self.phi.shape[0])
+        blocks, work = self._blocks(), K.NewtonScratch(self.w, self.dq, rhs)
         it = 0
         while True:  # Newton on Phi(q) = 0 for the dependent coordinates
             cond = self._positions(q)
             tol = config.PROJECTION_TOL if it < config.PROJECTION_MAX_ITER else np.inf
-            res = K.newton_step(self.mk, p.lx, m.nb, m.nv_j, q, self.phi, p.colscale, self.Kval, self.Qf, self.tau,
-                                self.w, self.dq, rhs, tol)
+            res = K.newton_step(self.mk, p.lx, m.nb, m.nv_j, q, self.phi, blocks, work, tol)
             if res <= tol:
                 break
             it += 1
@@ -608,7 +326,7 @@ class RCRFormulation(Formulation):
         if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
             raise SimulationError(t, f"{self.name}: the loop equations cannot be closed from the independent "
                                      f"coordinates (residual {res:.3g} after {it} Newton steps)")
-        K._close_velocities(p.lx, self.Kval, self.Qf, self.tau, p.colscale, v, self.zero_rows, self.w)
+        K.close_velocities(p.lx, blocks, v, self.zero_rows, self.w)
         return y
 
     def post_step(self, t, y):
@@ -715,14 +433,14 @@ class RCRFormulation(Formulation):
         lam = np.zeros(nr)
         if nr:
             I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
-            K._body_terms(m.mass, m.inertia, self.x, self.R, self.V, self.Fext, I6, p6)
+            body_terms(m.mass, m.inertia, self.x, self.R, self.V, self.Fext, I6, p6)
             F = np.einsum("kij,kj->ki", I6, self.a) + p6  # wrench each body needs beyond the applied
             for i in range(m.nb - 1, 0, -1):  # subtree sums: about the origin, plain sums
                 if m.parent[i] >= 0:
                     F[m.parent[i]] += F[i]
-            tau = np.einsum("ck,ck->c", self.S6, F[lx[19]]) if m.nv else np.zeros(0)
+            tau = np.einsum("ck,ck->c", self.S6, F[lx.col_joint]) if m.nv else np.zeros(0)
             Kmat = np.zeros((nr, m.nv))
-            rstart, rows, cstart, cols, kofs = lx[8], lx[9], lx[10], lx[11], lx[14]
+            rstart, rows, cstart, cols, kofs = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols, lx.blk_kofs
             for b in range(rstart.shape[0] - 1):
                 rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
                 Kmat[np.ix_(rr, cc)] = self.Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
@@ -738,7 +456,7 @@ class RCRFormulation(Formulation):
         worst, scale = 0.0, 0.0
         for j in range(m.nb, m.nj):
             a, b = m.pred[j], m.succ[j]
-            for r in range(self.part.lx[17][j], self.part.lx[17][j] + m.nc_j[j]):
+            for r in range(self.part.lx.row_adr[j], self.part.lx.row_adr[j] + m.nc_j[j]):
                 t1 = self.GB[r] @ Ao[b]
                 t2 = self.GA[r] @ Ao[a] if a >= 0 else 0.0
                 worst = max(worst, abs(t1 + t2 + self.g0[r]))

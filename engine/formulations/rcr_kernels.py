@@ -1,4 +1,7 @@
-"""Numba kernels of formulation ``rcr`` (paper 002; docs/rcr.md).
+"""Numba kernels of formulation ``rcr`` (paper 002; docs/rcr.md): kinematics and closure
+rows at a configuration, the partition's block matrices and their QR factors, the
+dependent speeds from the independent ones, one right-hand side, and the Newton step
+that closes the loops.  The articulated-body passes are in :mod:`.rcr_articulated`.
 
 Every spatial quantity here is in world components *about the world origin*
 (Featherstone's absolute form), so the shift matrices S^k of paper 002 eq. (10)
@@ -6,33 +9,13 @@ are identities and a body's articulated inertia adds to its parent's without a
 transform.  Motion vectors are ``[v_O; w]`` (the velocity of the body point at
 the origin, the angular velocity), forces ``[f; n_O]``.
 
-The layout tuple ``lx`` (int64 arrays, built by :func:`engine.formulations.rcr.build_partition`):
-
-====  ==============  =========================================================
- 0    body_cl         (nb,) cluster of the body's tree joint, -1 outside loops
- 1    cl_base         (ncl,) loop base body 0_i of the cluster (-1 ground)
- 2    cl_first        (ncl,) smallest body index of the cluster
- 3    cl_bstart       (ncl+1,) CSR into cl_bodies
- 4    cl_bodies       cluster bodies, ascending
- 5    cl_istart       (ncl+1,) CSR into ind_cols: independent speeds per cluster
- 6    ind_cols        global velocity index of each independent speed
- 7    cl_kstart       (ncl+1,) CSR into the blocks, in solve order
- 8    blk_rstart      (nblk+1,) CSR into blk_rows
- 9    blk_rows        cut-joint constraint rows of each block
-10    blk_cstart      (nblk+1,) CSR into blk_cols
-11    blk_cols        velocity indices the block's rows touch (loop path columns)
-12    blk_dstart      (nblk+1,) CSR into blk_dep
-13    blk_dep         local positions (in blk_cols) of the block's dependent speeds
-14    blk_kofs        (nblk+1,) offsets of the block matrices in Kval (m x n)
-15    blk_qofs        (nblk+1,) offsets of the dependent QR factors in Qf (m x r)
-16    row_joint       (ncr,) cut joint of each cut row
-17    row_adr         (nj,) first cut row of a cut joint (tree joints: 0)
-18    lca             (nj,) loop base of cut joint j: common ancestor of its bodies
-19    col_joint       (nv,) tree joint of each velocity
-====  ==============  =========================================================
+The partition reaches the kernels as ``lx``, a :class:`.rcr_layout.PartitionLayout`
+(built by :func:`engine.formulations.rcr_partition.build_partition`).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -41,48 +24,52 @@ from ..forces import tree_applied_forces
 from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_subspace, ode_rates
 from ..model import SPHERICAL
 from ..spatial import quat_mul
-from .dca import _cut_rows
+from .rcr_articulated import body_terms, cluster_maps, solve_articulated
+from .tree_kernels import cut_rows
 from .workspace import unpack
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _chol(A, n):
-    """In-place Cholesky A = L L^T of the leading n x n block (lower triangle); False
-    if a pivot is not positive."""
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            return False
-        d = np.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
-    return True
+class Poses(NamedTuple):
+    """The tree at one configuration, world components (:func:`position_rows` fills it)."""
+
+    x: np.ndarray  # (nb, 3) centres of mass
+    R: np.ndarray  # (nb, 3, 3) orientations
+    P: np.ndarray  # (nj, 3) joint points
+    S: np.ndarray  # (nv, 6) motion subspace of each tree speed about its joint point
+    S6: np.ndarray  # (nv, 6) ... about the origin
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _chol_solve(L, n, b):
-    """b <- (L L^T)^-1 b for the factor of :func:`_chol`."""
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+class CutRows(NamedTuple):
+    """The cut joints' closure rows about the origin (``tree_kernels.cut_rows``, then
+    re-expressed about the origin), one per constrained direction."""
+
+    GA: np.ndarray  # (ncr, 6) rows on the predecessor's spatial acceleration
+    GB: np.ndarray  # (ncr, 6) ... on the successor's
+    g0: np.ndarray  # (ncr,) velocity-product part of the rows
+    phi: np.ndarray  # (rows,) closure residuals (embedding: its joint-space rows after the cut rows)
+
+
+class Blocks(NamedTuple):
+    """The partition's block loop Jacobians and the QR factors of their dependent columns
+    (:func:`block_rows`, :func:`block_qr`; offsets in the :class:`.rcr_layout.PartitionLayout`)."""
+
+    Kval: np.ndarray  # every block's loop Jacobian, m x n row-major at blk_kofs
+    Qf: np.ndarray  # Householder vectors of the scaled dependent columns, m x r column-major at blk_qofs
+    tau: np.ndarray  # (2 ndep,) reflector scales, then the diagonals R_kk
+    colscale: np.ndarray  # (nv,) the partition's mass-whitening factor 1/sqrt(M_cc) of each speed
+
+
+class NewtonScratch(NamedTuple):
+    """Scratch of :func:`newton_step`."""
+
+    w: np.ndarray  # (rows,) block solve
+    dq: np.ndarray  # (nv,) the tree speeds' increment
+    rhs: np.ndarray  # (rows,) -Phi
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _origin_rows(nb, nj, row_adr, nc_j, P, GA, GB):
-    """Cut rows acting on spatial accelerations about P_j (dca._cut_rows) re-expressed
+    """Cut rows acting on spatial accelerations about P_j (tree_kernels.cut_rows) re-expressed
     about the origin: G_ang += P_j x G_lin."""
     for j in range(nb, nj):
         for r in range(row_adr[j], row_adr[j] + nc_j[j]):
@@ -100,10 +87,11 @@ def _origin_rows(nb, nj, row_adr, nc_j, P, GA, GB):
 def block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos):
     """Per block (one loop, or the loops the greedy partition could not separate): the
     loop Jacobian over the loop's path columns (paper 002 eq. 33, written for all loop
-    speeds at once); :func:`block_qr` factorises it.  A row whose ``row_joint`` is negative is not a cut-joint row (formulation
-    ``embedding``'s constant joint-space rows): it is left zero here for its owner to fill."""
-    blk_rstart, blk_rows, blk_cstart, blk_cols = lx[8], lx[9], lx[10], lx[11]
-    blk_kofs, row_joint, lca = lx[14], lx[16], lx[18]
+    speeds at once); :func:`block_qr` factorises it.  A row whose ``row_joint`` is negative
+    is not a cut-joint row (formulation ``embedding``'s constant joint-space rows): it is
+    left zero here for its owner to fill."""
+    blk_rstart, blk_rows, blk_cstart, blk_cols = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols
+    blk_kofs, row_joint, lca = lx.blk_kofs, lx.row_joint, lx.lca
     nblk = blk_rstart.shape[0] - 1
     for b in range(nblk):
         r0, m = blk_rstart[b], blk_rstart[b + 1] - blk_rstart[b]
@@ -137,8 +125,8 @@ def block_qr(lx, colscale, Kval, Qf, tau):
     so redundant closure rows need no special case.  Returns the smallest
     ``min |R_ii| / max |R_ii|`` of any block (the conditioning the partition monitor
     watches)."""
-    blk_rstart, blk_cstart, blk_cols = lx[8], lx[10], lx[11]
-    blk_dstart, blk_dep, blk_kofs, blk_qofs = lx[12], lx[13], lx[14], lx[15]
+    blk_rstart, blk_cstart, blk_cols = lx.blk_rstart, lx.blk_cstart, lx.blk_cols
+    blk_dstart, blk_dep, blk_kofs, blk_qofs = lx.blk_dstart, lx.blk_dep, lx.blk_kofs, lx.blk_qofs
     nblk = blk_rstart.shape[0] - 1
     worst = 1.0
     for b in range(nblk):
@@ -188,13 +176,14 @@ def block_qr(lx, colscale, Kval, Qf, tau):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _solve_blocks(lx, cl, Kval, Qf, tau, colscale, x, gam, w):
+def _solve_blocks(lx, cl, blocks, x, gam, w):
     """Dependent speeds of cluster ``cl`` in ``x`` from the others, block after block in
     solve order (eqs. 34/35 per loop, and eqs. 72-80's propagation of the known
     quantities into the next coupled loop): ``K_D x_D = gam - K_I x_I``."""
-    cl_kstart = lx[7]
-    blk_rstart, blk_rows, blk_cstart, blk_cols = lx[8], lx[9], lx[10], lx[11]
-    blk_dstart, blk_dep, blk_kofs, blk_qofs = lx[12], lx[13], lx[14], lx[15]
+    Kval, Qf, tau, colscale = blocks.Kval, blocks.Qf, blocks.tau, blocks.colscale
+    cl_kstart = lx.cl_kstart
+    blk_rstart, blk_rows, blk_cstart, blk_cols = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols
+    blk_dstart, blk_dep, blk_kofs, blk_qofs = lx.blk_dstart, lx.blk_dep, lx.blk_kofs, lx.blk_qofs
     half = tau.shape[0] // 2
     for b in range(cl_kstart[cl], cl_kstart[cl + 1]):
         r0, m = blk_rstart[b], blk_rstart[b + 1] - blk_rstart[b]
@@ -242,7 +231,7 @@ def _origin_columns(v_adr, nv_j, P, S, S6):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _positions_and_blocks(desc, proto, q):
+def positions_and_blocks(desc, proto, q):
     """Kinematics at q, closure rows, block matrices and their factors.  This and
     :func:`dynamics`, the two kernels of a right-hand side, take their workspace as one
     table (:mod:`.workspace`; ``RCRFormulation._kernels`` lists it) and are
@@ -251,7 +240,7 @@ def _positions_and_blocks(desc, proto, q):
     ``dynamics``'s code a second time into it, 4.4 s more cold compile, +31 % for rcr's
     own kernels.)"""
     (mk, ca, lx, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf, tau, pos) = unpack(desc, proto)
-    position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos)
+    position_rows(mk, ca, lx, nb, nv_j, q, Poses(x, R, P, S, S6), V0, CutRows(GA, GB, g0, phi), Kval, pos)
     return block_qr(lx, colscale, Kval, Qf, tau)
 
 
@@ -268,83 +257,29 @@ def joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def position_rows(mk, ca, lx, nb, nv_j, q, x, R, P, S, S6, V0, GA, GB, g0, phi, Kval, pos):
+def position_rows(mk, ca, lx, nb, nv_j, q, poses, V0, rows, Kval, pos):
     """Kinematics at q, the cut joints' closure rows and residuals, and the block
-    matrices (not yet factorised: :func:`block_qr`)."""
-    parent, v_adr, pred, succ = mk[0], mk[3], mk[4], mk[5]
+    matrices (not yet factorised: :func:`block_qr`): ``poses`` and ``rows`` filled,
+    the rows with the twists ``V0`` (zero: position-level rows)."""
+    x, R, P, S, S6 = poses.x, poses.R, poses.P, poses.S, poses.S6
+    GA, GB, g0, phi = rows.GA, rows.GB, rows.g0, rows.phi
+    parent, v_adr, pred, succ = mk.parent, mk.v_adr, mk.pred, mk.succ
     nj = pred.shape[0]
     fk_positions(mk, q, x, R, P)
     motion_subspace(mk, q, R, S)
     _origin_columns(v_adr, nv_j, P, S, S6)
     if nj > nb:
-        _cut_rows(ca, nb, x, R, V0, P, GA, GB, g0, phi, lx[17], 0.0, 0.0)
-        _origin_rows(nb, nj, lx[17], ca[11], P, GA, GB)
+        cut_rows(ca, nb, x, R, V0, P, GA, GB, g0, phi, lx.row_adr, 0.0, 0.0)
+        _origin_rows(nb, nj, lx.row_adr, ca.nc_j, P, GA, GB)
     block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w):
+def close_velocities(lx, blocks, v, zero_rows, w):
     """Eq. (34) for every cluster: dependent speeds from the independent ones."""
-    ncl = lx[1].shape[0]
+    ncl = lx.cl_base.shape[0]
     for cl in range(ncl):
-        _solve_blocks(lx, cl, Kval, Qf, tau, colscale, v, zero_rows, w)
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def _body_terms(mass, inertia, x, R, V, Fext, I6, p6):
-    """Spatial inertia (eq. 11) and bias force (the negative of eq. 12's F^k) of every
-    body about the origin: I = [[m, -m~c], [m~c, J - m~c~c]], p = V x* I V - F_ext."""
-    _body_terms_loop(mass, inertia, x, R, V, Fext, I6, p6, np.empty((3, 3)))
-
-
-# The body loops run without numba's reference counting (``_nrt=False``, see
-# engine/kinematics.py): they allocate nothing; their wrappers allocate the scratch.
-@njit(cache=True, nogil=True, _nrt=False)
-def _body_terms_loop(mass, inertia, x, R, V, Fext, I6, p6, J):
-    nb = mass.shape[0]
-    for i in range(nb):
-        Ri = R[i]
-        for a in range(3):
-            for b in range(3):
-                s = 0.0
-                for k in range(3):
-                    for l in range(3):
-                        s += Ri[a, k] * inertia[i, k, l] * Ri[b, l]
-                J[a, b] = s
-        m = mass[i]
-        c0, c1, c2 = x[i, 0], x[i, 1], x[i, 2]
-        I = I6[i]
-        for a in range(6):
-            for b in range(6):
-                I[a, b] = 0.0
-        # ~c
-        C = ((0.0, -c2, c1), (c2, 0.0, -c0), (-c1, c0, 0.0))
-        for a in range(3):
-            I[a, a] = m
-            for b in range(3):
-                I[a, 3 + b] = -m * C[a][b]
-                I[3 + a, b] = m * C[a][b]
-                cc = 0.0
-                for k in range(3):
-                    cc += C[a][k] * C[k][b]
-                I[3 + a, 3 + b] = J[a, b] - m * cc
-        w0, w1, w2 = V[i, 3], V[i, 4], V[i, 5]
-        v0, v1, v2 = V[i, 0], V[i, 1], V[i, 2]
-        h0 = J[0, 0] * w0 + J[0, 1] * w1 + J[0, 2] * w2
-        h1 = J[1, 0] * w0 + J[1, 1] * w1 + J[1, 2] * w2
-        h2 = J[2, 0] * w0 + J[2, 1] * w1 + J[2, 2] * w2
-        f0 = m * (w1 * v2 - w2 * v1) - Fext[i, 0]
-        f1 = m * (w2 * v0 - w0 * v2) - Fext[i, 1]
-        f2 = m * (w0 * v1 - w1 * v0) - Fext[i, 2]
-        n0 = w1 * h2 - w2 * h1 - Fext[i, 3]
-        n1 = w2 * h0 - w0 * h2 - Fext[i, 4]
-        n2 = w0 * h1 - w1 * h0 - Fext[i, 5]
-        p6[i, 0] = f0
-        p6[i, 1] = f1
-        p6[i, 2] = f2
-        p6[i, 3] = n0 + c1 * f2 - c2 * f1
-        p6[i, 4] = n1 + c2 * f0 - c0 * f2
-        p6[i, 5] = n2 + c0 * f1 - c1 * f0
+        _solve_blocks(lx, cl, blocks, v, zero_rows, w)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -381,245 +316,49 @@ def _loop_rhs(nb, nj, row_adr, nc_j, pred, succ, GA, GB, g0, Abias, gam):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, N, g, Gam, beta):
-    """Eqs. (50)-(54), (58) over a whole cluster: each body's spatial acceleration relative
-    to the loop base as ``Gam_k vdot_I + beta_k`` (Gam: the nonholonomic partial
-    velocities of eq. 58; beta: the remainder, which carries eq. 79-80's Theta terms
-    from one coupled loop into the next)."""
-    body_cl, cl_bstart, cl_bodies, cl_istart = lx[0], lx[3], lx[4], lx[5]
-    d = cl_istart[cl + 1] - cl_istart[cl]
-    for kk in range(cl_bstart[cl], cl_bstart[cl + 1]):
-        k = cl_bodies[kk]
-        p = parent[k]
-        inside = p >= 0 and body_cl[p] == cl
-        for a in range(6):
-            bsum = co[k, a]
-            if inside:
-                bsum += beta[p, a]
-            for c in range(v_adr[k], v_adr[k] + nv_j[k]):
-                bsum += S6[c, a] * g[c]
-            beta[k, a] = bsum
-            for e in range(d):
-                s = Gam[p, a, e] if inside else 0.0
-                for c in range(v_adr[k], v_adr[k] + nv_j[k]):
-                    s += S6[c, a] * N[e, c]
-                Gam[k, a, e] = s
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot, t6):
-    """Recursive triangularisation (eqs. 14-19, 60-66) and forward substitution (eqs.
-    24-27, 67-71), with every loop cluster folded onto its base body as one virtual
-    body of d_C independent speeds (the paper's p_i with inertias I^{p;0}, I^p)."""
-    return _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a,
-                          vdot, t6, np.empty(3), np.empty(max(Dcl.shape[1], 1)), np.empty((6, 6)), np.empty(6))
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _dynamics_loop(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot, t6,
-                   tmp, tmpd, Isum, psum):
-    body_cl, cl_base, cl_first, cl_bstart, cl_bodies, cl_istart = lx[0], lx[1], lx[2], lx[3], lx[4], lx[5]
-    nb = parent.shape[0]
-    IA = I6
-    pA = p6
-    # ---- backward pass (triangularisation)
-    for i in range(nb - 1, -1, -1):
-        cl = body_cl[i]
-        if cl < 0:
-            n = nv_j[i]
-            va = v_adr[i]
-            # U = IA S, D = S^T U, u = -S^T pA
-            for e in range(n):
-                for k in range(6):
-                    s = 0.0
-                    for l in range(6):
-                        s += IA[i, k, l] * S6[va + e, l]
-                    U[va + e, k] = s
-            for e in range(n):
-                s = 0.0
-                for k in range(6):
-                    s -= S6[va + e, k] * pA[i, k]
-                u[va + e] = s
-                for f in range(n):
-                    s = 0.0
-                    for k in range(6):
-                        s += S6[va + e, k] * U[va + f, k]
-                    Dl[i, e, f] = s
-            _chol(Dl[i], n)
-            p = parent[i]
-            # Ia = IA - U D^-1 U^T, pa = pA + Ia c + U D^-1 u
-            for k in range(6):  # column k of U D^-1 U^T and U D^-1 u
-                for e in range(n):
-                    tmp[e] = U[va + e, k]
-                _chol_solve(Dl[i], n, tmp)
-                for l in range(6):
-                    s = 0.0
-                    for e in range(n):
-                        s += U[va + e, l] * tmp[e]
-                    IA[i, l, k] -= s
-            for e in range(n):
-                tmp[e] = u[va + e]
-            _chol_solve(Dl[i], n, tmp)
-            for k in range(6):
-                s = 0.0
-                for l in range(6):
-                    s += (IA[i, k, l]) * co[i, l]
-                for e in range(n):
-                    s += U[va + e, k] * tmp[e]
-                t6[k] = s
-            if p >= 0:
-                for k in range(6):
-                    pA[p, k] += pA[i, k] + t6[k]
-                    for l in range(6):
-                        IA[p, k, l] += IA[i, k, l]
-        elif i == cl_first[cl]:
-            B = cl_base[cl]
-            d = cl_istart[cl + 1] - cl_istart[cl]
-            Uc = Ucl[cl]
-            Dc = Dcl[cl]
-            uc = ucl[cl]
-            for e in range(d):
-                uc[e] = 0.0
-                for k in range(6):
-                    Uc[k, e] = 0.0
-                for f in range(d):
-                    Dc[e, f] = 0.0
-            for r in range(6):
-                psum[r] = 0.0
-                for l in range(6):
-                    Isum[r, l] = 0.0
-            for kk in range(cl_bstart[cl], cl_bstart[cl + 1]):
-                k = cl_bodies[kk]
-                # w = IA_k beta_k + pA_k
-                for r in range(6):
-                    s = pA[k, r]
-                    for l in range(6):
-                        s += IA[k, r, l] * beta[k, l]
-                        Isum[r, l] += IA[k, r, l]
-                    t6[r] = s
-                    psum[r] += s
-                for e in range(d):
-                    s = 0.0
-                    for r in range(6):
-                        s -= Gam[k, r, e] * t6[r]
-                    uc[e] += s
-                    for r in range(6):  # (IA Gam)[:, e]
-                        s = 0.0
-                        for l in range(6):
-                            s += IA[k, r, l] * Gam[k, l, e]
-                        Uc[r, e] += s
-                        for f in range(d):
-                            Dc[f, e] += Gam[k, r, f] * s
-            if d > 0 and not _chol(Dc, d):
-                return False
-            if B >= 0:
-                for r in range(6):
-                    for e in range(d):
-                        tmpd[e] = Uc[r, e]
-                    _chol_solve(Dc, d, tmpd)
-                    for l in range(6):
-                        s = 0.0
-                        for e in range(d):
-                            s += Uc[l, e] * tmpd[e]
-                        IA[B, l, r] += Isum[l, r] - s
-                for e in range(d):
-                    tmpd[e] = uc[e]
-                _chol_solve(Dc, d, tmpd)
-                for r in range(6):
-                    s = psum[r]
-                    for e in range(d):
-                        s += Uc[r, e] * tmpd[e]
-                    pA[B, r] += s
-    # ---- forward pass (substitution)
-    for i in range(nb):
-        cl = body_cl[i]
-        p = parent[i]
-        if cl < 0:
-            n = nv_j[i]
-            va = v_adr[i]
-            for k in range(6):
-                t6[k] = (a[p, k] if p >= 0 else 0.0) + co[i, k]
-            for e in range(n):
-                s = u[va + e]
-                for k in range(6):
-                    s -= U[va + e, k] * t6[k]
-                tmp[e] = s
-            _chol_solve(Dl[i], n, tmp)
-            for e in range(n):
-                vdot[va + e] = tmp[e]
-            for k in range(6):
-                s = t6[k]
-                for e in range(n):
-                    s += S6[va + e, k] * tmp[e]
-                a[i, k] = s
-        elif i == cl_first[cl]:
-            B = cl_base[cl]
-            d = cl_istart[cl + 1] - cl_istart[cl]
-            for e in range(d):
-                s = ucl[cl, e]
-                if B >= 0:
-                    for k in range(6):
-                        s -= Ucl[cl, k, e] * a[B, k]
-                tmpd[e] = s
-            _chol_solve(Dcl[cl], d, tmpd)
-            for kk in range(cl_bstart[cl], cl_bstart[cl + 1]):
-                k = cl_bodies[kk]
-                for r in range(6):
-                    s = (a[B, r] if B >= 0 else 0.0) + beta[k, r]
-                    for e in range(d):
-                        s += Gam[k, r, e] * tmpd[e]
-                    a[k, r] = s
-                for c in range(v_adr[k], v_adr[k] + nv_j[k]):
-                    s = g[c]
-                    for e in range(d):
-                        s += N[e, c] * tmpd[e]
-                    vdot[c] = s
-    return True
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def dynamics(desc, proto, q, v_in, out):
-    """The rest of one RCR right-hand side after :func:`_positions_and_blocks` (docs/rcr.md):
+    """The rest of one RCR right-hand side after :func:`positions_and_blocks` (docs/rcr.md):
     velocity closure, kinematics, loop maps, the recursive triangularisation and forward
     substitution; then, if ``out`` is as long as the state (q, v_in), the right-hand side
     (qdot of the closed speeds ``v``, ``vdot``) into it, in the same call
     (:func:`~engine.kinematics.ode_rates`).  Returns False if a cluster's reduced inertia
     is not positive definite or a rate is not finite."""
-    (mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, x, R, P, S, S6, V, c, Ab, Ao, co, Fext, jq,
-     jq_ref, GA, GB, g0, phi, gam, zero_rows, colscale, Kval, Qf, tau, w, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl,
-     Dcl, ucl, a, v, vdot, t6, zero_v) = unpack(desc, proto)
-    parent, v_adr, pred, succ = mk[0], mk[3], mk[4], mk[5]
+    (mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, poses, V, c, Ab, Ao, co, Fext, jq, jq_ref,
+     rows, gam, zero_rows, blocks, w, art, maps, fold, a, v, vdot, t6, zero_v) = unpack(desc, proto)
+    x, R, P, S, S6 = poses.x, poses.R, poses.P, poses.S, poses.S6
+    GA, GB, g0, phi = rows.GA, rows.GB, rows.g0, rows.phi
+    N, g = maps.N, maps.g
+    parent, v_adr, pred, succ = mk.parent, mk.v_adr, mk.pred, mk.succ
     nb = parent.shape[0]
     nj = pred.shape[0]
     for k in range(v.shape[0]):
         v[k] = v_in[k]
-    _close_velocities(lx, Kval, Qf, tau, colscale, v, zero_rows, w)  # eq. (34)
+    close_velocities(lx, blocks, v, zero_rows, w)  # eq. (34)
     fk_velocities(mk, x, P, S, v, V, c)
     tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     fk_accelerations(mk, x, P, S, c, zero_v, Ab)
     _to_origin(x, P, Ab, c, Ao, co)
     if nj > nb:
-        _cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, lx[17], 0.0, 0.0)
-        _origin_rows(nb, nj, lx[17], ca[11], P, GA, GB)
-        _loop_rhs(nb, nj, lx[17], ca[11], pred, succ, GA, GB, g0, Ao, gam)
+        cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, lx.row_adr, 0.0, 0.0)
+        _origin_rows(nb, nj, lx.row_adr, ca.nc_j, P, GA, GB)
+        _loop_rhs(nb, nj, lx.row_adr, ca.nc_j, pred, succ, GA, GB, g0, Ao, gam)
     # particular solution of eq. (35) with zero independent accelerations, and the
     # columns of N (dependent speeds per unit independent speed, eq. 34)
-    cl_istart, ind_cols = lx[5], lx[6]
-    ncl = lx[1].shape[0]
+    cl_istart, ind_cols = lx.cl_istart, lx.ind_cols
+    ncl = lx.cl_base.shape[0]
     for cl in range(ncl):
         for k in range(cl_istart[cl], cl_istart[cl + 1]):
             g[ind_cols[k]] = 0.0
-        _solve_blocks(lx, cl, Kval, Qf, tau, colscale, g, gam, w)
+        _solve_blocks(lx, cl, blocks, g, gam, w)
         for e in range(cl_istart[cl + 1] - cl_istart[cl]):
             col = N[e]
             for k in range(cl_istart[cl], cl_istart[cl + 1]):
                 col[ind_cols[k]] = 0.0
             col[ind_cols[cl_istart[cl] + e]] = 1.0
-            _solve_blocks(lx, cl, Kval, Qf, tau, colscale, col, zero_rows, w)
-        _cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, N, g, Gam, beta)
-    _body_terms(mass, inertia, x, R, V, Fext, I6, p6)
-    if not _dynamics(lx, parent, v_adr, nv_j, S6, co, I6, p6, N, g, Gam, beta, U, Dl, u, Ucl, Dcl, ucl, a, vdot,
-                     t6):
+            _solve_blocks(lx, cl, blocks, col, zero_rows, w)
+        cluster_maps(lx, cl, parent, v_adr, nv_j, S6, co, maps)
+    body_terms(mass, inertia, x, R, V, Fext, art.IA, art.pA)
+    if not solve_articulated(lx, parent, v_adr, nv_j, S6, co, art, maps, fold, a, vdot, t6):
         return False
     if out.shape[0] != q.shape[0] + v_in.shape[0]:
         return True
@@ -627,13 +366,15 @@ def dynamics(desc, proto, q, v_in, out):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def newton_step(mk, lx, nb, nv_j, q, phi, colscale, Kval, Qf, tau, w, dq, rhs, tol):
-    """One Newton step on the loop equations (issue 18 item 4): the dependent coordinates'
+def newton_step(mk, lx, nb, nv_j, q, phi, blocks, work, tol):
+    """One Newton step on the loop equations: the dependent coordinates'
     increment from ``K_D dq_D = -Phi - K_I 0`` with the blocks and factors of eq. (34),
     applied to q (spherical joints: the increment as a rotation in the predecessor's
-    frame); none if the largest |Phi| is already at most ``tol``.  Returns that |Phi|."""
-    jtype, q_adr, v_adr = mk[1], mk[2], mk[3]
-    ncl = lx[1].shape[0]
+    frame); none if the largest |Phi| is already at most ``tol``.  Returns that |Phi|.
+    ``blocks``: the factors of :func:`positions_and_blocks` at q; ``work``: scratch."""
+    w, dq, rhs = work.w, work.dq, work.rhs
+    jtype, q_adr, v_adr = mk.jtype, mk.q_adr, mk.v_adr
+    ncl = lx.cl_base.shape[0]
     res = 0.0
     for r in range(phi.shape[0]):
         res = max(res, abs(phi[r]))
@@ -643,7 +384,7 @@ def newton_step(mk, lx, nb, nv_j, q, phi, colscale, Kval, Qf, tau, w, dq, rhs, t
     for k in range(dq.shape[0]):
         dq[k] = 0.0
     for cl in range(ncl):
-        _solve_blocks(lx, cl, Kval, Qf, tau, colscale, dq, rhs, w)
+        _solve_blocks(lx, cl, blocks, dq, rhs, w)
     qa = np.empty(4)
     qb = np.empty(4)
     for i in range(nb):

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _log, _pyplot
+from .report import log, pyplot
+from .timing import time_call
 
 FORMULATIONS = ("embedding", "rcr", "dca", "hdca", "dense")
 TREE_SIZES = (4, 8, 16, 32, 64, 128, 256)
@@ -37,7 +38,7 @@ def loop_with_chain(n_tree: int, loop: int = 4):
     """:func:`engine.generators.closed_loop` of ``loop`` links with a serial chain of
     ``n_tree`` revolute links (0.3 m, hanging 30 degrees off the vertical, alternating)
     attached to the loop's second joint point."""
-    from ..generators import _finish, _joint, _rod_body, closed_loop
+    from ..generators import closed_loop, finish, joint_spec, rod_body
     from ..mechfile import MechanismSpec
 
     base = closed_loop(loop)
@@ -49,11 +50,11 @@ def loop_with_chain(n_tree: int, loop: int = 4):
         ang = math.radians(-90.0 + (30.0 if k % 2 == 0 else -30.0))
         q = p + 0.3 * np.array([math.cos(ang), math.sin(ang), 0.0])
         name = f"T{k + 1}"
-        bodies.append(_rod_body(name, p, q, mass=0.2, inertia=(0.01, 0.01, 0.01)))
-        joints.append(_joint(f"H{k + 1}", "revolute", parent, name, p, axis=(0.0, 0.0, 1.0)))
+        bodies.append(rod_body(name, p, q, mass=0.2, inertia=(0.01, 0.01, 0.01)))
+        joints.append(joint_spec(f"H{k + 1}", "revolute", parent, name, p, axis=(0.0, 0.0, 1.0)))
         parent, p = name, q
-    return _finish(MechanismSpec(bodies=tuple(bodies), joints=tuple(joints), gravity=base.gravity,
-                                 name=f"{loop}-link loop with a {n_tree}-link chain"))
+    return finish(MechanismSpec(bodies=tuple(bodies), joints=tuple(joints), gravity=base.gravity,
+                                name=f"{loop}-link loop with a {n_tree}-link chain"))
 
 
 def time_rhs(spec, formulation: str) -> float:
@@ -61,7 +62,6 @@ def time_rhs(spec, formulation: str) -> float:
     state with random speeds (closed by the formulation itself where it reduces them)."""
     import numba
 
-    from .bench import _time_call
     from ..model import build_model
     from ..simulation import Settings, Simulation
 
@@ -69,7 +69,7 @@ def time_rhs(spec, formulation: str) -> float:
     numba.set_num_threads(1)
     form = Simulation(model, Settings(formulation=formulation, threads=1)).formulation
     y = form.initial_state()
-    return _time_call(lambda: form.rhs(0.0, y))
+    return time_call(lambda: form.rhs(0.0, y))
 
 
 def _series(label, specs, sizes):
@@ -86,7 +86,7 @@ def _series(label, specs, sizes):
                 failed[f] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
                 row[f] = None
         rows.append(row)
-        _log(f"{label} n = {n}: " + ", ".join(f"{f} {row[f] * 1e6:.1f} us" if row[f] else f"{f} failed"
+        log(f"{label} n = {n}: " + ", ".join(f"{f} {row[f] * 1e6:.1f} us" if row[f] else f"{f} failed"
                                                for f in FORMULATIONS))
     return rows, failed
 
@@ -114,6 +114,7 @@ def _crossover(rows, f, other):
 
 
 def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
+    """The study: the plot in ``out/embedding/``, the results, and the report's lines (``_report``)."""
     from ..generators import closed_loop
 
     tree_sizes = TREE_SIZES[:3] if quick else TREE_SIZES
@@ -132,7 +133,7 @@ def embedding(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> d
         "loop_slower_than": {f: _crossover(loop, "embedding", f) for f in FORMULATIONS if f != "embedding"},
     }
     result["summary"] = summary
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 3.8))
     for ax, rows, xlabel, title in (
             (axes[0], tree, "links N of the chain on the 4-link loop", "fixed loop, growing tree (linear expected)"),

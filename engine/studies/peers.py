@@ -1,4 +1,4 @@
-"""``linkwork bench --peers``: Linkwork's formulations against Pinocchio and MuJoCo (issue 20).
+"""``linkwork bench --peers``: Linkwork's formulations against Pinocchio and MuJoCo.
 
 In one process and one run (so ratios hold on a shared, noisy machine), on open chains
 of spherical and of revolute joints:
@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
-from .bench import _time_interleaved
+from .timing import time_interleaved
 
 #: largest estimated pinocchio Data (10 n_v^3 doubles measured: 0.54 GB at n_v = 192)
 PINOCCHIO_MAX_BYTES = 1.5e9
-#: relative agreement required of every formulation and peer (issue 20)
+#: relative agreement required of every formulation and peer
 AGREE_RTOL = 1e-9
 SIZES = (16, 64, 128, 256, 512, 1024)
 #: dense is O(n^3): timed up to this many bodies
@@ -186,7 +186,8 @@ def body_accelerations(pm, pdata, jid, model, anchor, q, v, a) -> np.ndarray:
     return out
 
 
-def _rel(a, b) -> float:
+def relative_difference(a, b) -> float:
+    """Largest absolute difference of ``a`` from ``b`` over the largest magnitude in ``b``."""
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
 
 
@@ -225,17 +226,17 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
         pdata = pm.createData()
         tau = np.zeros(pm.nv)
         a_pin = pin.aba(pm, pdata, q0, v, tau).copy()
-        row["agreement"]["pinocchio aba"] = _rel(body_accelerations(pm, pdata, jid, model, anchor, q0, v, a_pin),
-                                                 acc_ref)
+        row["agreement"]["pinocchio aba"] = relative_difference(
+            body_accelerations(pm, pdata, jid, model, anchor, q0, v, a_pin), acc_ref)
         if mm is not None:
-            row["agreement"]["mujoco mj_forward"] = _rel(
+            row["agreement"]["mujoco mj_forward"] = relative_difference(
                 body_accelerations(pm, pdata, jid, model, anchor, q0, v, qacc_mj), acc_ref)
         # Pinocchio's own joint-space solve (CRBA mass matrix, nonlinear effects), as a
         # cross-check of its aba: the two differ where aba loses accuracy
         M = pin.crba(pm, pdata, q0)
         M = np.triu(M) + np.triu(M, 1).T
         a_crba = np.linalg.solve(M, tau - pin.nonLinearEffects(pm, pdata, q0, v))
-        row["agreement"]["pinocchio crba+solve (check)"] = _rel(
+        row["agreement"]["pinocchio crba+solve (check)"] = relative_difference(
             body_accelerations(pm, pdata, jid, model, anchor, q0, v, a_crba), acc_ref)
         calls["pinocchio aba"] = lambda: pin.aba(pm, pdata, q0, v, tau)
     if mm is not None:
@@ -249,15 +250,16 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
         form = Simulation(model, Settings(formulation=f, threads=1)).formulation
         y = form.initial_state()
         accs[f] = form.evaluate(0.0, y).acc
-        row["agreement"][f] = _rel(accs[f], acc_ref)
+        row["agreement"][f] = relative_difference(accs[f], acc_ref)
         calls[f] = lambda form=form, y=y: form.rhs(0.0, y)
     # every entry of the row timed in turns, so that a slow window of the shared machine
     # does not fall on one of them only
-    row["time_s"].update(_time_interleaved(calls))
+    row["time_s"].update(time_interleaved(calls))
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     # the O(n) formulations against each other, a check that does not go through dense
     on = [f for f in accs if f != "dense"]
-    row["mutual"] = max((_rel(accs[a], accs[b]) for i, a in enumerate(on) for b in on[i + 1:]), default=None)
+    row["mutual"] = max((relative_difference(accs[a], accs[b]) for i, a in enumerate(on) for b in on[i + 1:]),
+                        default=None)
     return row
 
 
@@ -271,7 +273,7 @@ def linkwork_worst(row: dict) -> float:
 
 
 def run(forms: list[str], sizes=SIZES) -> dict:
-    """The table of issue 20, printed as it is measured."""
+    """The peers' table (every size and chain kind), printed as it is measured."""
     ok, why = peers_available()
     if not ok:
         raise RuntimeError(why)

@@ -10,7 +10,7 @@
   docs/rcr.md, "Ladders equivalent to one pendulum"), compared with that pendulum
   (Fig. 10);
 * Fig. 11 -- time per right-hand side against L for rcr, dca, hdca, dense and the
-  ladder's tree with its constraints ignored, in one run (:func:`engine.studies.bench.ladders`).
+  ladder's tree with its constraints ignored, in one run (:func:`engine.studies.ladder_cost.ladders`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import STUDY_MONITOR, _fmt, _log, _pyplot, growth_exponent, run_case, study_projection
+from .ladder_cost import ladders
+from .report import fmt, log, pyplot
+from .runs import STUDY_MONITOR, growth_exponent, run_case, study_projection
 
 LADDER_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -45,7 +47,7 @@ def pendulum_spec():
     """The 2-DOF spatial pendulum every :func:`ladder_spec` follows: a cross piece on a
     revolute about x carrying the rungs' axial inertia, and one leg on a revolute about
     the leg's z axis carrying the legs' mass and inertia plus the rungs' mass at its tip."""
-    from ..generators import _joint, _rot_to_quat, ladder
+    from ..generators import joint_spec, ladder, quat_from_rotation
     from ..mechfile import BodySpec, MechanismSpec
     from ..spatial import quat_to_rot
 
@@ -70,9 +72,9 @@ def pendulum_spec():
     zaxis = next(j for j in base.joints if j.name == "U1").axes[1]
     cross = BodySpec("cross", 1.0, ((I_rx, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), tuple(pivot))
     legb = BodySpec("leg", m1 + m2, tuple(tuple(float(v) for v in row) for row in Ib), tuple(float(v) for v in c),
-                    orientation=_rot_to_quat(R))
-    joints = (_joint("Jx", "revolute", "ground", "cross", pivot, axis=(1.0, 0.0, 0.0)),
-              _joint("Jz", "revolute", "cross", "leg", pivot, axis=zaxis))
+                    orientation=quat_from_rotation(R))
+    joints = (joint_spec("Jx", "revolute", "ground", "cross", pivot, axis=(1.0, 0.0, 0.0)),
+              joint_spec("Jz", "revolute", "cross", "leg", pivot, axis=zaxis))
     return MechanismSpec(bodies=(cross, legb), joints=joints, gravity=base.gravity,
                          name="equivalent 2-DOF spatial pendulum")
 
@@ -87,20 +89,20 @@ def _run(model, formulation, t_end, **kw):
 
 
 def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
-    from .bench import ladders
+    """The study: plots in ``out/rcr/``, the results, and the report's lines (``_report``)."""
     from ..model import build_model, load_model
     from ..paths import examples_dir
 
     t_end = 2.0 if quick else 10.0
     img = out / "rcr"
     img.mkdir(parents=True, exist_ok=True)
-    plt = _pyplot()
+    plt = pyplot()
     result = {"study": "rcr", **stamp, "t_end": t_end}
     # ---- 4.1 four-bar: velocity-level closure against the acceleration level, no stabilisation
     fourbar = load_model(examples_dir() / "fourbar-crank-rocker.mech.json")
     drift = {}
     for f in ("rcr", "dca"):
-        _log(f"4.1 four-bar: {f} rk4 dt = 0.01")
+        log(f"4.1 four-bar: {f} rk4 dt = 0.01")
         drift[f] = run_case(fourbar, f, "rk4", 1e-6, t_end, 0.01)
     vr, vd = drift["rcr"]["violation_position"], drift["dca"]["violation_position"]
     t = drift["rcr"]["t"]
@@ -127,7 +129,7 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     five = load_model(examples_dir() / "fivebar-redundant.mech.json")
     runs = {}
     for f, tol in (("rcr", 1e-10), ("dense", 1e-10), ("dense", 1e-12)):
-        _log(f"4.2 redundant five-bar: {f} dop853 {tol:g}")
+        log(f"4.2 redundant five-bar: {f} dop853 {tol:g}")
         runs[(f, tol)] = _run(five, f, t_end, integrator="dop853", rtol=tol, atol=tol)
     cols = runs[("rcr", 1e-10)][0]
     idx = [cols.index(f"{b}.{c}") for b in five.body_names for c in "xyz"]
@@ -162,14 +164,14 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     plt.close(fig)
     # ---- 4.3 ladders equivalent to one pendulum
     sizes = LADDER_SIZES[:3] if quick else LADDER_SIZES
-    _log("4.3 reference pendulum: dense dop853 1e-11")
+    log("4.3 reference pendulum: dense dop853 1e-11")
     pc, prow, _ = _run(build_model(pendulum_spec()), "dense", t_end, integrator="dop853", rtol=1e-11, atol=1e-11)
     qref = prow[:, [pc.index(f"leg.q{k}") for k in range(4)]]
     lad = []
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     ax.plot(prow[:, 0], prow[:, pc.index("leg.q1")], "k-", lw=2.5, alpha=0.35, label="2-DOF pendulum")
     for L in sizes:
-        _log(f"4.3 ladder L = {L}: rcr dop853 1e-11")
+        log(f"4.3 ladder L = {L}: rcr dop853 1e-11")
         cc, rows, sim = _run(build_model(ladder_spec(L)), "rcr", t_end, integrator="dop853", rtol=1e-11, atol=1e-11)
         q = rows[:, [cc.index(f"leg1.q{k}") for k in range(4)]]
         n = min(len(q), len(qref))
@@ -187,7 +189,7 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
     plt.close(fig)
     result["ladders"] = lad
     # ---- Fig. 11 cost
-    _log("Fig. 11: time per right-hand side on ladders")
+    log("Fig. 11: time per right-hand side on ladders")
     cost = ladders(["rcr", "dca", "hdca", "dense"])
     result["cost"] = cost
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
@@ -218,14 +220,14 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
         "",
         "| formulation | largest violation.position [m] | at t_end [m] | growth exponent (t ≥ 1 s) | failure |",
         "|---|---|---|---|---|",
-        f"| rcr (velocity level + Newton closure) | {_fmt(fb['rcr_max_violation'])} | {_fmt(vr[-1])} | – | "
+        f"| rcr (velocity level + Newton closure) | {fmt(fb['rcr_max_violation'])} | {fmt(vr[-1])} | – | "
         f"{fb['rcr_failure'] or '–'} |",
-        f"| dca, no stabilisation (acceleration level) | {_fmt(fb['dca_max_violation'])} | {_fmt(vd[-1])} | "
+        f"| dca, no stabilisation (acceleration level) | {fmt(fb['dca_max_violation'])} | {fmt(vd[-1])} | "
         f"{fb['dca_exponent']:.2f} | {fb['dca_failure'] or '–'} |",
         "",
         f"At t_end the unstabilised acceleration-level run's violation is {fb['ratio_at_end']:.2g} times rcr's. "
         "Paper 002 shows rcr drifting linearly at the 1e-9 level: there the dependent coordinates are "
-        "integrated; here they are also restored by Newton after every step (issue 18, item 4), so rcr's "
+        "integrated; here they are also restored by Newton after every step, so rcr's "
         "violation stays at round-off.",
         "",
         "## 4.2 Redundant parallel five-bar against dense (dop853, 1e-10)",
@@ -233,9 +235,9 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
         "![five-bar](rcr/fivebar.png)",
         "",
         f"Largest body-position difference between rcr and dense (both dop853 1e-10): "
-        f"{_fmt(result['fivebar']['max_difference_to_2s'])} m up to t = 2 s, "
-        f"{_fmt(result['fivebar']['max_difference'])} m up to t_end; dense at 1e-10 and at 1e-12 differ by "
-        f"{_fmt(result['fivebar']['dense_tolerance_gap'])} m up to t_end: the five-bar amplifies any "
+        f"{fmt(result['fivebar']['max_difference_to_2s'])} m up to t = 2 s, "
+        f"{fmt(result['fivebar']['max_difference'])} m up to t_end; dense at 1e-10 and at 1e-12 differ by "
+        f"{fmt(result['fivebar']['dense_tolerance_gap'])} m up to t_end: the five-bar amplifies any "
         "difference by about 10 every 0.5 s, so beyond a few seconds the comparison measures that "
         f"sensitivity, not the formulation (right plot). rcr switched its independent speeds "
         f"{result['fivebar']['switches']} times.",
@@ -249,8 +251,8 @@ def rcr(out: Path, stamp: dict, quick: bool = False, repeat: int = 3) -> dict:
         "|---|---|---|---|",
     ]
     for r in lad:
-        lines.append(f"| {r['cells']} | {r['independent']} | {_fmt(r['max_leg_orientation_difference_rad'])} | "
-                     f"{_fmt(r['max_violation_position'])} |")
+        lines.append(f"| {r['cells']} | {r['independent']} | {fmt(r['max_leg_orientation_difference_rad'])} | "
+                     f"{fmt(r['max_violation_position'])} |")
     lines += ["", "## Fig. 11: cost per right-hand side (one thread, one run)", "", "![cost](rcr/ladder-cost.png)", "",
               "| L | rcr [µs] | dca [µs] | hdca [µs] | dense [µs] | tree, constraints ignored [µs] |",
               "|---|---|---|---|---|---|"]

@@ -1,4 +1,4 @@
-"""Mechanism files: every refusal rule of contract section 1, and round trips."""
+"""Mechanism files: every refusal rule of docs/file-format.md, "Refusal rules", and round trips."""
 
 import copy
 import json
@@ -151,14 +151,14 @@ RULES = [
     (lambda d: (d["joints"][1].update(type="fixed"), d["joints"][1].pop("axis"),
                 d["forces"].append({"type": "joint-torque", "joint": "J2", "value": 1})),
      "forces[0].joint", "fixed joint"),
-    # run settings the file recommends (issue 16 item 6)
+    # run settings the file recommends (docs/file-format.md, "Additions")
     (lambda d: d.__setitem__("settings", []), "settings", "JSON object"),
     (lambda d: d.__setitem__("settings", {"dt": 0}), "settings.dt", "must be > 0"),
     (lambda d: d.__setitem__("settings", {"t_end": "long"}), "settings.t_end", "must be a number"),
     (lambda d: d.__setitem__("settings", {"integrator": "euler"}), "settings.integrator", "unknown integrator"),
     (lambda d: d.__setitem__("settings", {"dt": 2, "t_end": 1}), "settings.dt", "must not exceed"),
     (lambda d: d.__setitem__("settings", {"rtol": -1e-8}), "settings.rtol", "must be > 0"),
-    # couplings (contract section 1, "Couplings"; issue 19 item 4)
+    # couplings (docs/file-format.md, "Couplings")
     (lambda d: d.__setitem__("couplings", {}), "couplings", "must be a list"),
     (lambda d: d.__setitem__("couplings", [3]), "couplings[0]", "JSON object"),
     (lambda d: _gear(d).pop("type"), "couplings[0].type", "is required"),

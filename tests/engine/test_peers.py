@@ -1,4 +1,4 @@
-"""linkwork bench --peers (issue 20): the peers' models are Linkwork's mechanism.
+"""linkwork bench --peers (engine/studies/peers.py): the peers' models are Linkwork's mechanism.
 
 Runs where the ``bench`` extra (Pinocchio, MuJoCo) is installed; the README's test
 command does not install it (a few hundred MB), so CI skips these and ``linkwork bench
@@ -40,7 +40,7 @@ def test_a_wrong_peer_model_is_caught():
     q, v = pin.neutral(pm), bench_peers.peer_velocities(model, e)
     a = pin.aba(pm, data, q, v, np.zeros(pm.nv))
     acc = bench_peers.body_accelerations(pm, data, jid, model, anchor, q, v, a)
-    assert bench_peers._rel(acc, e.acc) > 1e-3
+    assert bench_peers.relative_difference(acc, e.acc) > 1e-3
 
 
 def test_mutual_agreement_of_the_linkwork_formulations():

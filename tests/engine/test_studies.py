@@ -1,5 +1,6 @@
-"""``linkwork study``: the commands run, write their reports, and the numbers in them
-are the measured ones (smoke versions: --quick)."""
+"""``linkwork study`` (engine/studies/command.py and a module per study): the commands
+run, write their reports, and the numbers in them are the measured ones (smoke
+versions: --quick)."""
 
 import json
 
@@ -57,7 +58,8 @@ def test_index3_quick(tmp_path):
 
 @pytest.mark.slow
 def test_study_without_out_writes_to_the_current_folder_not_the_checkout(tmp_path, monkeypatch):
-    """Issue 16 item 18: the default wrote into the checkout's tracked docs/studies."""
+    """Without ``--out`` a study writes into ``linkwork-studies/`` in the current folder, never into
+    the checkout's tracked docs/studies."""
     from pathlib import Path
 
     committed = Path(__file__).resolve().parents[2] / "docs" / "studies" / "dca-drift.md"
@@ -72,7 +74,7 @@ def test_study_without_out_writes_to_the_current_folder_not_the_checkout(tmp_pat
 
 @pytest.mark.slow
 def test_embedding_quick(tmp_path):
-    """Issue 19 item 5: the cost study measures every formulation on both series in one run."""
+    """The cost study measures every formulation on both series in one run."""
     assert main(["study", "embedding", "--quick", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "embedding" / "cost.png").stat().st_size > 10_000
     assert "embedding/cost.png" in (tmp_path / "embedding.md").read_text()
@@ -80,36 +82,3 @@ def test_embedding_quick(tmp_path):
     for series in ("tree", "loop"):
         assert len(data[series]) == 3 and not data["failed"][series]
         assert all(r[f] > 0 for r in data[series] for f in ("embedding", "rcr", "dca", "hdca", "dense"))
-
-
-def test_bench_startup_measures_a_bundled_example():
-    """``linkwork bench``'s start-up figures run the bundled four-bar: the path survived the
-    move of the studies into engine/studies/ (it pointed at engine/resources/ and the
-    bench stopped with a traceback after its speed tables)."""
-    from linkwork.engine.studies.bench import startup_example
-
-    assert startup_example().is_file()
-
-
-def test_interleaved_timing_takes_turns_and_keeps_each_entrys_best_round():
-    """The peers bench times a row's entries in turns (engine.studies.bench._time_interleaved)."""
-    import time
-
-    from linkwork.engine.studies.bench import _time_interleaved
-
-    log = []
-
-    def entry(name, pause):
-        def call():
-            log.append(name)
-            if pause:
-                time.sleep(pause)
-        return call
-
-    best = _time_interleaved({"quick": entry("quick", 0.0), "slow": entry("slow", 0.002)},
-                             min_batch=0.01, rounds=3)
-    assert list(best) == ["quick", "slow"]
-    assert best["slow"] >= 0.002 > best["quick"] > 0
-    # after each entry's calibration, the rounds alternate: quick's batch, then slow's, twice
-    runs = [name for i, name in enumerate(log) if i == 0 or log[i - 1] != name]
-    assert runs[-4:] == ["quick", "slow", "quick", "slow"]

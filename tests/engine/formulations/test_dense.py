@@ -1,4 +1,4 @@
-"""The dense reference against closed forms and physical laws (issue 2 acceptance)."""
+"""The dense reference against closed forms and physical laws (its acceptance figures)."""
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ def _run(spec_or_path, **kw):
 
 
 def test_parallelogram_fourbar_matches_closed_form():
-    """Issue 2: crank angle within 1e-6 rad of the pendulum solution over 5 s, energy drift < 1e-8 J.
+    """Crank angle within 1e-6 rad of the pendulum solution over 5 s, energy drift < 1e-8 J.
 
     The coupler translates, so the crank obeys I_eff theta'' = -g cos(theta) (m L + m_B L) with
     I_eff = J_A + J_C + 2 m (L/2)^2 + m_B L^2 = 3.5; with phi = theta + pi/2 this is a pendulum of
@@ -45,7 +45,7 @@ def test_parallelogram_fourbar_matches_closed_form():
 
 
 def test_spatial_double_pendulum_energy_and_violation():
-    """Issue 2: energy drift < 1e-6 J over 10 s (dop853, 1e-10), position violation < 1e-9."""
+    """Energy drift < 1e-6 J over 10 s (dop853, 1e-10), position violation < 1e-9."""
     _, c = _run(example_path("spatial-double-pendulum"), integrator="dop853", rtol=1e-10, atol=1e-10,
                 t_end=10.0, dt=0.01)
     E = c["energy.total"]

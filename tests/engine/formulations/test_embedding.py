@@ -1,4 +1,4 @@
-"""Constraint embedding (paper 003) against the dense reference (issue 19).
+"""Constraint embedding (paper 003) against the dense reference.
 
 Random consistent states of the random mechanisms of the DCA test (trees, single and
 coupled loops), the embedding map's defining properties, the aggregation, the shipped
@@ -53,7 +53,7 @@ def random_state_errors(kind, seed, kw, n_states=STATES_PER_CASE):
     model = build_model(random_case(kind, seed, kw))
     dense, emb = _pair(model)
     # dense's least squares filters singular values below mu = 1e-6 s_max on purpose
-    # (relative error (mu/s)^8, dense._lstsq): at coupled-14's loop conditioning
+    # (relative error (mu/s)^8, dense_projection.filtered_lstsq): at coupled-14's loop conditioning
     # s = 1.3e-5 that is 1.1e-9 of the accelerations, ten times the bound.  The
     # reference here is dense's exact pseudo-inverse (mu = 1e-13); against it
     # embedding agrees to 7.0e-12 there (against the filtered dense: 1.1e-9).
@@ -74,7 +74,7 @@ def random_state_errors(kind, seed, kw, n_states=STATES_PER_CASE):
 
 @pytest.mark.parametrize("kind,seed,kw", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_accelerations_agree_with_dense_at_random_states(kind, seed, kw):
-    """Issue 19 acceptance: joint accelerations equal dense's to 1e-10 relative at
+    """Acceptance: joint accelerations equal dense's to 1e-10 relative at
     4 random consistent states of each of the 56 random mechanisms (224 states)."""
     for s, rel in random_state_errors(kind, seed, kw):
         assert rel <= 1e-10, f"rel {rel:.2e}, loop conditioning {s:.1e}"
@@ -137,7 +137,7 @@ def test_aggregation_merges_coupled_loops_and_keeps_disjoint_ones_apart():
 
 
 def test_position_closure_restores_the_loops():
-    """Item 2: after a perturbation of every coordinate, Newton on each aggregated body's
+    """Position closure: after a perturbation of every coordinate, Newton on each aggregated body's
     equations brings the cut-joint residuals back to round-off, changing only the
     dependent coordinates (one coordinate per speed here)."""
     model = build_model(gen.ladder(4))
@@ -163,7 +163,7 @@ def test_reactions_agree_with_dense(spec):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", AGREEMENT_EXAMPLES, ids=lambda p: p.name.split(".")[0])
 def test_example_trajectories_agree_with_dense(path):
-    """Issue 19 acceptance: dop853 at rtol = atol = 1e-12 over 2 s, body positions within
+    """Acceptance: dop853 at rtol = atol = 1e-12 over 2 s, body positions within
     1e-8 m and energy within 1e-8 J of dense (projecting, its default with loops), and
     violation.position at round-off.  The parallelogram changes mobility (its own test);
     the 128-link chain has no loop (0.2 s below: dense is O(n^3))."""
@@ -177,7 +177,7 @@ def test_chain_128_agrees_with_dense_over_0_2_s():
 
 
 def test_parallelogram_never_continues_on_another_branch():
-    """Item 3: the parallelogram four-bar folds flat (the loop changes mobility): either
+    """Rank monitoring: the parallelogram four-bar folds flat (the loop changes mobility): either
     the coupler keeps translating (orientation within 1e-6 rad of its start) or the run
     stops with a SimulationError naming the time and the configuration -- never a silent
     branch switch (defaults, and dop853 at 1e-10)."""
@@ -197,7 +197,7 @@ def rocker_velocity(model, form) -> int:
 
 @pytest.mark.slow
 def test_crank_rocker_switches_partition_and_agrees_with_dense():
-    """Item 3 (section 9): with the rocker's angle independent, the dependent block Y1
+    """Rank monitoring (paper 003 section 9): with the rocker's angle independent, the dependent block Y1
     loses rank near the rocker's dead points while the loop keeps its rank; the
     independent coordinate is re-chosen (at least one switch over 10 s) and the
     trajectory still matches dense within 1e-8 m (dop853, 1e-12)."""
@@ -215,8 +215,9 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
 
 
 def test_supports_honours_couplings_and_others_name_it():
-    """Contract section 1: embedding honours the file's gear couplings; a formulation that
-    cannot (rcr) refuses with the coupling named and embedding among those that can."""
+    """Embedding honours the file's gear couplings (docs/file-format.md, "Couplings"); a
+    formulation that cannot (rcr) refuses with the coupling named and embedding among
+    those that can."""
     from linkwork.engine.formulations.embedding import EmbeddingFormulation
     from linkwork.engine.formulations.rcr import RCRFormulation
 
@@ -230,15 +231,15 @@ def _geared_pair_spec():
     """A rotor (on the axis, no gravity torque) and a link hanging from the same ground
     pivot, both revolute about z: siblings under ground, as the motor and its driven link
     under their carrier in paper 003's Fig. 6."""
-    from linkwork.engine.generators import _finish, _joint, _rod_body
+    from linkwork.engine.generators import finish, joint_spec, rod_body
     from linkwork.engine.mechfile import MechanismSpec
 
-    rotor = _rod_body("rotor", (0.0, 0.0, -0.05), (0.0, 0.0, 0.05), mass=0.5, radius=0.05)
-    link = _rod_body("link", (0.0, 0.0, 0.0), (0.8, -0.6, 0.0), mass=1.5)
-    joints = (_joint("Jr", "revolute", "ground", "rotor", (0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)),
-              _joint("Jl", "revolute", "ground", "link", (0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)))
-    return _finish(MechanismSpec(bodies=(rotor, link), joints=joints, gravity=(0.0, -9.81, 0.0),
-                                 name="geared pair"))
+    rotor = rod_body("rotor", (0.0, 0.0, -0.05), (0.0, 0.0, 0.05), mass=0.5, radius=0.05)
+    link = rod_body("link", (0.0, 0.0, 0.0), (0.8, -0.6, 0.0), mass=1.5)
+    joints = (joint_spec("Jr", "revolute", "ground", "rotor", (0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)),
+              joint_spec("Jl", "revolute", "ground", "link", (0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)))
+    return finish(MechanismSpec(bodies=(rotor, link), joints=joints, gravity=(0.0, -9.81, 0.0),
+                                name="geared pair"))
 
 
 def test_gear_pair_embeds_with_constant_map():
@@ -279,7 +280,7 @@ def test_gear_pair_embeds_with_constant_map():
 
 
 def test_info_reports_the_aggregated_bodies(capsys):
-    """Item 3: ``linkwork info --json`` gives, per aggregated body, its bodies, independent
+    """``linkwork info --json`` gives, per aggregated body, its bodies, independent
     velocities and the smallest singular value of the dependent block at t = 0 (additive
     key ``embedding``); the crank-rocker's automatic choice is the crank, well away from a
     partition singularity."""
@@ -349,7 +350,7 @@ def test_random_cases_cover_disjoint_and_coupled_loops():
 
 @pytest.mark.parametrize("name", ["geared-arm", "fourbar-geared"])
 def test_file_gears_embed_and_reactions_agree_with_dense(name):
-    """Issue 19 item 4: the file's gear couplings are aggregated bodies with constant X
+    """The file's gear couplings are aggregated bodies with constant X
     (no refusal); accelerations, and where no closure row is redundant (the geared arm)
     the joint wrenches with the gear's constraint torque counted as dense counts it, equal
     dense's at the initial state."""

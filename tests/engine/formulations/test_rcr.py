@@ -1,4 +1,4 @@
-"""RCR (paper 002) against the dense reference (issue 18).
+"""RCR (paper 002) against the dense reference.
 
 Random states of the random mechanisms of the DCA test (trees, single and coupled
 loops), the shipped examples' trajectories with dop853 at 1e-12, the partition
@@ -90,7 +90,7 @@ def test_velocity_closure_reproduces_the_independent_speeds():
 
 
 def test_position_closure_restores_the_loops():
-    """Item 4: after a perturbation of every coordinate, Newton on the loop equations
+    """Position closure: after a perturbation of every coordinate, Newton on the loop equations
     brings the cut-joint residuals back to round-off, changing only dependent coordinates
     (for joints with one coordinate per speed)."""
     model = build_model(gen.ladder(4))
@@ -153,7 +153,7 @@ AGREEMENT_EXAMPLES = [p for p in EXAMPLES if "parallelogram" not in p.name and "
 @pytest.mark.parametrize("path", [p for p in AGREEMENT_EXAMPLES if p not in GEARED],
                          ids=lambda p: p.name.split(".")[0])
 def test_example_trajectories_agree_with_dense(path):
-    """Issue 18 acceptance: dop853 at rtol = atol = 1e-12 over 2 s, body positions within
+    """Acceptance: dop853 at rtol = atol = 1e-12 over 2 s, body positions within
     1e-8 m and energy within 1e-8 J of dense (dense projecting, its default with loops).
     The parallelogram four-bar folds flat at t ~ 0.9 s (its own test below); the 128-link
     chain has no loop, so rcr is the articulated-body algorithm there (test_chain_128)."""
@@ -185,7 +185,7 @@ def parallelogram_outcome(formulation, **kw):
 
 
 def test_parallelogram_never_continues_on_another_branch():
-    """Item 2: the parallelogram four-bar folds flat (a genuine change of mobility):
+    """Partition switching: the parallelogram four-bar folds flat (a genuine change of mobility):
     either the coupler keeps translating or the run stops with a SimulationError naming
     the time -- never a silent branch switch."""
     for kw in ({}, {"integrator": "dop853", "rtol": 1e-10, "atol": 1e-10}):
@@ -196,11 +196,11 @@ def test_parallelogram_never_continues_on_another_branch():
 
 
 def test_crank_rocker_switches_partition_and_agrees_with_dense():
-    """Item 2 (paper 002 section 4.4): with the rocker's angle as the independent
+    """Partition switching (paper 002 section 4.4): with the rocker's angle as the independent
     coordinate, the partition turns ill-conditioned near the rocker's dead points; rcr
     re-chooses it (the automatic choice takes the crank, which never needs a switch)
     and still follows dense."""
-    from linkwork.engine.formulations.rcr import _numeric_loop_jacobian, partition_from_choice
+    from linkwork.engine.formulations.rcr_partition import numeric_loop_jacobian, partition_from_choice
 
     model = load_model(example_path("fourbar-crank-rocker"))
     settings = dict(integrator="dop853", rtol=1e-12, atol=1e-12, dt=0.01, t_end=2.0)
@@ -209,7 +209,7 @@ def test_crank_rocker_switches_partition_and_agrees_with_dense():
     lca, paths, clusters = form.structure
     rocker = model.v_adr[[i for i in paths[0] if model.parent[i] < 0 and i != 0][0]]
     cols = [int(c) for i in paths[0] for c in range(model.v_adr[i], model.v_adr[i] + model.nv_j[i])]
-    Kmat, M = _numeric_loop_jacobian(model, model.q_zero(), form.structure)
+    Kmat, M = numeric_loop_jacobian(model, model.q_zero(), form.structure)
     scale = 1.0 / np.sqrt(np.diag(M))
     rows = list(range(int(model.nc_j[model.nb])))
     choice = [([(rows, cols, [c for c in cols if c != rocker])], [int(rocker)])]

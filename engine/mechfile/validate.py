@@ -1,182 +1,23 @@
-"""Mechanism files (``*.mech.json``): load, validate, save.
-
-The format is contract section 1 (``../shared/spec/contract.md``); the
-extensions Linkwork adds are documented in ``docs/file-format.md``.  A file is
-read into a :class:`MechanismSpec` -- plain, immutable Python values that the
-GUI editor also manipulates -- and every rule the file breaks is reported as a
-:class:`~engine.errors.MechanismError` whose message starts with the JSON path
-(``bodies[2].mass: must be > 0 (got -1)``).
-
-The spec describes the mechanism at t = 0 in world coordinates; turning it into
-flat arrays for the kernels is :mod:`engine.model`'s job.
+"""Reading a parsed mechanism file into a :class:`~.spec.MechanismSpec`: every rule the
+file breaks is reported as a :class:`~engine.errors.MechanismError` whose message starts
+with the JSON path (``bodies[2].mass: must be > 0 (got -1)``); what is only unusual
+(unknown keys, inertia no rigid body has) becomes one of the spec's ``warnings``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import config
-from .errors import MechanismError
-
-FORMAT_NAME = "linkwork-mechanism"
-FORMAT_VERSION = 1
-GROUND = "ground"
-
-#: joint type -> (number of freedoms, axis field: None, "axis" or "axes")
-JOINT_TYPES = {
-    "revolute": (1, "axis"),
-    "prismatic": (1, "axis"),
-    "cylindrical": (2, "axis"),
-    "universal": (2, "axes"),
-    "spherical": (3, None),
-    "fixed": (0, None),
-}
-FORCE_TYPES = ("spring", "joint-spring", "joint-torque")
-COUPLING_TYPES = ("gear",)
-SHAPE_KINDS = ("rod", "box", "sphere", "cylinder", "mesh")
-#: numbers beyond this (SI units) are refused: no mechanism needs them, and they
-#: would overflow products in the kinematics
-MAX_MAGNITUDE = 1e12
-
-Vec3 = tuple[float, float, float]
-
-
-# ----------------------------------------------------------------------------- spec
-
-
-@dataclass(frozen=True)
-class ShapeSpec:
-    """How a body is drawn (never used by the dynamics).
-
-    ``rod``: ``p_from``/``p_to`` (world, t = 0), ``radius``; ``box``: ``size``;
-    ``sphere``: ``radius``; ``cylinder``: ``radius``, ``length``, ``axis``
-    (world, t = 0, through the centre of mass); ``mesh``: ``path`` relative to
-    the file, ``scale``.
-    """
-
-    kind: str
-    p_from: Vec3 | None = None
-    p_to: Vec3 | None = None
-    radius: float | None = None
-    size: Vec3 | None = None
-    length: float | None = None
-    axis: Vec3 | None = None
-    path: str | None = None
-    scale: float = 1.0
-
-
-@dataclass(frozen=True)
-class BodySpec:
-    name: str
-    mass: float
-    inertia: tuple[Vec3, Vec3, Vec3]  # central inertia, body frame, 3x3
-    position: Vec3
-    orientation: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
-    velocity: Vec3 = (0.0, 0.0, 0.0)
-    angular_velocity: Vec3 = (0.0, 0.0, 0.0)
-    shape: ShapeSpec | None = None
-
-
-@dataclass(frozen=True)
-class JointSpec:
-    name: str
-    type: str
-    parent: str
-    child: str
-    anchor: Vec3
-    axis: Vec3 | None = None  # unit, for revolute / prismatic / cylindrical
-    axes: tuple[Vec3, Vec3] | None = None  # unit, orthogonal, for universal
-    rate: tuple[float, ...] | None = None
-    cut: bool = False
-
-    @property
-    def dof(self) -> int:
-        return JOINT_TYPES[self.type][0]
-
-
-@dataclass(frozen=True)
-class ForceSpec:
-    """One force element; which fields are used depends on ``type``.
-
-    spring: body1, point1, body2, point2 (world, t = 0), stiffness, damping,
-    rest_length.  joint-spring: joint, stiffness, damping, rest.
-    joint-torque: joint, value (one number per freedom of the joint).
-    """
-
-    type: str
-    body1: str | None = None
-    point1: Vec3 | None = None
-    body2: str | None = None
-    point2: Vec3 | None = None
-    stiffness: float = 0.0
-    damping: float = 0.0
-    rest_length: float | None = None
-    joint: str | None = None
-    rest: float = 0.0
-    value: tuple[float, ...] | None = None
-
-
-@dataclass(frozen=True)
-class CouplingSpec:
-    """A gear pair (contract section 1, "Couplings"): the driver's joint coordinate
-    and the driven one's, both measured from their value at t = 0, obey
-    ``q_driver = ratio * q_driven``.  Both joints have one freedom (revolute or
-    prismatic); ``ratio`` is finite and non-zero."""
-
-    name: str
-    driver: str
-    driven: str
-    ratio: float
-    type: str = "gear"
-
-
-@dataclass(frozen=True)
-class MechanismSpec:
-    bodies: tuple[BodySpec, ...]
-    joints: tuple[JointSpec, ...]
-    forces: tuple[ForceSpec, ...] = ()
-    gravity: Vec3 = (0.0, -9.81, 0.0)
-    name: str = ""
-    description: str = ""
-    #: run settings the file recommends (``settings``: dt, t_end, integrator, rtol, atol) as
-    #: (key, value) pairs in that order; options given on the command line or in the
-    #: application override them (:func:`engine.simulation.file_defaults`)
-    settings: tuple[tuple[str, Any], ...] = ()
-    #: gear pairs (contract section 1, "Couplings"), in file order
-    couplings: tuple[CouplingSpec, ...] = ()
-    #: Warnings found while reading (unknown keys, unusual inertia, ...).
-    warnings: tuple[str, ...] = field(default=(), compare=False)
-
-    def body(self, name: str) -> BodySpec:
-        for b in self.bodies:
-            if b.name == name:
-                return b
-        raise KeyError(name)
-
-    def joint(self, name: str) -> JointSpec:
-        for j in self.joints:
-            if j.name == name:
-                return j
-        raise KeyError(name)
-
-    def coupling(self, name: str) -> CouplingSpec:
-        for c in self.couplings:
-            if c.name == name:
-                return c
-        raise KeyError(name)
-
-    def with_(self, **changes) -> "MechanismSpec":
-        return replace(self, **changes)
-
-
-# ----------------------------------------------------------------------- validation
-
+from .. import config
+from ..errors import MechanismError
+from .spec import (
+    COUPLING_TYPES, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE, SHAPE_KINDS,
+    BodySpec, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec, Vec3,
+)
 
 class _Reader:
     """Typed access to untrusted JSON values, raising path-named errors."""
@@ -531,7 +372,7 @@ def _read_force(
 
 
 def _read_couplings(r: _Reader, v: Any, joints: list[JointSpec]) -> tuple[CouplingSpec, ...]:
-    """``couplings`` (contract section 1): gear pairs between one-freedom joints.
+    """``couplings`` (docs/file-format.md, "Mechanism file"): gear pairs between one-freedom joints.
 
     Refused: an unknown type or joint, a joint with other than one freedom, a gear
     from a joint to itself, a zero ratio, a joint geared twice, a geared joint marked
@@ -664,7 +505,7 @@ SETTINGS_KEYS = ("dt", "t_end", "integrator", "rtol", "atol")
 
 
 def _read_settings(r: _Reader, v: Any) -> tuple[tuple[str, Any], ...]:
-    """``settings``: the run settings this mechanism needs (contract section 1, extension).
+    """``settings``: the run settings this mechanism needs (docs/file-format.md, "Additions").
 
     A mechanism whose fast modes the default fixed step cannot follow says so here
     (e.g. ``{"integrator": "dop853"}``), so that it runs at *its* defaults."""
@@ -675,7 +516,7 @@ def _read_settings(r: _Reader, v: Any) -> tuple[tuple[str, Any], ...]:
         if key not in d:
             continue
         if key == "integrator":
-            from .integrators import ALL_INTEGRATORS
+            from ..integrators import ALL_INTEGRATORS
 
             name = r.string("settings.integrator", d[key])
             if name not in ALL_INTEGRATORS:
@@ -692,7 +533,7 @@ def _read_settings(r: _Reader, v: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def _check_connected(bodies: list[BodySpec], joints: list[JointSpec]) -> None:
-    """Refuse bodies with no path of joints to ground (contract section 1)."""
+    """Refuse bodies with no path of joints to ground (docs/file-format.md, "Mechanism file")."""
     adj: dict[str, list[str]] = {b.name: [] for b in bodies}
     adj[GROUND] = []
     for j in joints:
@@ -708,118 +549,3 @@ def _check_connected(bodies: list[BodySpec], joints: list[JointSpec]) -> None:
     for i, b in enumerate(bodies):
         if b.name not in reached:
             raise MechanismError(f"bodies[{i}]", f"body {b.name!r} is not connected to ground by any joint")
-
-
-def loads(text: str) -> MechanismSpec:
-    """Parse and validate the text of a mechanism file."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MechanismError("(file)", f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except RecursionError:
-        raise MechanismError("(file)", "not valid JSON (nested too deeply)") from None
-    return spec_from_dict(data)
-
-
-def load(path: str | Path) -> MechanismSpec:
-    """Read, parse and validate a ``*.mech.json`` file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise MechanismError("(file)", f"no such file: {p}") from None
-    except UnicodeDecodeError:
-        raise MechanismError("(file)", f"{p} is not UTF-8 text") from None
-    except OSError as exc:
-        raise MechanismError("(file)", f"cannot read {p}: {exc.strerror}") from None
-    return loads(text)
-
-
-# ---------------------------------------------------------------------------- saving
-
-
-def _vec(v) -> list[float]:
-    return [float(x) for x in v]
-
-
-def _shape_to_dict(s: ShapeSpec) -> dict:
-    d: dict[str, Any] = {"kind": s.kind}
-    if s.kind == "rod":
-        d.update({"from": _vec(s.p_from), "to": _vec(s.p_to), "radius": s.radius})
-    elif s.kind == "box":
-        d["size"] = _vec(s.size)
-    elif s.kind == "sphere":
-        d["radius"] = s.radius
-    elif s.kind == "cylinder":
-        d.update({"radius": s.radius, "length": s.length, "axis": _vec(s.axis)})
-    else:
-        d.update({"path": s.path, "scale": s.scale})
-    return d
-
-
-def spec_to_dict(spec: MechanismSpec) -> dict:
-    """The JSON document of ``spec`` (inverse of :func:`spec_from_dict`)."""
-    bodies = []
-    for b in spec.bodies:
-        I = np.array(b.inertia)
-        inertia = _vec(np.diag(I)) if np.count_nonzero(I - np.diag(np.diag(I))) == 0 else [
-            _vec(row) for row in I
-        ]
-        d: dict[str, Any] = {
-            "name": b.name, "mass": b.mass, "inertia": inertia, "position": _vec(b.position),
-            "orientation": _vec(b.orientation), "velocity": _vec(b.velocity),
-            "angular_velocity": _vec(b.angular_velocity),
-        }
-        if b.shape is not None:
-            d["shape"] = _shape_to_dict(b.shape)
-        bodies.append(d)
-    joints = []
-    for j in spec.joints:
-        d = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
-             "anchor": _vec(j.anchor)}
-        if j.axis is not None:
-            d["axis"] = _vec(j.axis)
-        if j.axes is not None:
-            d["axes"] = [_vec(j.axes[0]), _vec(j.axes[1])]
-        if j.rate is not None:
-            d["rate"] = j.rate[0] if len(j.rate) == 1 else list(j.rate)
-        if j.cut:
-            d["cut"] = True
-        joints.append(d)
-    forces = []
-    for f in spec.forces:
-        if f.type == "spring":
-            d = {"type": f.type, "body1": f.body1, "point1": _vec(f.point1), "body2": f.body2,
-                 "point2": _vec(f.point2), "stiffness": f.stiffness, "damping": f.damping}
-            if f.rest_length is not None:
-                d["rest_length"] = f.rest_length
-        elif f.type == "joint-spring":
-            d = {"type": f.type, "joint": f.joint, "stiffness": f.stiffness, "damping": f.damping,
-                 "rest": f.rest}
-        else:
-            d = {"type": f.type, "joint": f.joint,
-                 "value": f.value[0] if len(f.value) == 1 else list(f.value)}
-        forces.append(d)
-    out: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": spec.name}
-    if spec.description:
-        out["description"] = spec.description
-    out.update({"gravity": _vec(spec.gravity), "bodies": bodies, "joints": joints, "forces": forces})
-    if spec.couplings:
-        out["couplings"] = [{"type": c.type, "name": c.name, "driver": c.driver, "driven": c.driven,
-                             "ratio": c.ratio} for c in spec.couplings]
-    if spec.settings:
-        out["settings"] = dict(spec.settings)
-    return out
-
-
-def dumps(spec: MechanismSpec) -> str:
-    """The file text of ``spec``; floats are written with ``repr`` precision."""
-    return json.dumps(spec_to_dict(spec), indent=2) + "\n"
-
-
-def save(spec: MechanismSpec, path: str | Path) -> None:
-    """Write ``spec`` to ``path`` atomically (a failed write leaves the old file)."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(dumps(spec), encoding="utf-8")
-    tmp.replace(p)

@@ -1,0 +1,265 @@
+"""The loop structure of formulation ``rcr`` and its partitions (paper 002 section 4.3;
+docs/rcr.md).
+
+The cut joints' loops are grouped into *clusters* -- loops that share a tree joint
+(:func:`loop_structure`) -- and the tree speeds of each cluster are split into
+independent and dependent ones (:func:`build_partition`): loop after loop, by
+column-pivoted QR of each loop's mass-whitened Jacobian over the speeds that no earlier
+loop has claimed; a loop whose rows its unclaimed speeds cannot satisfy is merged with its
+cluster's other loops into one block.  A :class:`Partition` carries the choice, with its
+:class:`.rcr_layout.PartitionLayout` for the kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from .. import config
+from ..constraints import con_arrays
+from ..kinematics import kin_arrays
+from ..model import Model
+from .rcr_articulated import body_terms
+from .rcr_kernels import positions_and_blocks
+from .rcr_layout import PartitionLayout, cut_rows_of, partition_layout
+from .workspace import pack
+
+#: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
+#: makes the monitor look for a better partition (and a partition is chosen so that none does)
+SWITCH_RTOL = 0.1
+
+
+@dataclass
+class Partition:
+    """Independent/dependent split of the loop speeds (one choice; see module docstring)."""
+
+    lx: PartitionLayout  # the partition as the kernels read it
+    colscale: np.ndarray  # (nv,) mass-whitening 1/sqrt(M_cc) of each speed
+    independent: np.ndarray  # global indices of the independent loop speeds
+    dependent: np.ndarray  # global indices of the dependent loop speeds
+    conditioning: float  # smallest block conditioning (singular values) at the state it was built
+    n_blocks: int
+    merged: int  # clusters whose loops could not be separated (one block each)
+    dmax: int
+    nq_tot: int  # sum over blocks of rows x dependent columns (QR storage)
+    nk_tot: int  # sum over blocks of rows x columns
+    ndep: int
+
+    def key(self):
+        return tuple(self.dependent.tolist())
+
+
+def _lca(parent, a, b):
+    pa = set()
+    i = a
+    while i >= 0:
+        pa.add(i)
+        i = parent[i]
+    i = b
+    while i >= 0 and i not in pa:
+        i = parent[i]
+    return i
+
+
+def overlapping_groups(sets) -> list[list[int]]:
+    """Indices of ``sets`` (collections of body indices) grouped so that sets sharing a
+    body, directly or through others, fall in one group (union-find); each group
+    ascending, groups in order of their first member."""
+    root = list(range(len(sets)))
+
+    def find(x):
+        while root[x] != x:
+            root[x] = root[root[x]]
+            x = root[x]
+        return x
+
+    owner: dict[int, int] = {}
+    for k, bodies in enumerate(sets):
+        for i in bodies:
+            if i in owner:
+                root[find(k)] = find(owner[i])
+            else:
+                owner[i] = k
+    groups: dict[int, list[int]] = {}
+    for k in range(len(sets)):
+        groups.setdefault(find(k), []).append(k)
+    return list(groups.values())
+
+
+def loop_structure(model: Model):
+    """Per cut joint: loop base (lowest common ancestor, -1 ground) and the tree joints
+    (= bodies) of its loop path; and the clusters of loops sharing a tree joint."""
+    m = model
+    lca = np.zeros(m.nj, dtype=np.int64)
+    paths = []
+    for j in range(m.nb, m.nj):
+        a, b = int(m.pred[j]), int(m.succ[j])
+        base = _lca(m.parent, a, b) if a >= 0 else -1
+        lca[j] = base
+        path = []
+        for end in (b, a):
+            i = end
+            while i != base and i >= 0:
+                path.append(i)
+                i = int(m.parent[i])
+        paths.append(sorted(set(path)))
+    groups = {min(g): g for g in overlapping_groups(paths)}  # loops sharing a body's tree joint
+    clusters = sorted(groups.values(), key=lambda ls: min(min(paths[l], default=10**9) for l in ls))
+    return lca, paths, clusters
+
+
+def cols_of(model: Model, bodies):
+    return [c for i in bodies for c in range(model.v_adr[i], model.v_adr[i] + model.nv_j[i])]
+
+
+def rows_of(model: Model, row_adr, l):
+    j = model.nb + l
+    return list(range(int(row_adr[j]), int(row_adr[j]) + int(model.nc_j[j])))
+
+
+def numeric_loop_jacobian(model: Model, q: np.ndarray, structure):
+    """(K over all tree speeds, joint-space mass matrix) at q, from rcr's own kernels:
+    every loop as a block with no dependent speeds fills K; the mass matrix is the
+    composite-rigid-body sum about the origin (used only when a partition is chosen,
+    never in the step)."""
+    m = model
+    lca, paths, clusters = structure
+    row_adr, _ = cut_rows_of(m)
+    choice = [([(rows_of(m, row_adr, l), cols_of(m, paths[l]), []) for l in loops], []) for loops in clusters]
+    lx = partition_layout(m, structure, choice)
+    ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
+    x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
+    S, S6 = np.zeros((m.nv, 6)), np.zeros((m.nv, 6))
+    Kval = np.zeros(max(int(lx.blk_kofs[-1]), 1))
+    ws = (kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, x, R, P, S, S6, np.zeros((m.nb, 6)), np.zeros((ncr, 6)),
+          np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv), Kval, np.zeros(1), np.zeros(2),
+          np.zeros(m.nv, dtype=np.int64))
+    positions_and_blocks(*pack(ws), q)
+    Kmat = np.zeros((ncr, m.nv))
+    rstart, rows, cstart, cols, kofs = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols, lx.blk_kofs
+    for b in range(rstart.shape[0] - 1):
+        rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
+        Kmat[np.ix_(rr, cc)] = Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
+    I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
+    body_terms(m.mass, m.inertia, x, R, np.zeros((m.nb, 6)), np.zeros((m.nb, 6)), I6, p6)
+    for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
+        if m.parent[i] >= 0:
+            I6[m.parent[i]] += I6[i]
+    M = np.zeros((m.nv, m.nv))
+    for i in range(m.nb):
+        ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
+        F = I6[i] @ S6[ci].T  # (6, n_i)
+        j = i
+        while j >= 0:
+            cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
+            M[cj, ci] = S6[cj] @ F
+            M[ci, cj] = M[cj, ci].T
+            j = int(m.parent[j])
+    return Kmat, M
+
+
+def numeric_rank(s, scale):
+    return int((s > config.RANK_RTOL * max(scale, 1e-300)).sum())
+
+
+def _cond(A):
+    if A.size == 0:
+        return 1.0
+    s = np.linalg.svd(A, compute_uv=False)
+    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
+
+
+def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
+    """Choose the independent speeds of every loop cluster at configuration ``q``.
+
+    Loops are taken in the order of their cut joints (for a ladder: cell after cell).
+    Each loop's mass-whitened Jacobian ``K_l diag(M)^-1/2`` over the speeds of its path
+    not yet claimed by an earlier loop is factorised by column-pivoted QR; its rank
+    ``r_l`` leading columns become the loop's dependent speeds, the rest independent
+    (so the blocks are triangular: a loop's dependent speeds depend only on earlier
+    ones).  The loops are tried forward and backward; if neither order gives every
+    block a conditioning of at least SWITCH_RTOL (or a loop's rows cannot be satisfied
+    by its unclaimed speeds), the cluster is factorised as one block when that is
+    better conditioned.
+    """
+    m = model
+    structure = structure or loop_structure(m)
+    lca, paths, clusters = structure
+    Kmat, M = numeric_loop_jacobian(m, q, structure)
+    colscale = 1.0 / np.sqrt(np.maximum(np.diag(M), 1e-300)) if m.nv else np.zeros(0)
+    Ks = Kmat * colscale[None, :] if Kmat.size else Kmat
+    row_adr, _ = cut_rows_of(m)
+    scale = float(np.abs(Ks).max()) if Ks.size else 1.0
+    merged = 0
+    choice = []
+    for loops in clusters:
+        bodies_cols = cols_of(m, sorted(set(i for l in loops for i in paths[l])))
+
+        def greedy(order):
+            """Loop after loop; None if a loop's unclaimed speeds cannot satisfy its rows."""
+            blocks, claimed, indep = [], set(), []
+            for l in order:
+                rows = rows_of(m, row_adr, l)
+                cols = cols_of(m, paths[l])
+                free = [c for c in cols if c not in claimed]
+                A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
+                r_all = numeric_rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
+                if free:
+                    _, Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="economic")
+                    r_free = int((np.abs(np.diag(Rq)) > config.RANK_RTOL * scale).sum())
+                else:
+                    r_free, piv = 0, np.zeros(0, dtype=int)
+                if r_free < r_all:
+                    return None
+                dep = [free[k] for k in piv[:r_all]]
+                claimed.update(free)
+                indep += [c for c in free if c not in dep]
+                blocks.append((rows, cols, dep))
+            return blocks, indep
+
+        def merged_block():
+            rows = [rr for l in sorted(loops) for rr in rows_of(m, row_adr, l)]
+            cols = bodies_cols
+            A = Ks[np.ix_(rows, cols)]
+            r_all = numeric_rank(np.linalg.svd(A, compute_uv=False), scale) if A.size else 0
+            _, _, piv = scipy.linalg.qr(A, pivoting=True, mode="economic")
+            dep = [cols[k] for k in piv[:r_all]]
+            return [(rows, cols, dep)], [c for c in cols if c not in dep]
+
+        def worst(blocks):
+            return min((_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep), default=1.0)
+
+        candidates = [c for c in (greedy(sorted(loops)), greedy(sorted(loops, reverse=True))) if c is not None]
+        best = None
+        for cand in candidates:
+            wc = worst(cand[0])
+            if wc >= SWITCH_RTOL:
+                best = (*cand, wc)
+                break
+            if best is None or wc > best[2]:
+                best = (*cand, wc)
+        if best is None or best[2] < SWITCH_RTOL:
+            mb = merged_block()
+            wm = worst(mb[0])
+            if best is None or wm > best[2]:
+                merged += 1
+                best = (*mb, wm)
+        choice.append((best[0], best[1]))
+    return partition_from_choice(m, structure, choice, Ks, colscale, merged)
+
+
+def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=0) -> Partition:
+    """A :class:`Partition` from ``choice`` (per cluster: blocks of (rows, columns,
+    dependent columns), and the independent speeds), scaled loop Jacobian ``Ks``."""
+    m = model
+    lx = partition_layout(m, structure, choice)
+    blocks = [b for blk, _ in choice for b in blk]
+    conds = [_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep]
+    dep_global = np.array(sorted(c for _, _, dep in blocks for c in dep), dtype=np.int64)
+    d = np.diff(lx.cl_istart)
+    return Partition(lx=lx, colscale=colscale, independent=lx.ind_cols, dependent=dep_global,
+                     conditioning=min(conds) if conds else 1.0, n_blocks=len(blocks), merged=merged,
+                     dmax=int(d.max()) if d.size else 0, nq_tot=int(lx.blk_qofs[-1]), nk_tot=int(lx.blk_kofs[-1]),
+                     ndep=int(lx.blk_dstart[-1]))

@@ -1,0 +1,188 @@
+"""Running a sweep: :func:`run_sweep` submits the cases to a Dask client (a
+``LocalCluster`` on this machine's cores by default), writes every finished case's
+trajectory to ``DIR/runs/`` and rewrites ``DIR/summary.parquet`` as cases finish.  Run
+again on the same ``DIR`` it skips the cases whose rows are complete."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .cases import PreparedCase, prepare_cases
+from .cluster import local_cluster
+from .spec import SweepSpec, load_sweep, sweep_from_dict
+from .storage import (HEAD_COLUMNS, TAIL_COLUMNS, atomic_write, complete_records, read_summary, summary_frame,
+                      trajectory_path, write_summary, write_trajectory)
+from .task import run_case
+
+@dataclass
+class Progress:
+    """What a progress display needs; handed to the ``progress`` callback."""
+
+    total: int
+    done: int = 0  # finished this session (ok or failed)
+    failed: int = 0  # of which failed (simulation failure or task error)
+    running: int = 0  # cases executing on a worker now
+    skipped: int = 0  # complete from an earlier session (resume)
+    refused: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    to_compute: int = 0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left, from the mean rate so far (None before the first case)."""
+        if self.done == 0:
+            return None
+        rate = self.done / max(time.perf_counter() - self.started, 1e-9)
+        return (self.to_compute - self.done) / rate
+
+
+def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path | None = None, *,
+              workers: int | None = None, threads_per_worker: int = 1, resume: bool = True,
+              progress: Callable[[Progress], None] | None = None, cancel=None,
+              on_start: Callable[[Any, list[PreparedCase], int], None] | None = None,
+              retries: int = 1, poll: float = 0.25):
+    """Run a sweep and return its summary (a pandas DataFrame, one row per case).
+
+    ``spec``: a :class:`SweepSpec`, a sweep file's path, or a parsed sweep document.
+    ``client``: a ``distributed.Client``, or None to start a ``LocalCluster`` of
+    ``workers`` processes (default: the cores / ``threads_per_worker``) for this call.
+    ``out``: the results directory (``summary.parquet``, ``runs/``); with it the sweep
+    resumes (unless ``resume`` is false): complete cases of an earlier run with the same
+    case definition are read back, not computed again.  ``progress(Progress)`` is called
+    as cases start and finish; ``cancel`` (a ``threading.Event``) stops the sweep (the
+    summary then holds the cases finished so far).  ``on_start(client, cases,
+    to_compute)`` is called once the client is up (the CLI prints the dashboard)."""
+    from distributed import Client, wait
+
+    if isinstance(spec, (str, Path)):
+        spec = load_sweep(spec)
+    elif isinstance(spec, dict):
+        spec = sweep_from_dict(spec)
+    prepared = prepare_cases(spec)
+    session = uuid.uuid4().hex[:12]
+    out_dir = Path(out) if out is not None else None
+    fmt = spec.trajectories
+    summary_path = out_dir / "summary.parquet" if out_dir else None
+    if out_dir is not None:
+        (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+
+    records: dict[int, dict] = {}
+    keep_columns: list[str] = []
+
+    def note_columns(res: dict):
+        for k in res:
+            if k not in keep_columns and k not in HEAD_COLUMNS and k not in TAIL_COLUMNS and k not in (
+                    "columns", "data", "csv", "params"):
+                keep_columns.append(k)
+
+    # resume: complete rows of an earlier session whose case is unchanged
+    previous = read_summary(summary_path) if (out_dir is not None and resume) else None
+    if previous is not None:
+        records.update(complete_records(prepared, previous, out_dir, fmt, spec.parameters))
+        keep_columns += [k for k in previous.columns
+                         if not k.startswith("param.") and k not in HEAD_COLUMNS and k not in TAIL_COLUMNS]
+
+    state = Progress(total=len(prepared), skipped=len(records))
+    for pc in prepared:
+        if pc.refused is not None:
+            records[pc.index] = {"case": pc.index, "status": "refused", "exit_status": 2, "message": pc.refused,
+                                 "params": dict(pc.case.params), "t_final": math.nan, "rows": 0,
+                                 "wall_time": math.nan, "worker": None, "session": session,
+                                 "finished_at": time.time(), "case_key": pc.key}
+            state.refused += 1
+    todo = [pc for pc in prepared if pc.index not in records]
+    state.to_compute = len(todo)
+
+    def flush():
+        if summary_path is not None:
+            write_summary(summary_path, summary_frame(records, spec.parameters, keep_columns))
+
+    own_cluster = None
+    if client is None and todo:
+        own_cluster = local_cluster(workers, threads_per_worker)
+        client = Client(own_cluster)
+    own_client = own_cluster is not None
+    try:
+        if on_start is not None:
+            on_start(client, prepared, len(todo))
+        flush()
+        if not todo:
+            return summary_frame(records, spec.parameters, keep_columns)
+        futures = {}
+        for pc in todo:
+            f = client.submit(run_case, pc.doc, pc.settings, spec.keep, fmt, pure=False, retries=retries,
+                              key=f"linkwork-case-{pc.index}-{pc.key}-{session}")
+            futures[f] = pc
+        pending = set(futures)
+        last_running = 0.0
+        if progress:
+            progress(state)
+        while pending:
+            if cancel is not None and cancel.is_set():
+                client.cancel(list(pending))
+                break
+            try:
+                finished = wait(list(pending), timeout=poll, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                finished = set()
+            for f in finished:
+                pending.discard(f)
+                pc = futures[f]
+                rec = {"case": pc.index, "params": dict(pc.case.params), "session": session, "case_key": pc.key}
+                if f.status == "finished":
+                    try:
+                        res = f.result()
+                    except Exception as exc:  # the result could not be fetched
+                        res = {"status": "error", "exit_status": 1, "message": f"{type(exc).__name__}: {exc}"}
+                else:
+                    exc = f.exception()
+                    res = {"status": "error", "exit_status": 1,
+                           "message": f"{type(exc).__name__}: {exc}" if exc is not None else f.status,
+                           "rows": 0, "t_final": math.nan, "wall_time": math.nan, "worker": None}
+                f.release()
+                if out_dir is not None and res.get("csv") is not None:
+                    text = res["csv"]
+                    atomic_write(trajectory_path(out_dir, pc.index, fmt),
+                                 lambda tmp: tmp.write_text(text, encoding="utf-8", newline="\n"))
+                elif out_dir is not None and res.get("data") is not None:
+                    write_trajectory(trajectory_path(out_dir, pc.index, fmt), res["columns"], res["data"], fmt)
+                note_columns({k: v for k, v in res.items() if k not in ("status", "exit_status", "message")})
+                rec.update({k: v for k, v in res.items() if k not in ("columns", "data", "csv")})
+                rec["finished_at"] = time.time()
+                records[pc.index] = rec
+                state.done += 1
+                if rec["status"] != "ok":
+                    state.failed += 1
+            if finished:
+                flush()
+                if out_dir is not None:
+                    with open(out_dir / "sweep.log", "a", encoding="utf-8") as log:
+                        for f in finished:
+                            r = records[futures[f].index]
+                            log.write(json.dumps({"session": session, "case": r["case"], "status": r["status"],
+                                                  "worker": r.get("worker"), "wall_time": r.get("wall_time")})
+                                      + "\n")
+            now = time.perf_counter()
+            if progress and (finished or now - last_running > 1.0):
+                if now - last_running > 0.5:
+                    last_running = now
+                    try:  # the scheduler's "processing" includes tasks queued on a busy worker
+                        proc = client.processing()
+                        live = {f.key for f in pending}
+                        state.running = min(sum(1 for ks in proc.values() for k in ks if k in live),
+                                            sum(client.nthreads().values()))
+                    except Exception:  # pragma: no cover - scheduler unreachable for a moment
+                        pass
+                progress(state)
+        flush()
+        return summary_frame(records, spec.parameters, keep_columns)
+    finally:
+        if own_client:
+            client.close()
+            own_cluster.close()
