@@ -12,7 +12,8 @@ setup:
 	@scripts/setup.sh
 
 # without a display: say so in one line, then run the example headless (CSV, plots, pictures)
-run: setup
+run:
+	@LINKWORK_COMPILE_FOR=$(FILE) scripts/setup.sh
 	@if .venv/bin/python -m linkwork.app.display; then .venv/bin/linkwork $(FILE); \
 	else .venv/bin/linkwork report $(FILE) --out out/$(basename $(basename $(notdir $(FILE)))); fi
 

@@ -168,75 +168,173 @@ def warm(name: str, files: list[Path], on_file=None) -> tuple[int, list[str]]:
     return done, errors
 
 
-class _Bar:
-    """One line per formulation: ``dca    [#####.....]  9/19 examples  12.3 s``, redrawn
-    four times a second on a terminal (so the clock moves during a long compile),
-    printed once when done otherwise."""
+class _Progress:
+    """The formulations' progress: ``dca    [#####.....]  9/21 examples  12.3 s``.  On a
+    terminal the running ones share one line, redrawn four times a second (so the clocks
+    move during a long compile), and each gets a line of its own when done; elsewhere only
+    the finished lines are printed."""
 
     WIDTH = 24
 
-    def __init__(self, name: str, total: int, stream):
-        self.name, self.total, self.stream = name, total, stream
+    def __init__(self, total: int, stream):
+        self.total, self.stream = total, stream
         self.tty = stream.isatty()
-        self.done = 0
-        self.t0 = time.perf_counter()
-        self._stop = threading.Event()
+        self.running: dict[str, list] = {}  # name -> [files done, start time]
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         if self.tty:
             self._thread = threading.Thread(target=self._tick, daemon=True)
             self._thread.start()
 
-    def line(self) -> str:
-        fill = int(self.WIDTH * self.done / max(self.total, 1))
-        bar = "#" * fill + "." * (self.WIDTH - fill)
-        return (f"  {self.name:<7} [{bar}] {self.done:>2}/{self.total} examples  "
-                f"{time.perf_counter() - self.t0:6.1f} s")
+    def _line(self, name: str, width: int | None = None) -> str:
+        done, t0 = self.running[name]
+        w = self.WIDTH if width is None else width
+        fill = int(w * done / max(self.total, 1))
+        bar = "#" * fill + "." * (w - fill)
+        if width is None:
+            return (f"  {name:<9} [{bar}] {done:>2}/{self.total} examples  "
+                    f"{time.perf_counter() - t0:6.1f} s")
+        return f"{name} [{bar}] {time.perf_counter() - t0:.0f} s"
 
-    def _draw(self, end: str = "") -> None:
-        with self._lock:
-            self.stream.write("\r" + self.line() + end)
+    def _draw(self) -> None:
+        if self.running:
+            many = len(self.running) > 1
+            text = ("  " + "  ".join(self._line(n, 10) for n in self.running)) if many \
+                else self._line(next(iter(self.running)))
+            self.stream.write("\r\x1b[K" + text)
             self.stream.flush()
 
     def _tick(self) -> None:
         while not self._stop.wait(0.25):
-            self._draw()
+            with self._lock:
+                self._draw()
 
-    def update(self, done: int) -> None:
-        self.done = done
+    def start(self, name: str) -> None:
+        with self._lock:
+            self.running.setdefault(name, [0, time.perf_counter()])
 
-    def finish(self, note: str = "") -> float:
-        self._stop.set()
-        seconds = time.perf_counter() - self.t0
-        if self.tty:
-            self._thread.join()
-            self._draw(f"{note}\n")
-        else:
-            print(self.line() + note, file=self.stream, flush=True)
+    def update(self, name: str, done: int) -> None:
+        with self._lock:
+            self.running.setdefault(name, [0, time.perf_counter()])[0] = done
+
+    def finish(self, name: str, note: str = "") -> float:
+        """Print the formulation's line; returns its seconds."""
+        with self._lock:
+            self.running.setdefault(name, [0, time.perf_counter()])
+            seconds = time.perf_counter() - self.running[name][1]
+            line = self._line(name) + note
+            del self.running[name]
+            if self.tty:
+                self.stream.write("\r\x1b[K" + line + "\n")
+                self._draw()
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
         return seconds
 
+    def close(self) -> None:
+        self._stop.set()
+        if self.tty:
+            self._thread.join()
 
-def compile_all(names: list[str], force: bool = False, files: list[Path] | None = None, stream=None):
+
+def _worker(name: str, files: list[str], progress) -> tuple[str, float, int, list[str]]:
+    """One formulation's warm-up in a process of its own (:func:`compile_all`): sends
+    ``(name, files done)`` to ``progress`` as it goes."""
+    progress.put((name, 0))
+    t0 = time.perf_counter()
+    n, errors = warm(name, [Path(f) for f in files], lambda k: progress.put((name, k)))
+    return name, time.perf_counter() - t0, n, errors
+
+
+def compile_all(names: list[str], force: bool = False, files: list[Path] | None = None, stream=None,
+                jobs: int | None = None):
     """Compile (or load) the kernels of each formulation in ``names``; returns
     ``({name: seconds} of those compiled now, [names with failed examples])``.
-    Already compiled ones are skipped unless ``force``."""
+    Already compiled ones are skipped unless ``force``.  The formulations compile in
+    ``jobs`` processes at once (every core when None), the longest first, each with its
+    progress bar; one job compiles them in this process, one after the other."""
     stream = stream or sys.stderr
     files = examples() if files is None else files
     have = set() if force else compiled()
-    out, failed = {}, []
     for name in names:
         if name in have:
-            print(f"  {name:<7} already compiled", file=stream, flush=True)
-            continue
-        bar = _Bar(name, len(files), stream)
-        n, errors = warm(name, files, bar.update)
-        out[name] = bar.finish(f"  ({len(errors)} failed)" if errors else "")
+            print(f"  {name:<9} already compiled", file=stream, flush=True)
+    todo = [n for n in names if n not in have]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    out, failed = {}, []
+    board = _Progress(len(files), stream)
+
+    def done(name, seconds, n, errors):
+        out[name] = board.finish(name, f"  ({len(errors)} failed)" if errors else "")
         for e in errors:
             print(f"    {e}", file=stream)
         if errors:
             failed.append(name)
         else:
-            _record(name, out[name], n)
+            _record(name, seconds, n)
+
+    try:
+        if jobs == 1:
+            for name in todo:
+                board.start(name)
+                t0 = time.perf_counter()
+                n, errors = warm(name, files, lambda k, name=name: board.update(name, k))
+                done(name, time.perf_counter() - t0, n, errors)
+        else:
+            _compile_in_processes(todo, files, jobs, board, done)
+    finally:
+        board.close()
     return out, failed
+
+
+def _compile_in_processes(todo: list[str], files: list[Path], jobs: int, board: _Progress, done) -> None:
+    """:func:`compile_all`'s formulations in ``jobs`` processes, the longest first (so the
+    last to start are the short ones)."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    expect = measured_seconds()
+    todo = sorted(todo, key=lambda n: -expect.get(n, 0.0))
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no numba state inherited
+    with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        progress = manager.Queue()
+        pending = {pool.submit(_worker, name, [str(f) for f in files], progress): name for name in todo}
+        while pending:
+            finished, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            while not progress.empty():
+                board.update(*progress.get())
+            for fut in finished:
+                name = pending.pop(fut)
+                try:
+                    _, seconds, n, errors = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a crashed worker: reported like a failed example
+                    seconds, n, errors = 0.0, 0, [f"{type(exc).__name__}: {exc}"]
+                done(name, seconds, n, errors)
+
+
+def _compile_for(path: str) -> int:
+    """``linkwork compile --for FILE``: the kernels a first run of ``FILE`` at its defaults
+    calls, and no more -- not recorded as the formulation compiled (other files call other
+    variants)."""
+    from .errors import LinkworkError
+    from .model import load_model
+    from .simulation import file_defaults, resolve_settings
+
+    try:
+        model = load_model(path)
+        name = resolve_settings(model, file_defaults(model)).formulation
+    except LinkworkError as exc:
+        print(f"linkwork compile: {path}: {exc}", file=sys.stderr)
+        return 2
+    if name in compiled():
+        return 0
+    t0 = time.perf_counter()
+    _, errors = warm(name, [Path(path)])
+    for e in errors:
+        print(f"linkwork compile: {e}", file=sys.stderr)
+    print(f"linkwork compile: {name} for {Path(path).name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,7 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--formulations", metavar="A,B", default=",".join(REGISTRY),
                    help="which formulations [%(default)s]")
     p.add_argument("--force", action="store_true", help="compile again even if the cache has them")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="formulations compiled at once, each in a process of its own [every core]")
+    p.add_argument("--for", dest="for_file", metavar="FILE",
+                   help="only what a first run of FILE needs: its default formulation, on that file "
+                        "(make run does this first, and the rest in the background)")
     args = p.parse_args(argv)
+    if args.for_file:
+        return _compile_for(args.for_file)
     names = [n for n in args.formulations.split(",") if n]
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
@@ -260,7 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"linkwork compile: numerical kernels into {d or 'numba default cache'} "
           "(once per version of the engine)", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    done, failed = compile_all(names, force=args.force)
+    if args.jobs is not None and args.jobs < 1:
+        print(f"linkwork compile: --jobs must be >= 1 (got {args.jobs})", file=sys.stderr)
+        return 2
+    done, failed = compile_all(names, force=args.force, jobs=args.jobs)
     ok = [n for n in done if n not in failed]
     if ok:
         print(f"linkwork compile: {len(ok)} formulation(s) compiled in {time.perf_counter() - t0:.0f} s; "

@@ -42,6 +42,12 @@ fi
 # so that the first Run of each starts at once instead of compiling for tens of seconds.
 # The cache is keyed by the engine's sources: after an install or an update this compiles,
 # otherwise it only reports that the kernels are there.  LINKWORK_SKIP_COMPILE=1 skips it.
-if [ -z "${LINKWORK_SKIP_COMPILE:-}" ]; then
+# LINKWORK_COMPILE_FOR=FILE (make run): first only what a run of FILE needs, then the rest in
+# the background at low priority, so that the window opens after seconds rather than minutes.
+if [ -n "${LINKWORK_COMPILE_FOR:-}" ]; then
+  .venv/bin/linkwork compile --for "$LINKWORK_COMPILE_FOR" || true
+  echo "setup: compiling the other formulations in the background (log: .venv/compile.log)"
+  nohup nice -n 10 .venv/bin/linkwork compile > .venv/compile.log 2>&1 < /dev/null &
+elif [ -z "${LINKWORK_SKIP_COMPILE:-}" ]; then
   .venv/bin/linkwork compile || echo "setup: compiling ahead failed; the kernels compile at first use" >&2
 fi

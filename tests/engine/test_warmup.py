@@ -64,6 +64,60 @@ def test_compile_fills_the_cache_so_the_next_process_compiles_nothing(tmp_path):
     assert int(n_run) == 0, names
 
 
+_PARALLEL = _COUNT + '''
+import io
+from pathlib import Path
+from linkwork.engine import warmup
+out = io.StringIO()
+done, failed = warmup.compile_all(["dense", "embedding"], files=[Path(sys.argv[1])], stream=out, jobs=2)
+print(sorted(done), failed, out.getvalue().count("1/1 examples"))
+'''
+
+
+@pytest.mark.slow
+def test_compile_in_parallel_processes_fills_the_cache_for_every_formulation(tmp_path):
+    """``--jobs 2``: each formulation compiles in a process of its own; this process
+    prints each one's line when it is done and records both."""
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    done, failed, lines = _py(_PARALLEL, cache, FOURBAR).rsplit(" ", 2)
+    assert done == "['dense', 'embedding']" and failed == "[]" and lines == "2"
+    record = json.loads((cache / warmup.RECORD).read_text())["formulations"]
+    assert set(record) == {"dense", "embedding"}
+    # a later process loads dense's kernels: no compile
+    n_run, names = _py(_RUN, cache, FOURBAR).split(" ", 1)
+    assert int(n_run) == 0, names
+
+
+@pytest.mark.slow
+def test_compile_for_a_file_compiles_what_its_first_run_needs_and_claims_nothing(tmp_path):
+    """``linkwork compile --for FILE`` (``make run``'s first step): the file's default
+    formulation on that file, so its first run compiles nothing; not recorded as the whole
+    formulation compiled, which ``linkwork compile`` then still does."""
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "compile", "--for", str(FOURBAR)],
+                       env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert "dense for parallelogram-fourbar.mech.json" in r.stderr
+    assert not (cache / warmup.RECORD).exists()
+    n_run, names = _py(_RUN, cache, FOURBAR).split(" ", 1)
+    assert int(n_run) == 0, names
+
+
+def test_compile_for_a_file_that_cannot_load_is_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.mech.json"
+    bad.write_text("{}")
+    assert warmup.main(["--for", str(bad)]) == 2
+    assert "bad.mech.json" in capsys.readouterr().err
+
+
+def test_compile_refuses_a_job_count_below_one(capsys):
+    assert warmup.main(["--formulations", "dense", "--jobs", "0"]) == 2
+    assert "--jobs must be >= 1" in capsys.readouterr().err
+
+
 _EVERY = _COUNT + '''
 from linkwork.engine.formulations import REGISTRY
 from linkwork.engine.model import load_model
@@ -163,7 +217,8 @@ def test_a_record_of_another_checkout_does_not_count(tmp_path, monkeypatch):
 
 def test_compile_with_a_failing_formulation_exits_1_and_does_not_claim_it(monkeypatch, capsys):
     """A formulation whose examples fail is named, and not counted among the compiled."""
-    monkeypatch.setattr(warmup, "compile_all", lambda names, force=False: ({"dense": 1.0, "dca": 2.0}, ["dca"]))
+    monkeypatch.setattr(warmup, "compile_all", lambda names, force=False, jobs=None: ({"dense": 1.0, "dca": 2.0},
+                                                                                  ["dca"]))
     assert warmup.main(["--formulations", "dense,dca"]) == 1
     err = capsys.readouterr().err
     assert "1 formulation(s) compiled" in err
