@@ -37,17 +37,17 @@ PICTURE_SIZE = (960, 720)
 
 
 def _parser() -> argparse.ArgumentParser:
-    from linkwork.engine.cli import _float, _Parser
+    from linkwork.engine.cli import float_arg, Parser
 
-    p = _Parser(prog="linkwork report",
+    p = Parser(prog="linkwork report",
                 description="Simulate a mechanism without a screen and write the results CSV, the plots "
                             "(PNG) and pictures of the mechanism (PNG, GIF) to a folder.")
     p.add_argument("file", help="mechanism file (*.mech.json)")
     p.add_argument("--out", metavar="DIR", help="output folder [linkwork-report/NAME in the current folder]")
     p.add_argument("--formulation", metavar="NAME", help="[default per mechanism]")
     p.add_argument("--integrator", metavar="NAME", help="[the formulation's default]")
-    p.add_argument("--dt", type=_float, metavar="S", help="[the mechanism's default]")
-    p.add_argument("--t-end", type=_float, metavar="S", help="[the mechanism's default]")
+    p.add_argument("--dt", type=float_arg, metavar="S", help="[the mechanism's default]")
+    p.add_argument("--t-end", type=float_arg, metavar="S", help="[the mechanism's default]")
     return p
 
 

@@ -1,4 +1,4 @@
-"""The ``linkwork`` command (contract section 2): the desktop application and the
+"""The ``linkwork`` command (docs/file-format.md, "Command line"): the desktop application and the
 headless sub-commands.  :data:`COMMANDS` is the one list of sub-commands; ``--help``
 and the refusal of an unknown command are made from it.
 
@@ -8,7 +8,7 @@ computed before the failure is in the output); 130 interrupted (Ctrl-C; rows
 computed so far are in the output).  A reader that closes the pipe early
 (``linkwork examples | head -1``) ends the command quietly with status 0.
 
-The engine never imports the desktop application (conventions 14): the commands
+The engine never imports the desktop application: the commands
 that need it -- the window, ``report`` and ``--selftest`` -- are *front ends* that
 the ``linkwork`` launcher package hands to :func:`main` (``linkwork/cli.py``).
 ``python -m linkwork.engine.cli`` runs the headless commands and refuses those.
@@ -22,6 +22,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+from .threads import DCA_CHAIN_SERIAL_BELOW, DCA_TREE_SERIAL_BELOW, HDCA_CHAIN_SERIAL_BELOW, PARALLEL_MIN_BODIES
 
 EXIT_OK, EXIT_REFUSED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -58,7 +60,7 @@ def _help_text() -> str:
     return "\n".join(lines)
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse that exits with status 2 and a one-line message (refused options)."""
 
     def error(self, message):
@@ -67,7 +69,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_REFUSED)
 
 
-def _float(text: str) -> float:
+def float_arg(text: str) -> float:
     try:
         return float(text)
     except ValueError:
@@ -85,7 +87,7 @@ def _run_parser() -> argparse.ArgumentParser:
     from . import config
     from .formulations import REGISTRY
 
-    p = _Parser(prog="linkwork run", description="Simulate a mechanism headless and write the results CSV.")
+    p = Parser(prog="linkwork run", description="Simulate a mechanism headless and write the results CSV.")
     p.add_argument("file", help="mechanism file (*.mech.json)")
     names = sorted(REGISTRY)  # only what runs: PLANNED names are refused
     p.add_argument("--formulation", metavar="NAME", help=f"{', '.join(names)} [default per mechanism]")
@@ -93,29 +95,31 @@ def _run_parser() -> argparse.ArgumentParser:
                    help="rk4, rk45, rk23, dop853, lsoda, radau, bdf; trapezoidal for index3 "
                         "[the file's settings, else the formulation's: rk4, index3 trapezoidal]")
     # dt, t-end, rtol, atol and the integrator default to the mechanism file's own
-    # "settings" where it has them (contract section 1), then to these
-    p.add_argument("--dt", type=_float, default=None, metavar="S",
+    # "settings" where it has them (docs/file-format.md, "Mechanism file"), then to these
+    p.add_argument("--dt", type=float_arg, default=None, metavar="S",
                    help=f"fixed step, or output interval of adaptive integrators "
                         f"[the file's settings, else {config.DEFAULT_DT}]")
-    p.add_argument("--t-end", type=_float, default=None, metavar="S",
+    p.add_argument("--t-end", type=float_arg, default=None, metavar="S",
                    help=f"simulated time [the file's settings, else {config.DEFAULT_T_END:g}]")
-    p.add_argument("--rtol", type=_float, default=None, metavar="X",
+    p.add_argument("--rtol", type=float_arg, default=None, metavar="X",
                    help=f"[the file's settings, else {config.DEFAULT_RTOL}]")
-    p.add_argument("--atol", type=_float, default=None, metavar="X",
+    p.add_argument("--atol", type=float_arg, default=None, metavar="X",
                    help=f"[the file's settings, else {config.DEFAULT_ATOL}]")
-    p.add_argument("--penalty", type=_float, default=config.DEFAULT_PENALTY, metavar="X",
+    p.add_argument("--penalty", type=float_arg, default=config.DEFAULT_PENALTY, metavar="X",
                    help="index3 penalty factor alpha [%(default)s]")
     p.add_argument("--newton-iters", type=_int, default=config.DEFAULT_NEWTON_ITERS, metavar="N",
                    help="index3 Newton iterations [%(default)s]")
-    p.add_argument("--newton-tol", type=_float, default=config.DEFAULT_NEWTON_TOL, metavar="X",
+    p.add_argument("--newton-tol", type=float_arg, default=config.DEFAULT_NEWTON_TOL, metavar="X",
                    help="index3 Newton tolerance on |dq| [%(default)s]")
     p.add_argument("--threads", type=_int, metavar="N",
-                   help="engine threads [all cores; dca and hdca: one on an open chain of fewer than 512 bodies]")
+                   help=f"engine threads [all cores; one below {PARALLEL_MIN_BODIES} bodies, dca on an open chain "
+                        f"of fewer than {DCA_CHAIN_SERIAL_BELOW} or an open tree of fewer than {DCA_TREE_SERIAL_BELOW}, "
+                        f"hdca on an open chain of fewer than {HDCA_CHAIN_SERIAL_BELOW}]")
     p.add_argument("--out", metavar="FILE.csv", help="results file [stdout]")
     p.add_argument("--projection", choices=("on", "off"),
                    help="dense, dca, hdca: project positions and velocities onto the loops at every output "
                         "instant [on with loops]")
-    p.add_argument("--baumgarte", nargs=2, type=_float, metavar=("ALPHA", "BETA"),
+    p.add_argument("--baumgarte", nargs=2, type=float_arg, metavar=("ALPHA", "BETA"),
                    help="dca: Baumgarte stabilisation of loop closures [off]")
     p.add_argument("--tangent-hold", type=_int, default=1, metavar="N",
                    help="index3: reuse the Newton tangent for N iterations (modified Newton) [1]")
@@ -213,7 +217,7 @@ def cmd_run(argv: list[str]) -> int:
         if sim.stats.get("unconverged_steps", 0):
             print(f"linkwork: warning: {sim.stats['unconverged_steps']} of {sim.stats.get('steps', 0)} steps ended "
                   "with the constraints not converged", file=sys.stderr)
-        ini = getattr(form, "initial", None)
+        ini = form.initial
         if verbose:
             print("", file=sys.stderr)
             st = sim.stats
@@ -308,7 +312,7 @@ def _info_text(model, topo) -> str:
 
 
 def cmd_info(argv: list[str]) -> int:
-    p = _Parser(prog="linkwork info",
+    p = Parser(prog="linkwork info",
                 description="Topology, loops, coordinates, DOF and redundant constraints of a mechanism.")
     p.add_argument("file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -326,9 +330,13 @@ def cmd_info(argv: list[str]) -> int:
         d = topo.as_dict(model)
         d["warnings"] = list(model.spec.warnings)
         d["embedding"] = emb
+        d["threads"] = {name: {"threads": p.threads, "layout": p.layout, "why": p.why}
+                        for name, p in _thread_plans(model).items()}
         print(json.dumps(d, indent=2))
     else:
         print(_info_text(model, topo))
+        for k, (name, plan) in enumerate(_thread_plans(model).items()):
+            print(f"{'threads' if k == 0 else '':<15}{name:<10} {plan.describe()}")
         for k, a in enumerate(emb.get("aggregated_bodies", [])):
             print(f"aggregated {k + 1:<3d}  {' + '.join(a['bodies'])} on {a['parent']}: independent "
                   f"{', '.join(a['independent']) or '(none)'}; sigma_min of X's dependent block "
@@ -336,6 +344,20 @@ def cmd_info(argv: list[str]) -> int:
         if "error" in emb:
             print(f"aggregated     {emb['error']}")
     return EXIT_OK
+
+
+def _thread_plans(model) -> dict:
+    """Each formulation that runs ``model``: the thread plan of a run left automatic
+    (engine/threads.py)."""
+    from .formulations import REGISTRY
+    from .threads import plan
+
+    out = {}
+    for name in REGISTRY:
+        cls = REGISTRY[name]
+        if cls.supports(model)[0]:
+            out[name] = plan(model, cls, None)
+    return out
 
 
 def _embedding_info(model) -> dict:
@@ -358,7 +380,7 @@ def cmd_examples(argv: list[str]) -> int:
     from .paths import examples_dir
     from .mechfile import load
 
-    _Parser(prog="linkwork examples", description="List the bundled example mechanisms.").parse_args(argv)
+    Parser(prog="linkwork examples", description="List the bundled example mechanisms.").parse_args(argv)
     d = examples_dir()
     for f in sorted(d.glob("*.mech.json")):
         spec = load(f)
@@ -367,7 +389,7 @@ def cmd_examples(argv: list[str]) -> int:
 
 
 def _sweep_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="linkwork sweep",
+    p = Parser(prog="linkwork sweep",
                 description="Run a parameter sweep (*.sweep.json, docs/sweeps.md) on Dask: a LocalCluster on "
                             "this machine's cores, or the scheduler given.  Writes DIR/summary.parquet (one row "
                             "per case, as cases finish) and DIR/runs/ (each case's results); running the same "
