@@ -1,6 +1,6 @@
 """Linkwork desktop application.
 
-Three layers (project conventions 9 and 14):
+Three layers:
 
 - :mod:`app.session` -- the Qt-free session model: the mechanism being edited,
   its validation and topology, solver settings, run state and result history,

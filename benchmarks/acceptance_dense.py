@@ -1,4 +1,4 @@
-"""The dense reference's closed-form and conservation figures (issue 2 acceptance).
+"""The dense reference's closed-form and conservation figures (the bounds its tests assert).
 
 tests/engine/formulations/test_dense.py asserts the bounds; this prints the numbers:
 

@@ -1,4 +1,4 @@
-"""Agreement figures of the fast formulations against the references (issues 3, 4).
+"""Agreement figures of the fast formulations against the references (``dca`` and ``hdca``).
 
 The tests assert bounds; this prints the measured numbers behind them:
 

@@ -12,7 +12,8 @@ contract's quaternion columns, with the run's worst position violation and energ
 
 ``--acceptance`` runs ``linkwork run`` on the four-bar for every formulation at its
 defaults and ``dca``/``hdca`` with dop853 at 1e-10, and prints exit status, the time
-reached and the largest angle (issue 17: exit 3, or within 1e-6 rad over the run).
+reached and the largest angle (the pipeline monitor's acceptance: exit 3, or within
+1e-6 rad over the run).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from linkwork.engine.results import read_csv  # noqa: E402
 
 FOURBAR = ROOT / "resources" / "examples" / "parallelogram-fourbar.mech.json"
 DOP853 = ["--integrator", "dop853", "--rtol", "1e-10", "--atol", "1e-10"]
-#: issues 17-19: every formulation at its defaults, and the ODE formulations that
+#: the acceptance runs: every formulation at its defaults, and the ODE formulations that
 #: must also be judged with an error-controlled integrator
 RUNS = (("dense", []), ("dca", []), ("hdca", []), ("index3", []), ("rcr", []), ("embedding", []),
         ("dca", DOP853), ("hdca", DOP853), ("rcr", DOP853), ("embedding", DOP853))

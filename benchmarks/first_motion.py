@@ -1,4 +1,4 @@
-"""Time from pressing Run to the first motion, per formulation, in the application (issue 16 item 4).
+"""Time from pressing Run to the first motion, per formulation, in the application.
 
 A user who has run the README's command (set-up, which compiles every formulation's
 kernels into the cache: ``linkwork compile``) starts the application, opens a bundled
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: the 10 s the issue allows from pressing Run to the first motion
+#: the most a first motion may take after pressing Run
 TARGET_S = 10.0
 
 

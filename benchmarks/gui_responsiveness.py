@@ -1,4 +1,4 @@
-"""Responsiveness of the desktop application during a 128-link run (issue 6).
+"""Responsiveness of the desktop application during a 128-link run.
 
 Measures, in one process with a real main window (under ``xvfb-run`` when there
 is no display):

@@ -1,8 +1,8 @@
 """Can two numba threads run two recursions body by body, one trailing the other?
 
-docs/performance.md ("How far this is from the targets", two threads) argues that a
-1.6x speed-up of ``dca`` on two threads needs its recursions to run beside one another:
-the second thread a few bodies behind the first.  numba's ``prange`` has no way for one
+``dca`` on two threads runs a chain's recursions beside one another, the second thread
+a few bodies behind the first (docs/performance.md, "Two threads on one chain"): a
+two-part tree leaves the busier thread most of the work.  numba's ``prange`` has no way for one
 iteration to wait for another, so this probe gives it one -- a progress counter written
 with an atomic store-release and read with an atomic load-acquire (``engine.atomics``,
 which ``dca``'s two-thread chain kernel now uses) -- and measures, on synthetic per-body

@@ -1,4 +1,4 @@
-"""``rcr`` against ``dense`` on random mechanisms (issue 18 acceptance, first line).
+"""``rcr`` against ``dense`` on random mechanisms (the acceptance figures).
 
 For each case both formulations run ``--t-end`` seconds with dop853 at
 rtol = atol = 1e-12 (output every 0.01 s; dense projecting, its default with

@@ -1,4 +1,4 @@
-"""Engine tunables, in one place (conventions 5).
+"""Engine tunables, in one place.
 
 Everything numerical that is a choice rather than a law of mechanics lives
 here, with the reason for its value.
@@ -36,7 +36,7 @@ PROJECTION_TOL = 1e-13
 #: Rows per result chunk handed to callers (CLI writer, GUI worker).
 CHUNK_ROWS = 64
 
-#: Default numerical settings of ``linkwork run`` (contract section 2).
+#: Default numerical settings of ``linkwork run`` (docs/file-format.md, "Command line").
 DEFAULT_DT = 0.01
 DEFAULT_T_END = 10.0
 DEFAULT_RTOL = 1e-8
@@ -89,7 +89,7 @@ SINGULAR_STOP = 1e-3
 # "Singular configurations", has the measurements behind these figures.
 
 #: Hard limit on ``violation.position`` (2-norm of all joints' position residuals, metres
-#: and unit directions; issue 17's acceptance figure).  A formulation that holds its loops
+#: and unit directions).  A formulation that holds its loops
 #: stays far below it (parallelogram four-bar, 10 s at the defaults: dense 9.7e-14, hdca
 #: 2.4e-14, index3 3.3e-15), while a loop opening at a fold passes it within an output
 #: interval or two (dca: 2.5e-6 one interval after the jump, 7.2e-2 after 10 s unchecked).

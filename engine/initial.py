@@ -1,6 +1,6 @@
 """Initial state: body twists from the file's velocities and joint rates.
 
-Contract section 1: "Initial velocities given on bodies and as joint rates are
+docs/file-format.md, "Mechanism file": "Initial velocities given on bodies and as joint rates are
 combined, then projected (mass-orthogonally) onto the velocity constraints;
 the size of that correction is reported."  Linkwork's reading
 (docs/file-format.md, "Initial velocities"):

@@ -1,4 +1,4 @@
-"""The immutable mechanism description the kernels read (conventions 1-3).
+"""The immutable mechanism description the kernels read.
 
 :func:`build_model` turns a validated :class:`~engine.mechfile.MechanismSpec`
 into a :class:`Model` of flat arrays:
@@ -128,7 +128,7 @@ class Model:
     f_joint: np.ndarray  # (nf,) internal joint index for joint forces (-1 for springs)
     f_params: np.ndarray  # (nf, 4) stiffness, damping, rest, -- | torque values
     f_sign: np.ndarray  # (nf,) +1, or -1 when the joint is reversed (file semantics)
-    # ---- couplings (gear pairs, contract section 1): q_d - q_d0 = ratio (q_n - q_n0)
+    # ---- couplings (gear pairs, docs/file-format.md, "Mechanism file"): q_d - q_d0 = ratio (q_n - q_n0)
     g_names: tuple[str, ...] = ()
     g_driver: np.ndarray = None  # (ng,) internal joint index of the driver (a tree joint)
     g_driven: np.ndarray = None  # (ng,) internal joint index of the driven joint (a tree joint)

@@ -1,4 +1,4 @@
-"""Result rows: the contract's CSV columns (section 3) and their writer.
+"""Result rows: the results CSV's columns (docs/file-format.md, "Results CSV") and their writer.
 
 :class:`Recorder` turns an :class:`~engine.formulations.base.Evaluation` into
 one row.  Columns, in order (never renamed):
@@ -96,7 +96,7 @@ class Recorder:
         self.last_twists = (ev.V, acc)  # for the monitor's continuity checks (engine/monitor.py)
         self.last_positions = ev.x
         vp, vv, va = violations(self.ca, ev.x, ev.R, ev.V, acc, self._phi, self._Ga, self._Gb, self._g)
-        if m.ng:  # gear residuals join the stacked residuals (contract section 1, "Couplings")
+        if m.ng:  # gear residuals join the stacked residuals (docs/file-format.md, "Couplings")
             sp, sv, sa = coupling_violations(self.fa, m.g_driver, m.g_driven, m.g_ratio, m.g_q0, jq, ev.x,
                                              ev.R, ev.V, acc)
             vp, vv, va = np.sqrt(vp * vp + sp), np.sqrt(vv * vv + sv), np.sqrt(va * va + sa)

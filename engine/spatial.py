@@ -1,4 +1,4 @@
-"""Shared 3-D and 6-D algebra (conventions 4).
+"""Shared 3-D and 6-D algebra.
 
 Conventions used throughout the engine (docs/conventions.md):
 

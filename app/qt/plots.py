@@ -1,6 +1,6 @@
 """Live plots (pyqtgraph): energy drift, constraint violation, a chosen quantity.
 
-Refreshed by a ``QTimer`` (conventions 11), never per chunk: each tick calls
+Refreshed by a ``QTimer``, never per chunk: each tick calls
 ``setData`` on the curves of runs whose rows changed, reading views of the
 runs' preallocated buffers; curves clip to the view and downsample by peaks.
 All three plots share the time axis.  A red cursor shows the playback time

@@ -447,7 +447,7 @@ class JointPage(_Page):
 
 
 class GearPage(_Page):
-    """A gear pair (contract section 1, "Couplings"): driver, driven, ratio.  Any
+    """A gear pair (docs/file-format.md, "Couplings"): driver, driven, ratio.  Any
     combination may be entered; the loader's rules judge it (one-freedom joints,
     each geared once, finite non-zero ratio) and its refusal is shown above."""
 

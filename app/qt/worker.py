@@ -1,4 +1,4 @@
-"""A generator-style worker in a ``QThread`` (napari's ``thread_worker``; conventions 10).
+"""A generator-style worker in a ``QThread`` (napari's ``thread_worker``).
 
 ``GeneratorWorker(factory)`` calls ``factory(control)`` in its thread and
 emits every yielded item to the GUI thread.  ``control`` is a

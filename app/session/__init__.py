@@ -1,4 +1,4 @@
-"""Qt-free session model of the desktop application (conventions 9 and 14).
+"""Qt-free session model of the desktop application.
 
 Nothing in this package imports Qt, pyqtgraph or vispy; ``tests/app/session``
 checks that mechanically.

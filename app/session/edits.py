@@ -253,7 +253,7 @@ def next_gear_name(spec: MechanismSpec) -> str:
 
 def add_gear(spec: MechanismSpec, driver: str, driven: str | None = None, ratio: float = 1.0,
              name: str | None = None) -> MechanismSpec:
-    """Append a gear ``driver -> driven`` (contract section 1, "Couplings").  Without
+    """Append a gear ``driver -> driven`` (docs/file-format.md, "Couplings").  Without
     ``driven``, the first one-freedom joint not yet geared is taken; the loader's
     rules judge the result like any file (one-freedom joints, each geared once,
     finite non-zero ratio)."""

@@ -1,4 +1,4 @@
-"""Exporters that read the result history, never the widgets (conventions 12)."""
+"""Exporters that read the result history, never the widgets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .runs import RunRecord
 
 
 def export_csv(run: RunRecord, path: str | Path) -> Path:
-    """Write ``run``'s rows as the contract's results CSV (section 3).
+    """Write ``run``'s rows as the results CSV (docs/file-format.md, "Results CSV").
 
     The same writer, columns and rows as ``linkwork run --out``: for the same
     mechanism and settings the files are byte-identical.

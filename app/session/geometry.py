@@ -4,7 +4,7 @@ A body is drawn from its file ``shape`` (world coordinates at t = 0) or, when
 it has none, as a rod between its joint anchors (a small sphere at the centre
 of mass if it has fewer than two).  Points given at t = 0 map to the body
 frame by ``p_body = R0^T (p - x0)`` and to the world at time t by
-``x(t) + R(t) p_body`` (contract section 1 and 3).
+``x(t) + R(t) p_body`` (docs/file-format.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Without a display the application says so in one line and exits 2 -- never a Qt
-abort (issue 16 item 1)."""
+abort."""
 
 import os
 import subprocess

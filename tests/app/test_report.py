@@ -1,5 +1,5 @@
 """``linkwork report``: a run without a screen writes the CSV, the plots and pictures
-of the mechanism (what ``make run`` does where there is no display, issue 16 item 1)."""
+of the mechanism (what ``make run`` does where there is no display)."""
 
 import os
 import subprocess

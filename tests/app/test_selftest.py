@@ -1,4 +1,4 @@
-"""``linkwork --selftest`` (issue 21 item 3): the whole product end to end, one line per
+"""``linkwork --selftest``: the whole product end to end, one line per
 step, exit 0 only if every step passed."""
 
 import io

@@ -1,4 +1,5 @@
-"""`linkwork run` per contract sections 2 and 3: CSV, exit statuses, partial results."""
+"""`linkwork run` as docs/file-format.md, "Command line" and "Results CSV", specify it: CSV,
+exit statuses, partial results."""
 
 import json
 import os
@@ -130,8 +131,8 @@ def test_ctrl_c_keeps_complete_rows(tmp_path):
 
 
 def test_every_formulation_the_contract_names_runs():
-    """Contract section 2 names six formulations; all are registered (none planned), and
-    run --help lists each of them."""
+    """The command line (docs/file-format.md, "Command line") names six formulations; all
+    are registered (none planned), and run --help lists each of them."""
     from linkwork.engine.formulations import PLANNED, REGISTRY
 
     contract = ("dca", "hdca", "index3", "rcr", "embedding", "dense")
@@ -147,7 +148,8 @@ def test_examples_command_lists_every_example():
 
 
 def test_unknown_command_is_refused_with_the_list_of_commands():
-    """Issue 16 item 7: ``linkwork bogus`` opened the GUI ("Cannot open bogus")."""
+    """``linkwork bogus`` is refused (exit 2, the list of commands), not opened as a file
+    in the GUI ("Cannot open bogus")."""
     from linkwork.engine.cli import COMMANDS
 
     r = run("bogus")
@@ -164,7 +166,7 @@ def test_unknown_command_is_refused_with_the_list_of_commands():
     ["run", "{ex}", "--t-end", "0.5"],
 ])
 def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(args):
-    """Issue 16 item 8: ``linkwork examples | head -1`` gave a BrokenPipeError traceback."""
+    """``linkwork examples | head -1`` ends quietly, without a BrokenPipeError traceback."""
     argv = [a.replace("{ex}", str(example_path("loop-4"))) for a in args]
     p = subprocess.Popen(CMD + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = p.stdout.readline()
@@ -177,7 +179,7 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(args):
 
 
 def test_help_lists_only_formulations_that_run():
-    """Issue 16 item 9: ``run --help`` listed rcr and embedding, which were then refused."""
+    """``run --help`` lists only the formulations that run, none that would then be refused."""
     from linkwork.engine.formulations import PLANNED, REGISTRY
 
     r = run("run", "--help")
@@ -192,7 +194,7 @@ def test_help_lists_only_formulations_that_run():
 
 
 def test_top_level_help_is_text_for_a_user():
-    """Issue 16 item 10: ``linkwork --help`` printed the module docstring (``::``, rST markup)."""
+    """``linkwork --help`` is text for a user, not the module docstring (``::``, rST markup)."""
     from linkwork.engine.cli import COMMANDS
 
     r = run("--help")
@@ -204,7 +206,7 @@ def test_top_level_help_is_text_for_a_user():
 
 
 def test_help_and_refusals_answer_without_loading_the_engine():
-    """Issue 16 item 5: ``run --help`` and a refused option answer at once -- measured by what
+    """``run --help`` and a refused option answer at once -- measured by what
     they import (numba and scipy are the slow part of start-up), not by a clock."""
     code = ("import sys; from engine.cli import main; rc = main(sys.argv[1:]); "
             "heavy = sorted(m for m in ('numba', 'scipy', 'numpy', 'PySide6') if m in sys.modules); "

@@ -1,4 +1,4 @@
-"""Gear couplings (contract section 1, "Couplings"; issue 19 item 4): physics of the
+"""Gear couplings (docs/file-format.md, "Couplings"): physics of the
 ``dense`` rows, the violation columns, the initial projection, ``info`` and the
 refusals of the formulations that do not honour gears."""
 

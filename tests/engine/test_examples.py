@@ -1,7 +1,7 @@
-"""Every bundled example runs at its own defaults (issue 16 item 6): 2 s, no option
+"""Every bundled example runs at its own defaults: 2 s, no option
 given, exactly as ``linkwork run EXAMPLE --t-end 2`` would run it -- the defaults
-include the run settings an example's file carries (contract section 1,
-"settings")."""
+include the run settings an example's file carries (docs/file-format.md,
+"Additions")."""
 
 import pytest
 
@@ -57,7 +57,8 @@ def test_cli_takes_the_file_settings_unless_told_otherwise(tmp_path):
 
 
 def test_slider_crank_states_a_motion_the_joints_allow():
-    """Issue 16 item 15: the example warned of a 7.25 J correction (144 % of the given motion)."""
+    """The example's initial motion is one its joints allow: no large correction is warned
+    (it once warned of 7.25 J, 144 % of the given motion)."""
     from linkwork.engine.initial import initial_state
 
     ini = initial_state(load_model(EXAMPLES[0].parent / "slider-crank.mech.json"))

@@ -15,7 +15,8 @@ from linkwork.engine.topology import analyze
 from .conftest import EXAMPLES
 
 BASES = [json.loads(p.read_text()) for p in EXAMPLES if p.stat().st_size < 20000]
-#: the gear examples carry ``couplings`` (contract section 1): the fuzz mutates them too
+#: the gear examples carry ``couplings`` (docs/file-format.md, "Couplings"): the
+#: fuzz mutates them too
 assert sum("couplings" in b for b in BASES) >= 2
 
 json_leaf = st.one_of(

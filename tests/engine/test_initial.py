@@ -1,4 +1,5 @@
-"""Initial velocities: body velocities + joint rates, combined and projected (contract section 1)."""
+"""Initial velocities: body velocities + joint rates, combined and projected (docs/file-format.md,
+"Initial velocities")."""
 
 import numpy as np
 
@@ -45,7 +46,7 @@ def test_loop_projection_keeps_given_rate_and_satisfies_constraints():
     # parallelogram: the other crank turns at the same rate, the coupler translates
     assert np.allclose(ini.V[model.body_index("B"), 3:], 0.0, atol=1e-12)
     assert ini.correction_max > 0 and "projected" in ini.report()
-    # the warning says what was kept and what changed (issue 16 item 15)
+    # the warning says what was kept and what changed
     assert "J1 were kept exactly" in ini.report() and "other velocities were changed" in ini.report()
 
 

@@ -1,4 +1,4 @@
-"""The pipeline's branch and health monitor (engine/monitor.py, issue 17).
+"""The pipeline's branch and health monitor (engine/monitor.py).
 
 Singular passages on several mechanisms, every formulation: the run stays on the right
 assembly branch, or it stops with a SimulationError (exit 3) that names the time and the

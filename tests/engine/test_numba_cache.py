@@ -123,10 +123,11 @@ def test_formulations_start_the_threading_layer_before_cached_parallel_kernels(t
 
 def test_every_kernel_states_whether_it_uses_reference_counting():
     """A numba kernel without an explicit ``_nrt`` inherits its caller's: the same kernel
-    compiled first from an ``_nrt=False`` kernel (docs/performance.md, "Speed") cannot
-    allocate, from any other it can -- so whether a cold process compiled, say, hdca's
-    cut-joint rows depended on which formulation it ran first (hdca alone on the four-bar
-    with an empty cache: a typing error, exit 1).  Every kernel that is not inlined into
+    compiled first from an ``_nrt=False`` kernel (docs/performance.md, "Reference
+    counting and scratch at the kernels' edges") cannot allocate, from any other it can
+    -- so whether a cold process compiled, say, hdca's cut-joint rows would depend on which
+    formulation it ran first (hdca alone on the four-bar with an empty cache: a typing
+    error, exit 1).  Every kernel that is not inlined into
     its callers therefore says ``_nrt=True`` or ``_nrt=False``."""
     import ast
 
@@ -174,9 +175,10 @@ def _dispatchers():
 def test_cached_kernels_close_over_constants_only():
     """numba keys a closure's cache entry by pickling its cells, and a kernel pickles with
     a uuid drawn in each process and the signatures it has compiled so far: a cached
-    kernel that closes over another kernel misses the cache in every process.  Measured:
-    hdca's first evaluation compiled the tree passes for 24 s in every process, index-3's
-    for 36 s, with the cache full (treesolve._passes before 2026-11-28)."""
+    kernel that closes over another kernel misses the cache in every process.  Measured
+    with tree passes that closed over their loop kernels: hdca's first evaluation compiled
+    them for 24 s in every process, index-3's for 36 s, with the cache full
+    (docs/performance.md, "Closures over constants only")."""
     kernels = _dispatchers()
     assert len(kernels) > 100
     bad = []

@@ -1,4 +1,4 @@
-"""The application's name, icon and version in its window and About box (issue 21 item 6)."""
+"""The application's name, icon and version in its window and About box."""
 
 from PySide6.QtWidgets import QApplication, QLabel
 

@@ -1,4 +1,4 @@
-"""The plots' legend and text, on screen and exported (issue 16, item 12): the runs'
+"""The plots' legend and text, on screen and exported: the runs'
 legend is a row of its own above the plots -- inside a plot it covered the curves where
 two compared runs separate -- and exported text is dark and large enough to read."""
 

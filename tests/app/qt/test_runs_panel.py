@@ -1,4 +1,4 @@
-"""Names at the default window size (issue 16, item 16): run labels in the runs panel and
+"""Names at the default window size: run labels in the runs panel and
 names in the mechanism tree are not cut short."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The solver panel at the default window size (1280 x 800): everything on screen, refusals
-next to the Run button in the panel's own words (issue 16, item 11)."""
+next to the Run button in the panel's own words."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trajectories of every shipped example agree with the dense reference (issues 3, 4).
+"""Trajectories of every shipped example agree with the dense reference.
 
 rk4 with dt = 1e-3 over 2 s, each formulation against a reference that integrates
 the same equations, so any difference is the formulation's:
