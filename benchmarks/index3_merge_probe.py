@@ -31,7 +31,7 @@ from linkwork.engine.formulations.tree import merge as tree_merge  # noqa: E402
 from linkwork.engine.formulations.tree import passes as tree_passes  # noqa: E402
 from linkwork.engine.model import build_model  # noqa: E402
 from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
-from linkwork.engine.formulations import index3_kernels as K  # noqa: E402
+from linkwork.engine.formulations import index3_newton as N  # noqa: E402
 
 
 @njit(nogil=True)
@@ -76,9 +76,8 @@ def main() -> None:
     lay, ix = f.lay, f.lay.ix
     q = f._split(y)[0]
     c4 = 0.25 * 0.01 ** 2
-    K.leaf_matrices(ix, f.Mb, f.Hgeo, q, c4, False, model.mass, model.inertia_inv, f.alpha, -c4, f.Mcc, f.D, f.pst,
-                    lay.Phi, f.okb)
-    lay.G[:] = f.G7
+    N.leaf_matrices(ix, f.model_arrays, f.body.Mb, f.body.Hgeo, q, c4, False, f.alpha, -c4, f.leaf, lay.Phi)
+    lay.G[:] = f.rows.G7
     eps, sgn = 1.0 / f.alpha, -1.0
     a = (ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.scr, eps, sgn,
          config.PIVOT_RTOL)

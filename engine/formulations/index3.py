@@ -24,9 +24,14 @@ Projections: exact by default -- one more matrix pass at the final q with leaf
 blocks ``(M + k p p^T)^-1``, ``eps = 0``, ``sgn = +1``, then a bias pass each; with
 ``exact_projections=False`` the paper's penalised ones, bias passes on the last
 Newton matrices.  On the tree the whole Newton loop is one numba
-call (:func:`.index3_kernels.newton_iterations`); ``linear="dense"`` runs the same
-iterations in Python and solves the linear systems as one dense KKT system instead
-(the test oracle).
+call (:func:`.index3_newton.newton_iterations`), and so is each projection;
+``linear="dense"`` runs the same iterations in Python and solves the linear systems as one
+dense KKT system instead (the test oracle).
+
+The kernels' arrays are built once, in named tuples that hold the very arrays the kernels
+write in place (:mod:`.index3_kernels`): ``model_arrays`` (the model), ``body`` (per body),
+``rows`` (per constraint row), ``leaf`` and ``tree_work`` (the tree solve's leaves and
+merges), with the settings ``newton_settings`` and ``projection_settings``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numba import typeof
 
 from .. import config
 from ..constraints import con_arrays
@@ -44,7 +50,10 @@ from ..model import F_SPRING, Model
 from ..spatial import rot_to_quat
 from ..assembly import index3_tree, stiff_elements
 from . import index3_kernels as K
+from . import index3_newton as N
 from . import tree
+from .index3_kernels import (BodyState, JointRows, LeafWork, ModelArrays, NewtonSettings, ProjectionSettings,
+                             TreeWork)
 from .base import Evaluation, Formulation
 
 #: A step has failed (diverged) when, after the Newton iterations, the position
@@ -68,6 +77,59 @@ NEWTON_MORE_ROUNDS = 3
 GEO_FD_STEP = 1e-6
 #: Failure message when a leaf block M_cc is not positive definite (no tangent).
 NOT_DEFINITE = "a body's tangent block M_cc is not positive definite"
+
+
+#: (kernel, :func:`_type_key` of its arguments) -> its compiled entry point, for every formulation
+_ENTRIES: dict = {}
+
+
+def _type_key(a):
+    """What numba's type of the argument ``a`` depends on: an array's dtype, dimensions,
+    layout, writability and alignment, a tuple's class and items', any other value's class."""
+    if type(a) is np.ndarray:
+        f = a.flags
+        return a.dtype, a.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned
+    if isinstance(a, tuple):
+        return (type(a),) + tuple(_type_key(x) for x in a)
+    return type(a)
+
+
+class _Specialised:
+    """``kernel`` called through its compiled entry point for the argument types of its
+    first call, not through numba's dispatcher, which types every argument of every call:
+    a named tuple at about 0.2 us a field, 10-30 us a call of the step's kernels -- as much
+    as their work on a small mechanism.  The arguments keep their types: the formulation's
+    named tuples and settings, and views of a new float64 state (:meth:`Index3Formulation.step`).
+    The entry point is looked up by :func:`_type_key` (40 us; numba's own typing of the
+    named tuples takes 1 ms) and is the kernel's specialisation in numba's cache, compiled
+    if need be; under ``NUMBA_DISABLE_JIT`` the kernel is the plain function.
+    (:class:`.base.StateKernel` does the same for the ODE formulations' workspace tables.)"""
+
+    __slots__ = ("kernel", "entry")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.entry = None
+
+    def __call__(self, *args):
+        entry = self.entry
+        if entry is None:
+            entry = self.entry = self._bind(args)
+        return entry(*args)
+
+    def __reduce__(self):
+        """Copied or pickled, bound afresh by its first call (an entry point does not pickle)."""
+        return _Specialised, (self.kernel,)
+
+    def _bind(self, args):
+        compile_for = getattr(self.kernel, "compile", None)
+        if compile_for is None:  # NUMBA_DISABLE_JIT: a plain function
+            return self.kernel
+        key = (self.kernel, _type_key(args))
+        entry = _ENTRIES.get(key)
+        if entry is None:
+            entry = _ENTRIES[key] = compile_for(tuple(typeof(a) for a in args))
+        return entry
 
 
 class Index3Formulation(Formulation):
@@ -111,48 +173,35 @@ class Index3Formulation(Formulation):
         self.s_row = (self.n_joint_rows + np.concatenate([[0], np.cumsum(s_nrow)[:-1]])).astype(np.int64)
         self._closing = tree.closing_merges(self.lay, nb)  # where loops close (health)
         self.row_adr = self.lay.ix.row_adr
-        self.rows = self.lay.ix.rows
         self.nr = self.lay.n_rows
         self.springs = spring_joints(m)
-        self.jq_ref = np.zeros(m.nj)
-        self.jq = np.full(m.nj, np.nan)
-        # ---- workspace: position stage (body_kinematics, joint_rows)
-        self.x = np.zeros((nb, 3))  # (nb, 3) COM, body_kinematics
-        self.R = np.zeros((nb, 3, 3))  # (nb, 3, 3) orientation of the normalised p, body_kinematics
-        self.E = np.zeros((nb, 3, 4))  # (nb, 3, 4) E(p), body_kinematics
-        self.phi = np.zeros(self.nr)  # (n_rows,) joint residuals, joint_rows
-        self.Ga = np.zeros((self.nr, 6))  # (n_rows, 6) twist Jacobian, pred end, joint_rows
-        self.Gb = np.zeros((self.nr, 6))  # (n_rows, 6) twist Jacobian, succ end, joint_rows
-        self.G7 = np.zeros((2, self.nr, 7))  # (2, n_rows, 7) Phi_q rows at the current q, joint_rows
-        # ---- velocity / acceleration stage
-        self.V = np.zeros((nb, 6))  # (nb, 6) twists [v_C; w], body_kinematics
-        self.A = np.zeros((nb, 6))  # (nb, 6) classical accelerations, body_kinematics
-        self.gq = np.zeros(self.nr)  # (n_rows,) quadratic terms of Phi_ddot, joint_rows
-        # ---- dynamics stage
-        self.F = np.zeros((nb, 6))  # (nb, 6) applied wrenches about the COM, applied_forces
-        self.Mb = np.zeros((nb, 7, 7))  # (nb, 7, 7) M_i (eq. 7), body_mass_forces
-        self.Qb = np.zeros((nb, 7))  # (nb, 7) Q_i (eq. 8), body_mass_forces
-        self.res = np.zeros((nb, 7))  # (nb, 7) g_i (eq. 12), residuals
-        self.Hgeo = np.zeros((nb, 7, 7))  # (nb, 7, 7) geometric stiffness, geometric_stiffness
-        # ---- tree-solve stage (leaf coefficients; the merges' workspace is self.lay)
-        self.Mcc = np.zeros((nb, 7, 7))  # (nb, 7, 7) M_cc where leaf_matrices inverts it by Cholesky
-        self.D = np.zeros((nb, 7, 7))  # (nb, 7, 7) delta_i = leaf Phi block, leaf_matrices
-        self.pst = np.zeros((nb, 4))  # (nb, 4) p at the last matrix pass, leaf_matrices
-        self.okb = np.zeros(nb, dtype=np.int64)  # (nb,) M_cc positive definite, leaf_matrices
-        self.base = np.zeros((nb, 7))  # (nb, 7) bias base term, projection_rhs
-        self.rhs = np.zeros((nb, 7))  # (nb, 7) bias right-hand side, newton_rhs / projection_rhs
-        self.bl = np.zeros((nb, 7))  # (nb, 7) leaf biases b_i, leaf_biases
-        self.out = np.zeros((nb, 7))  # (nb, 7) solution per body, leaf_results
-        self.zero7 = np.zeros((nb, 7))  # zero accelerations: the projections' kinematics
+        nr = self.nr
+        #: the kernels' arrays (index3_kernels says what each holds)
+        self.model_arrays = ModelArrays(m.mass, m.inertia, m.inertia_inv, self.ca, self.fa, self.springs,
+                                        self.s_elem, self.s_row, self.s_pred, self.n_joint_rows)
+        self.body = BodyState(
+            qd_hat=np.zeros((nb, 7)), qdd_hat=np.zeros((nb, 7)), qd=np.zeros((nb, 7)), qdd=np.zeros((nb, 7)),
+            x=np.zeros((nb, 3)), R=np.zeros((nb, 3, 3)), E=np.zeros((nb, 3, 4)), V=np.zeros((nb, 6)),
+            A=np.zeros((nb, 6)), jq_ref=np.zeros(m.nj), jq=np.full(m.nj, np.nan), F=np.zeros((nb, 6)),
+            Mb=np.zeros((nb, 7, 7)), Qb=np.zeros((nb, 7)), res=np.zeros((nb, 7)), Hgeo=np.zeros((nb, 7, 7)),
+            nu=np.zeros(nb), zero7=np.zeros((nb, 7)))
+        self.rows = JointRows(phi=np.zeros(nr), Ga=np.zeros((nr, 6)), Gb=np.zeros((nr, 6)), gq=np.zeros(nr),
+                              G7=np.zeros((2, nr, 7)), zero_rows=np.zeros(nr))
+        self.leaf = LeafWork(Mcc=np.zeros((nb, 7, 7)), D=np.zeros((nb, 7, 7)), pst=np.zeros((nb, 4)),
+                             ok=np.zeros(nb, dtype=np.int64), base=np.zeros((nb, 7)), rhs=np.zeros((nb, 7)),
+                             bl=np.zeros((nb, 7)), out=np.zeros((nb, 7)))
+        self.tree_work = TreeWork.of(self.lay)
         #: scale k of the exact solves' leaf blocks (M + k p p^T): the largest eigenvalue of the
         #: rotational blocks 4 G^T J G (any k > 0 gives the same solution; this keeps them balanced)
         self.k_exact = 4.0 * float(np.linalg.eigvalsh(m.inertia).max())
-        self.zero_rows = np.zeros(self.nr)
-        self.qd_w = np.zeros((nb, 7))  # (nb, 7) q_dot of the Newton iterate, newton_state
-        self.qdd_w = np.zeros((nb, 7))  # (nb, 7) q_ddot of the Newton iterate, newton_state
-        self.qd_hat = np.zeros((nb, 7))  # (nb, 7) q_dot = 2/dt q + qd_hat (eq. 15), predictor
-        self.qdd_hat = np.zeros((nb, 7))  # (nb, 7) q_ddot = 4/dt^2 q + qdd_hat (eq. 16), predictor
-        self.nu = np.zeros(nb)  # (nb,) Euler-parameter acceleration term nu_i
+        self.newton_settings = NewtonSettings(self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP, self.alpha,
+                                              config.PIVOT_RTOL)
+        self.projection_settings = ProjectionSettings(self.exact, self.k_exact, self.alpha, config.PIVOT_RTOL)
+        # the kernels of every step and output, without numba's dispatcher (_Specialised)
+        self._newton_iterations = _Specialised(N.newton_iterations)
+        self._velocity_projection = _Specialised(N.velocity_projection)
+        self._acceleration_projection = _Specialised(N.acceleration_projection)
+        self._joint_rows = _Specialised(K.joint_rows)
         self._lam_solve = np.zeros(self.nr)
         self.timing = {"newton": 0.0, "projections": 0.0, "velocity_projection": 0.0,
                        "acceleration_projection": 0.0}
@@ -187,54 +236,53 @@ class Index3Formulation(Formulation):
 
     # ------------------------------------------------------------------ passes
     def _kinematics(self, q, qd, qdd):
-        K.body_kinematics(q, qd, qdd, self.x, self.R, self.V, self.A, self.E)
+        b = self.body
+        K.body_kinematics(q, qd, qdd, b.x, b.R, b.V, b.A, b.E)
 
     def _forces(self):
+        b = self.body
         if self.springs.shape[0]:
-            joint_coordinates_from_poses(self.fa, self.springs, self.x, self.R, self.jq_ref, self.jq)
-        applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.F)
+            joint_coordinates_from_poses(self.fa, self.springs, b.x, b.R, b.jq_ref, b.jq)
+        applied_forces(self.fa, b.x, b.R, b.V, b.jq, b.F)
 
     def _rows(self):
-        K.joint_rows(self.ca, self.row_adr, self.x, self.R, self.V, self.E, self.phi, self.Ga, self.Gb,
-                     self.gq, self.G7)
+        self._joint_rows(self.ca, self.row_adr, self.body, self.rows)
 
     def _matrices(self, q, c4, kpsi, scale):
         """Leaf coefficients (eq. 26) from the current M, p (and geometric stiffness)."""
-        m = self.model
-        K.leaf_matrices(self.lay.ix, self.Mb, self.Hgeo, q, c4, self.geo, m.mass, m.inertia_inv, kpsi, scale,
-                        self.Mcc, self.D, self.pst, self.lay.Phi, self.okb)
-        if not self.okb.all():
+        b = self.body
+        N.leaf_matrices(self.lay.ix, self.model_arrays, b.Mb, b.Hgeo, q, c4, self.geo, kpsi, scale, self.leaf,
+                        self.lay.Phi)
+        if not self.leaf.ok.all():
             raise np.linalg.LinAlgError(NOT_DEFINITE)
-        self.lay.G[:] = self.G7
+        self.lay.G[:] = self.rows.G7
 
     def _stiffness_rows(self, dt) -> None:
-        """The force elements' tangent rows into the tree's G (kernels.stiffness_rows)."""
+        """The force elements' tangent rows into the tree's G (index3_kernels.stiffness_rows)."""
         if self.s_elem.shape[0]:
-            K.stiffness_rows(self.fa, self.s_elem, self.s_row, self.s_pred, dt, self.alpha, self.x, self.R,
-                             self.V, self.E, self.lay.G)
+            K.stiffness_rows(self.model_arrays, dt, self.alpha, self.body, self.lay.G)
 
     def _solve(self, g0, eps, sgn, matrices):
         """x_i = D_i sum F + b_i,  G x + g0 = eps Lambda over the whole mechanism.
 
-        Leaf biases from ``self.base`` and ``self.rhs``; result in ``self.out``, the
-        multipliers Lambda in ``self._lam_solve``."""
+        Leaf biases from ``self.leaf.base`` and ``self.leaf.rhs``; result in ``self.leaf.out``,
+        the multipliers Lambda in ``self._lam_solve``."""
         lay = self.lay
         if self.linear == "tree":
-            K.tree_solve(lay.ix, self.D, self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G,
-                         lay.sel, g0, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0,
-                         lay.scr, eps, sgn, config.PIVOT_RTOL, matrices)
+            N.tree_solve(lay.ix, self.leaf, self.tree_work, g0, eps, sgn, config.PIVOT_RTOL, matrices)
             self._lam_solve[:] = lay.lam
         else:
-            K.leaf_biases(lay.ix, self.D, self.base, self.rhs, self.bl, lay.bv)
+            N.leaf_biases(lay.ix, self.leaf, lay.bv)
             self._dense_solve(g0, eps)
 
     def absolute_jacobian(self, G) -> np.ndarray:
         """Phi_q as one (rows, 7 n) matrix from per-end row blocks ``G`` (2, rows, 7):
-        ``self.G7`` (the last row evaluation) or ``self.lay.G`` (the tree's)."""
+        ``self.rows.G7`` (the last row evaluation) or ``self.lay.G`` (the tree's)."""
         m = self.model
+        rows = self.lay.ix.rows
         Gf = np.zeros((self.nr, 7 * m.nb))
-        for j in range(len(self.rows)):  # the joints, then the force elements' rows
-            r, n = self.row_adr[j], self.rows[j]
+        for j in range(len(rows)):  # the joints, then the force elements' rows
+            r, n = self.row_adr[j], rows[j]
             a, b = self.row_pred[j], self.row_succ[j]
             Gf[r:r + n, 7 * b:7 * b + 7] += G[1, r:r + n]
             if a >= 0:
@@ -250,13 +298,13 @@ class Index3Formulation(Formulation):
         Gf = self.absolute_jacobian(self.lay.G)
         Di = np.zeros((n7, n7))
         for i in range(nb):
-            Di[7 * i:7 * i + 7, 7 * i:7 * i + 7] = np.linalg.inv(self.D[i])
-        b = self.bl.ravel()
+            Di[7 * i:7 * i + 7, 7 * i:7 * i + 7] = np.linalg.inv(self.leaf.D[i])
+        b = self.leaf.bl.ravel()
         if eps > 0.0:
             # eliminate Lambda = (G x + g0) / eps: (G^T G / eps - D^-1) x = -D^-1 b - G^T g0 / eps
             A = Gf.T @ Gf / eps - Di
             x = np.linalg.solve(A, -Di @ b - Gf.T @ g0 / eps)
-            self.out[:] = x.reshape(nb, 7)
+            self.leaf.out[:] = x.reshape(nb, 7)
             self._lam_solve[:] = (Gf @ x + g0) / eps
             return
         Kkt = np.zeros((n7 + nr, n7 + nr))
@@ -265,7 +313,7 @@ class Index3Formulation(Formulation):
         Kkt[n7:, :n7] = Gf
         rhs = np.concatenate([Di @ b, -g0])
         sol = np.linalg.lstsq(Kkt, rhs, rcond=1e-12)[0]
-        self.out[:] = sol[:n7].reshape(nb, 7)
+        self.leaf.out[:] = sol[:n7].reshape(nb, 7)
         self._lam_solve[:] = sol[n7:]
 
     # ------------------------------------------------------------------ initial state
@@ -296,39 +344,35 @@ class Index3Formulation(Formulation):
         kpsi = self.k_exact
         p = q[:, 3:]
         pn2 = np.sum(p * p, axis=1)
-        mu = np.sum(p * self.Qb[:, 3:], axis=1) / pn2
+        Qb, leaf = self.body.Qb, self.leaf
+        mu = np.sum(p * Qb[:, 3:], axis=1) / pn2
         nu = -np.sum(qd[:, 3:] ** 2, axis=1)
-        self.base[:] = 0.0
-        self.rhs[:] = self.Qb
-        self.rhs[:, 3:] += -mu[:, None] * p + kpsi * p * nu[:, None]
-        self._solve(self.gq, 0.0, 1.0, False)
-        return self.out.copy(), -self._lam_solve.copy(), mu
+        leaf.base[:] = 0.0
+        leaf.rhs[:] = Qb
+        leaf.rhs[:, 3:] += -mu[:, None] * p + kpsi * p * nu[:, None]
+        self._solve(self.rows.gq, 0.0, 1.0, False)
+        return leaf.out.copy(), -self._lam_solve.copy(), mu
 
     # ------------------------------------------------------------------ one step
     def step(self, t, y, dt):
-        m = self.model
         qb, qdb, qddb, lamb, mub = self._split(y)
         a = self.alpha
         c4 = 0.25 * dt * dt
         t0 = time.perf_counter()
-        # the new state is written in place into views of one array (no copies, no packing)
-        y_new = np.empty_like(y)
+        # the new state is written in place into views of one float64 array (no copies, no
+        # packing; the types the kernels were specialised for)
+        y_new = np.empty(y.shape[0])
         q, qd, qdd, lam, mu = self._split(y_new)
-        qd_hat, qdd_hat = self.qd_hat, self.qdd_hat
-        K.predictor(qb, qdb, qddb, dt, q, qd_hat, qdd_hat)
+        body, leaf = self.body, self.leaf
+        N.predictor(qb, qdb, qddb, dt, q, body.qd_hat, body.qdd_hat)
         lam[:] = lamb
         mu[:] = mub
-        self.base[:] = 0.0
+        leaf.base[:] = 0.0
         if self.linear == "tree":
             lay = self.lay
-            n_it, dqn = K.newton_iterations(
-                self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP, dt, a, q, qd_hat, qdd_hat, mu, lam,
-                self.fa, self.springs, self.jq_ref, self.jq, self.ca, lay.ix, m.mass, m.inertia, m.inertia_inv,
-                self.qd_w, self.qdd_w, self.x, self.R, self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi,
-                self.Ga, self.Gb, self.gq, self.G7, self.res, self.Hgeo, self.Mcc, self.D, self.pst, self.okb,
-                self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf,
-                lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, self.s_elem, self.s_row, self.s_pred,
-                config.PIVOT_RTOL)
+            newton_args = (self.newton_settings, dt, q, mu, lam, self.model_arrays, lay.ix, body, self.rows, leaf,
+                           self.tree_work)
+            n_it, dqn = self._newton_iterations(*newton_args)
             if n_it < 0:
                 raise np.linalg.LinAlgError(NOT_DEFINITE)
             self.newton_total += n_it
@@ -337,14 +381,7 @@ class Index3Formulation(Formulation):
                 # not converged in the paper's fixed count: go on from where it stopped
                 # rather than hand the monitor a step whose energy has jumped
                 more += 1
-                n_it, dqn = K.newton_iterations(
-                    self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP, dt, a, q, qd_hat, qdd_hat, mu, lam,
-                    self.fa, self.springs, self.jq_ref, self.jq, self.ca, lay.ix, m.mass, m.inertia,
-                    m.inertia_inv, self.qd_w, self.qdd_w, self.x, self.R, self.V, self.A, self.E, self.F, self.Mb,
-                    self.Qb, self.phi, self.Ga, self.Gb, self.gq, self.G7, self.res, self.Hgeo, self.Mcc, self.D,
-                    self.pst, self.okb, self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G,
-                    lay.sel, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr,
-                    self.s_elem, self.s_row, self.s_pred, config.PIVOT_RTOL)
+                n_it, dqn = self._newton_iterations(*newton_args)
                 if n_it < 0:
                     raise np.linalg.LinAlgError(NOT_DEFINITE)
                 self.newton_total += n_it
@@ -352,22 +389,19 @@ class Index3Formulation(Formulation):
         else:  # the same iterations in Python, with the dense linear solve (test oracle)
             dqn = np.inf
             for it in range(self.iters):
-                K.newton_state(q, qd_hat, qdd_hat, dt, self.qd_w, self.qdd_w, mu, lam, self.fa, self.springs,
-                               self.jq_ref, self.jq, self.ca, self.lay.ix, m.mass, m.inertia, self.x, self.R,
-                               self.V, self.A, self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga, self.Gb,
-                               self.gq, self.G7, self.res)
+                N.newton_state(q, dt, mu, lam, self.model_arrays, self.lay.ix, body, self.rows)
                 refresh = it % self.hold == 0
                 if refresh:
                     if self.geo:
                         K.geometric_stiffness(self.lay.ix, self.ca, self.row_adr, q, lam, mu, GEO_FD_STEP,
-                                              self.Hgeo)
+                                              body.Hgeo)
                     self._matrices(q, c4, a, -c4)
                     self._stiffness_rows(dt)
-                K.newton_rhs(q, self.res, a, self.rhs)
-                self._solve(self.phi, 1.0 / a, -1.0, refresh)
+                N.newton_rhs(q, body.res, a, leaf.rhs)
+                self._solve(self.rows.phi, 1.0 / a, -1.0, refresh)
                 lam += self._lam_solve
                 lam[self.n_joint_rows:] = 0.0
-                dqn = np.sqrt(K.newton_update(q, self.out, mu, a))
+                dqn = np.sqrt(N.newton_update(q, leaf.out, mu, a))
                 self.newton_total += 1
                 if dqn < self.tol:
                     break
@@ -375,7 +409,7 @@ class Index3Formulation(Formulation):
         self.last_dq = dqn
         self.max_dq = max(self.max_dq, dqn)
         # ---- mass-orthogonal projections (eqs. 40-69)
-        K.difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd)
+        N.difference_rates(q, body.qd_hat, body.qdd_hat, dt, qd, qdd)
         if self.linear == "tree":
             viol, t_v = self._tree_projections(q, qd, qdd)
         else:
@@ -389,7 +423,7 @@ class Index3Formulation(Formulation):
         self.max_violation = max(self.max_violation, viol)
         self._watch(t + dt, viol, dqn, dt)
         if self.springs.shape[0]:
-            self.jq_ref[self.springs] = self.jq[self.springs]
+            body.jq_ref[self.springs] = body.jq[self.springs]
         if not np.isfinite(y_new).all() or viol > DIVERGED_VIOLATION:
             raise SimulationError(t + dt, f"Newton-Raphson did not converge (position residual {viol:.3g}, "
                                           f"last |dq| {dqn:.3g}); try a larger --penalty or more "
@@ -398,28 +432,20 @@ class Index3Formulation(Formulation):
 
     def _tree_projections(self, q, qd, qdd):
         """Both projections over the tree, in place on qd and qdd, in two kernels
-        (K.velocity_projection, K.acceleration_projection).  Returns (|phi| at q, the
+        (N.velocity_projection, N.acceleration_projection).  Returns (|phi| at q, the
         clock between the two)."""
-        m, lay = self.model, self.lay
-        eps, sgn, kp = K.velocity_projection(
-            self.exact, self.k_exact, self.alpha, q, qd, self.zero7, self.zero_rows, self.nu,
-            self.n_joint_rows, m.mass, m.inertia, m.inertia_inv, self.ca, lay.ix, self.x, self.R, self.V, self.A,
-            self.E, self.F, self.Mb, self.Qb, self.phi, self.Ga, self.Gb, self.gq, self.G7, self.Mcc, self.D,
-            self.pst, self.okb, self.base, self.rhs, self.bl, self.out, lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel,
-            lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr, config.PIVOT_RTOL)
-        if eps != eps:
+        args = (self.model_arrays, self.lay.ix, self.body, self.rows, self.leaf, self.tree_work)
+        solve = self._velocity_projection(self.projection_settings, q, qd, *args)
+        if solve[0] != solve[0]:  # eps = NaN
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         t_v = time.perf_counter()
-        viol = K.acceleration_projection(
-            eps, sgn, kp, q, qd, qdd, self.nu, self.ca, lay.ix, self.x, self.R, self.V, self.A, self.E, self.phi,
-            self.Ga, self.Gb, self.gq, self.G7, self.D, self.pst, self.base, self.rhs, self.bl, self.out, lay.Phi,
-            lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0,
-            lay.scr, config.PIVOT_RTOL)
+        viol = self._acceleration_projection(self.projection_settings, solve, q, qd, qdd, *args)
         return float(viol), t_v
 
     def _python_projections(self, q, qd, qdd):
         """The projections of :meth:`_tree_projections` step by step with the dense linear
         solve (``linear="dense"``, the test oracle of the tree kernels)."""
+        body, leaf = self.body, self.leaf
         if self.exact:
             # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0
             self._exact_matrices(q, qd)
@@ -429,19 +455,20 @@ class Index3Formulation(Formulation):
             # constraints (the dense solve reads G afresh)
             sgn, eps, kp = -1.0, 1.0 / self.alpha, self.alpha
             self.lay.G[:, self.n_joint_rows:] = 0.0
-        self.nu[:] = 0.0
-        K.projection_rhs(self.pst, qd, self.nu, kp, self.base, self.rhs)
-        self._solve(self.zero_rows, eps, sgn, False)
-        qd[:] = self.out
+        body.nu[:] = 0.0
+        N.projection_rhs(leaf.pst, qd, body.nu, kp, leaf.base, leaf.rhs)
+        self._solve(self.rows.zero_rows, eps, sgn, False)
+        qd[:] = leaf.out
         t_v = time.perf_counter()
         self._kinematics(q, qd, qdd)
         self._rows()  # g at the projected velocities; phi at the final q
-        viol = float(np.sqrt(np.dot(self.phi, self.phi)))
-        self.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
-        K.projection_rhs(self.pst, qdd, self.nu, kp, self.base, self.rhs)
-        self._solve(self.gq, eps, sgn, False)
-        qdd[:] = self.out
-        self.base[:] = 0.0
+        phi = self.rows.phi
+        viol = float(np.sqrt(np.dot(phi, phi)))
+        body.nu[:] = -np.sum(qd[:, 3:] ** 2, axis=1)
+        N.projection_rhs(leaf.pst, qdd, body.nu, kp, leaf.base, leaf.rhs)
+        self._solve(self.rows.gq, eps, sgn, False)
+        qdd[:] = leaf.out
+        leaf.base[:] = 0.0
         return viol, t_v
 
     def _exact_matrices(self, q, qd, forces: bool = False) -> None:
@@ -454,19 +481,19 @@ class Index3Formulation(Formulation):
         ``min (x - x*)^T M (x - x*)`` subject to ``G x + g0 = 0``, ``p^T x = nu`` to
         round-off, whatever the penalty.  ``forces``: evaluate the applied forces too
         (for ``Q``)."""
-        self._kinematics(q, qd, self.zero7)
+        b = self.body
+        self._kinematics(q, qd, b.zero7)
         if forces:
             self._forces()
-        K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, self.R, self.F, self.Mb, self.Qb)
+        K.body_mass_forces(self.model.mass, self.model.inertia, q, qd, b.R, b.F, b.Mb, b.Qb)
         self._rows()
-        m = self.model
         # Mb stands for the geometric stiffness H_geo, which geo = False leaves unread
-        K.leaf_matrices(self.lay.ix, self.Mb, self.Mb, q, 1.0, False, m.mass, m.inertia_inv, self.k_exact, 1.0,
-                        self.Mcc, self.D, self.pst, self.lay.Phi, self.okb)
-        if not self.okb.all():
+        N.leaf_matrices(self.lay.ix, self.model_arrays, b.Mb, b.Mb, q, 1.0, False, self.k_exact, 1.0, self.leaf,
+                        self.lay.Phi)
+        if not self.leaf.ok.all():
             raise np.linalg.LinAlgError(NOT_DEFINITE)
         lay = self.lay
-        lay.G[:] = self.G7
+        lay.G[:] = self.rows.G7
         if self.linear == "tree":
             tree.assemble_matrices7(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
                                         lay.E, lay.scr, 0.0, 1.0, config.PIVOT_RTOL)
@@ -478,14 +505,15 @@ class Index3Formulation(Formulation):
         self._kinematics(q, qd, qdd)
         self._rows()
         # joint points: the anchor fixed in the predecessor (ground anchors are world points)
+        b = self.body
         a = np.maximum(m.pred, 0)
         P = np.where((m.pred < 0)[:, None], m.anchor_pred,
-                     self.x[a] + np.einsum("jik,jk->ji", self.R[a], m.anchor_pred))
+                     b.x[a] + np.einsum("jik,jk->ji", b.R[a], m.anchor_pred))
         reactions = np.zeros((m.nj, 6))
-        K.body_wrench_from_rows(self.ca, self.row_adr, self.x, P, self.Gb, lam, reactions)
+        K.body_wrench_from_rows(self.ca, self.row_adr, b.x, P, self.rows.Gb, lam, reactions)
         if not np.isfinite(q).all():
             raise SingularSystemError(t, "positions are not finite")
-        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(), acc=self.A.copy(), P=P,
+        return Evaluation(t=t, x=b.x.copy(), R=b.R.copy(), V=b.V.copy(), acc=b.A.copy(), P=P,
                           reactions=reactions, jq=np.full(m.nj, np.nan),
                           extra={"q": q.copy(), "lam": lam.copy(), "mu": mu.copy()})
 

@@ -1,4 +1,7 @@
-"""numba kernels of the ``index3`` formulation (paper 000; docs/index3.md).
+"""numba kernels of the ``index3`` formulation (paper 000; docs/index3.md): the data they
+share, the bodies' kinematics, masses and forces, the constraint rows and the geometric
+stiffness.  The tree solve and the step (residuals, leaf blocks, Newton-Raphson loop,
+projections) are in :mod:`.index3_newton`.
 
 Per body ``i`` the absolute coordinates are ``q_i = [r_i; p_i]`` (centre of mass,
 Euler parameters ``p = [e0, e1, e2, e3]``), nd = 7.  World angular velocity
@@ -12,32 +15,179 @@ so a joint row ``Phi_dot = G_a^tw V_a + G_b^tw V_b`` of :mod:`engine.constraints
     Phi_q = [G^tw_lin,  2 G^tw_ang E(p)].
 
 The Euler-parameter normalisation is ``Psi = (p^T p - 1) / 2`` (``Psi_q = [0, p^T]``).
-Every kernel takes arrays only and never allocates in the step loop except
-where noted; body loops go parallel from ``threads.PARALLEL_MIN_BODIES`` on.
-A ``prange`` index is unsigned: the per-body kernels called from both the parallel
-and the serial loop get it as ``np.int64(i)``, so numba compiles them once, not
-once per index type (docs/performance.md, "Compile time").
+
+The kernels' arrays come in named tuples, built once by ``Index3Formulation`` and
+holding the very arrays the kernels write in place: :class:`ModelArrays` (the model),
+:class:`BodyState` (per body), :class:`JointRows` (per constraint row), :class:`LeafWork`
+(the tree's leaves), :class:`TreeWork` (the tree's merges, from its layout) and the
+settings :class:`NewtonSettings`, :class:`ProjectionSettings`.  A field read ``body.x``
+compiles to the same code as a tuple item.  The classes are module-level so that numba's
+cache can pickle them.  Three rules keep numba's parallel passes (``parallel=True`` kernels
+and the inline functions they call) from losing writes or failing
+(https://github.com/numba/numba/issues/5872, /7135, /5703):
+
+* an array a parallel loop's body writes is taken from its tuple before the loop and passed
+  to the body as an array (``res = body.res``; the per-body functions take such arrays
+  after the tuples): written through a tuple inside the loop, it is dropped as dead code;
+* a field a kernel writes is read on a line of its own (``res = body.res``), not unpacked
+  with others (``a, b = t.a, t.b``), which the same passes lose as an alias of the argument;
+* a parallel loop's body takes no tuple nested in a tuple (``ModelArrays.ca``): the kernel
+  passes it the fields it needs.
+
+No kernel allocates in the step loop except where noted; body loops go parallel from
+``threads.PARALLEL_MIN_BODIES`` on.  A ``prange`` index is unsigned: the per-body kernels
+called from both the parallel and the serial loop get it as ``np.int64(i)``, so numba
+compiles them once, not once per index type (docs/performance.md, "Compile time").
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
-from ..constraints import joint_constraint
-from ..forces import point_and_velocity, world_vector, applied_forces, joint_coordinates_from_poses
+from ..constraints import ConArrays, joint_constraint
+from ..forces import ForceArrays, point_and_velocity, world_vector
 from ..model import F_JOINT_SPRING, REVOLUTE
 from ..spatial import quat_to_rot, shift_force_by
-from . import tree
 from ..threads import PARALLEL_MIN_BODIES
 
 #: :func:`engine.constraints.joint_constraint` inlined into :func:`joint_rows`: called out
-#: of line, its 22 array arguments cost more than a spherical joint's rows (128 joints:
-#: 29-40 us against 21-23 us inlined; docs/index3.md, "Timing").  Not cached on its own:
-#: an ``inline='always'`` function is compiled only as part of its callers.  (Under
+#: of line, its 22 arrays (those of ``ca`` included) cost more than a spherical joint's rows
+#: (128 joints: 29-40 us against 21-23 us inlined; docs/index3.md, "Timing").  Not cached on
+#: its own: an ``inline='always'`` function is compiled only as part of its callers.  (Under
 #: ``NUMBA_DISABLE_JIT`` the decorator returns the plain function, which has no ``py_func``.)
 _joint_constraint = njit(nogil=True, _nrt=True, inline='always')(getattr(joint_constraint, "py_func",
                                                                          joint_constraint))
+
+
+# ------------------------------------------------------------------ the kernels' data
+
+
+class ModelArrays(NamedTuple):
+    """The model's arrays (``nb`` bodies, ``nj`` joints; :class:`~linkwork.engine.model.Model`)."""
+
+    mass: np.ndarray  # (nb,) m_i of M_i = diag(m_i 1, 4 G^T J'_i G) (eq. 7)
+    inertia: np.ndarray  # (nb, 3, 3) J'_i, about the COM in body axes (eq. 7)
+    inertia_inv: np.ndarray  # (nb, 3, 3) J'_i^-1, for the leaf blocks in closed form
+    ca: ConArrays  # the joints, for engine.constraints.joint_constraint
+    fa: ForceArrays  # the force elements, for engine.forces.applied_forces
+    springs: np.ndarray  # the joints whose coordinate a joint spring needs (forces.spring_joints)
+    s_elem: np.ndarray  # (ns,) the force elements with rows in the Newton tangent (stiffness_rows)
+    s_row: np.ndarray  # (ns,) element k's first row (they follow the joints' rows)
+    s_pred: np.ndarray  # (ns,) the body at element k's pred end in the tree (-1: ground)
+    n_joint_rows: int  # the joints' rows, 0 .. n_joint_rows - 1
+
+
+class BodyState(NamedTuple):
+    """Per-body arrays of a step (``nb`` bodies, rows in the internal body order)."""
+
+    qd_hat: np.ndarray  # (nb, 7) q_dot = 2/dt q + qd_hat (eq. 15), predictor
+    qdd_hat: np.ndarray  # (nb, 7) q_ddot = 4/dt^2 q + qdd_hat (eq. 16), predictor
+    qd: np.ndarray  # (nb, 7) q_dot of the Newton iterate (eq. 15), newton_state
+    qdd: np.ndarray  # (nb, 7) q_ddot of the Newton iterate (eq. 16), newton_state
+    x: np.ndarray  # (nb, 3) centre of mass r_i, body_kinematics
+    R: np.ndarray  # (nb, 3, 3) rotation of the normalised p_i, body_kinematics
+    E: np.ndarray  # (nb, 3, 4) E(p_i), body_kinematics
+    V: np.ndarray  # (nb, 6) twist [v_C; w], body_kinematics
+    A: np.ndarray  # (nb, 6) classical acceleration [a_C; alpha], body_kinematics
+    jq_ref: np.ndarray  # (nj,) the spring joints' coordinates at the step's start (their branch)
+    jq: np.ndarray  # (nj,) the spring joints' coordinates, forces.joint_coordinates_from_poses
+    F: np.ndarray  # (nb, 6) applied wrench [f; n] about the COM, world axes, forces.applied_forces
+    Mb: np.ndarray  # (nb, 7, 7) M_i (eq. 7), body_mass_forces
+    Qb: np.ndarray  # (nb, 7) Q_i (eq. 8), body_mass_forces
+    res: np.ndarray  # (nb, 7) the residual g_i (eq. 12), index3_newton.residuals
+    Hgeo: np.ndarray  # (nb, 7, 7) geometric stiffness H_i (sect. 4.4), geometric_stiffness
+    nu: np.ndarray  # (nb,) nu_i of Psi_ddot = p^T p_ddot - nu_i: 0 for velocities, -p_dot^T p_dot
+    zero7: np.ndarray  # (nb, 7) zeros: the accelerations of the exact projections' kinematics
+
+
+class JointRows(NamedTuple):
+    """The constraint rows at ``q`` (``n_rows``: the joints', then the force elements',
+    which stay zero here: :func:`stiffness_rows` writes those into the tree's ``G``), joint_rows."""
+
+    phi: np.ndarray  # (n_rows,) Phi
+    Ga: np.ndarray  # (n_rows, 6) twist Jacobian G^tw_a of the pred end
+    Gb: np.ndarray  # (n_rows, 6) twist Jacobian G^tw_b of the succ end
+    gq: np.ndarray  # (n_rows,) g of Phi_ddot = Phi_q q_ddot + g (the paper's gamma = -g)
+    G7: np.ndarray  # (2, n_rows, 7) Phi_q = [G^tw_lin, 2 G^tw_ang E(p)]: [0] pred end, [1] succ end
+    zero_rows: np.ndarray  # (n_rows,) zeros: the velocity projection's g0
+
+
+class LeafWork(NamedTuple):
+    """The leaves of the tree solve, one per body: ``x_i = D_i sum_h F_h + b_i``
+    (eqs. 24-26 for the Newton iterations, 43/44 and 58/59 for the projections)."""
+
+    Mcc: np.ndarray  # (nb, 7, 7) M_cc where index3_newton.leaf_matrices inverts it by Cholesky
+    D: np.ndarray  # (nb, 7, 7) D_i = scale M_cc^-1 (Newton: delta_i, eq. 26), leaf_matrices
+    pst: np.ndarray  # (nb, 4) p_i at the last matrix pass, leaf_matrices
+    ok: np.ndarray  # (nb,) int64: 1 where M_cc is positive definite, leaf_matrices
+    base: np.ndarray  # (nb, 7) the biases' base term (zero in the Newton iterations), projection_rhs
+    rhs: np.ndarray  # (nb, 7) the biases' right-hand side, newton_rhs / projection_rhs
+    bl: np.ndarray  # (nb, 7) b_i = base_i + D_i rhs_i, leaf_biases
+    out: np.ndarray  # (nb, 7) the solution x_i, leaf_results
+
+
+class TreeWork(NamedTuple):
+    """The merges' workspace: the arrays of the tree's layout (``tree.TreeLayout`` says
+    what each holds) that its passes ``assemble_matrices7``, ``assemble_biases7`` and
+    ``disassemble7`` take: the merge formulas (eqs. 35-39)."""
+
+    Phi: np.ndarray  # (n_pairs, 7, 7) the nodes' blocks Phi_hk (a body's: D_i)
+    bv: np.ndarray  # (n_slots, 7) the nodes' biases b_h
+    Fh: np.ndarray  # (n_slots, 7) the handles' forces F_h, disassembly
+    G: np.ndarray  # (2, n_rows, 7) the rows of the solve: Phi_q (and the force elements')
+    sel: np.ndarray  # (n_rows,) a signed unit row's column, else -1 (index3's rows: all -1)
+    lam: np.ndarray  # (n_rows,) the multipliers Lambda, disassembly
+    Kf: np.ndarray  # the merges' factors of K = G Phi G^T - eps 1
+    Kp: np.ndarray  # their pivot order
+    Kr: np.ndarray  # their ranks and rank bounds
+    Ks: np.ndarray  # scratch of the factorisation
+    Y: np.ndarray  # K^-1 E per external handle, matrix pass
+    E: np.ndarray  # E per external handle, matrix pass
+    r0: np.ndarray  # the merges' constant terms, bias pass
+    y0: np.ndarray  # K^-1 r0, bias pass
+    scr: np.ndarray  # per-merge scratch
+
+    @classmethod
+    def of(cls, lay) -> "TreeWork":
+        """The workspace of the layout ``lay`` (its arrays, not copies)."""
+        return cls(lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
+                   lay.E, lay.r0, lay.y0, lay.scr)
+
+
+class NewtonSettings(NamedTuple):
+    """The Newton-Raphson loop's settings (docs/index3.md, "Settings")."""
+
+    iters: int  # newton_iters: iterations per call, at most
+    hold: int  # tangent_hold: the matrix pass every ``hold`` iterations (modified Newton)
+    tol: float  # newton_tol: stop once |dq| < tol
+    geo: bool  # geometric_stiffness: H_i in the leaf blocks
+    h_geo: float  # the central-difference step of H_i
+    alpha: float  # the penalty alpha (joints and Euler-parameter normalisation)
+    pivot_tol: float  # relative pivot tolerance of the merges' factorisation (config.PIVOT_RTOL)
+
+
+class ProjectionSettings(NamedTuple):
+    """The mass-orthogonal projections' settings (docs/index3.md, "Mass-orthogonal projections")."""
+
+    exact: bool  # exact_projections: their own matrix pass, leaf blocks (M + k p p^T)^-1, eps = 0
+    k_exact: float  # that k
+    alpha: float  # the penalty: the penalised projections' eps = 1 / alpha, kpsi = alpha
+    pivot_tol: float  # relative pivot tolerance of the merges' factorisation (config.PIVOT_RTOL)
+
+
+class GeoScratch(NamedTuple):
+    """Scratch of one body's geometric stiffness (allocated per body by :func:`_geo_one`)."""
+
+    x0: np.ndarray  # (3,) the ground's pose
+    R0: np.ndarray  # (3, 3)
+    V0: np.ndarray  # (6,) a zero twist
+    phi: np.ndarray  # (6,) one joint's rows at perturbed poses
+    Ga: np.ndarray  # (6, 6)
+    Gb: np.ndarray  # (6, 6)
+    g: np.ndarray  # (6,)
 
 
 # ------------------------------------------------------------------ quaternion algebra
@@ -105,6 +255,9 @@ def _body_kin(i, q, qd, qdd, x, R, V, A, E):
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def body_kinematics(q, qd, qdd, x, R, V, A, E):
+    """Every body's pose ``x``, ``R``, ``E(p)``, twist ``V = [r_dot; 2 E p_dot]`` and
+    classical acceleration ``A = [r_ddot; 2 E p_ddot]`` (eq. 7; docs/index3.md, "Coordinates,
+    mass matrix, forces")."""
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
@@ -155,6 +308,8 @@ def _body_mq(i, mass, inertia, q, qd, R, F, Mb, Qb):
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
+    """Every body's mass matrix M_i (eq. 7) and generalized forces Q_i (eq. 8) from the
+    applied wrenches ``F``."""
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
@@ -168,8 +323,11 @@ def body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
+def _joint_rows_one(j, ca, row_adr, body, x0, R0, V0, phi, Ga, Gb, g, G7):
+    """Joint j's rows at the poses and twists of ``body`` (``x0, R0, V0``: the ground's) into
+    the arrays of :class:`JointRows` (passed one by one: module doc)."""
     pred, succ, nc_j = ca[1], ca[2], ca[11]
+    x, R, V, E = body.x, body.R, body.V, body.E
     a = pred[j]
     b = succ[j]
     r = row_adr[j]
@@ -178,44 +336,51 @@ def _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7):
     _joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r:r + n], Ga[r:r + n], Gb[r:r + n], g[r:r + n])
     for k in range(r, r + n):
         for side in range(2):
-            body = a if side == 0 else b
+            bd = a if side == 0 else b
             Gt = Ga if side == 0 else Gb
-            if body < 0:
+            if bd < 0:
                 for c in range(7):
                     G7[side, k, c] = 0.0
                 continue
             for c in range(3):
                 G7[side, k, c] = Gt[k, c]
-            Eb = E[body]
+            Eb = E[bd]
             for c in range(4):
                 G7[side, k, 3 + c] = 2.0 * (Gt[k, 3] * Eb[0, c] + Gt[k, 4] * Eb[1, c] + Gt[k, 5] * Eb[2, c])
 
 
 @njit(cache=True, nogil=True, parallel=True, _nrt=True)
-def joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, g, G7):
-    """Every joint's residual ``phi``, twist Jacobians ``Ga``, ``Gb``, quadratic term ``g``
-    and the absolute-coordinate Jacobian rows ``G7`` (2, n_rows, 7): [0] pred, [1] succ."""
+def joint_rows(ca, row_adr, body, rows):
+    """Every joint's rows at the poses and twists of ``body`` (``x``, ``R``, ``V``, ``E``) into
+    ``rows``: the residual ``phi`` (Phi), the twist Jacobians ``Ga``, ``Gb``, the quadratic
+    term ``gq`` of ``Phi_ddot = Phi_q q_ddot + g`` and the absolute-coordinate Jacobian
+    ``G7`` = Phi_q (2, n_rows, 7): [0] pred, [1] succ (docs/index3.md, "Constraints")."""
     nj = ca[0].shape[0]
     x0 = np.zeros(3)
     R0 = np.eye(3)
     V0 = np.zeros(6)
+    phi = rows.phi  # written: one field a line, passed on as arrays (module doc)
+    Ga = rows.Ga
+    Gb = rows.Gb
+    g = rows.gq
+    G7 = rows.G7
     if nj >= PARALLEL_MIN_BODIES:
         for j in prange(nj):
-            _joint_rows_one(np.int64(j), ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
+            _joint_rows_one(np.int64(j), ca, row_adr, body, x0, R0, V0, phi, Ga, Gb, g, G7)
     else:
         for j in range(nj):
-            _joint_rows_one(j, ca, row_adr, x, R, V, E, x0, R0, V0, phi, Ga, Gb, g, G7)
+            _joint_rows_one(j, ca, row_adr, body, x0, R0, V0, phi, Ga, Gb, g, G7)
 
 
 # ------------------------------------------------------------------ force-element rows
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
+def stiffness_rows(model, dt, alpha, body, G):
     """The force elements' tangent as tree rows (docs/index3.md, "Force elements in the
-    tangent"), element ``s_elem[k]`` from row ``s_row[k]`` on: rows ``sqrt(kappa / alpha) d_q``
-    on both ends, so that with ``g0 = 0`` and ``eps = 1 / alpha`` each adds
-    ``dt^2/4 kappa d_q^T d_q`` to the Newton tangent, coupling the element's two bodies.
+    tangent"), element ``model.s_elem[k]`` from row ``model.s_row[k]`` on: rows
+    ``sqrt(kappa / alpha) d_q`` on both ends, so that with ``g0 = 0`` and ``eps = 1 / alpha``
+    each adds ``dt^2/4 kappa d_q^T d_q`` to the Newton tangent, coupling the element's two bodies.
 
     * joint spring, coordinate ``l``: one row, ``d = l``, ``kappa = k + 2 c / dt``;
     * spring of length ``L``, tension ``T = k (L - L0) + c L_dot``, unit vector ``u``: the
@@ -224,7 +389,10 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
       directions normal to it (``kappa = T / L``, zero under compression, where it would
       make the tangent indefinite).
 
-    ``s_pred[k]``: the body of the element's pred end (-1 = ground)."""
+    ``model.s_pred[k]``: the body of the element's pred end (-1 = ground); ``body``: the poses
+    and twists (``x``, ``R``, ``V``, ``E``); ``G``: the tree's rows (:class:`TreeWork`)."""
+    s_elem, s_row, s_pred, fa = model.s_elem, model.s_row, model.s_pred, model.fa
+    x, R, V, E = body.x, body.R, body.V, body.E
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \
         anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
     tw = np.zeros((3, 2, 6))  # per row of the element: twist rows of both ends
@@ -313,14 +481,14 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
             # side 0 holds the end at s_pred[k] (body1 unless it is the ground end of body2's spring)
             side1 = 0 if b1 == s_pred[k] else 1
             for w in range(2):
-                body = b1 if w == 0 else b2
+                bd = b1 if w == 0 else b2
                 pt = p1 if w == 0 else p2
                 sgn = -1.0 if w == 0 else 1.0
                 side = side1 if w == 0 else 1 - side1
-                ends[side] = body
-                if body < 0:
+                ends[side] = bd
+                if bd < 0:
                     continue
-                r0, r1, r2 = pt[0] - x[body, 0], pt[1] - x[body, 1], pt[2] - x[body, 2]
+                r0, r1, r2 = pt[0] - x[bd, 0], pt[1] - x[bd, 1], pt[2] - x[bd, 2]
                 for i in range(3):
                     d0, d1, d2 = sgn * dirs[i, 0], sgn * dirs[i, 1], sgn * dirs[i, 2]
                     tw[i, side, 0] = d0
@@ -331,303 +499,27 @@ def stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G):
                     tw[i, side, 5] = r0 * d1 - r1 * d0
         for i in range(nrow):
             for side in range(2):
-                body = ends[side]
-                if body < 0:
+                bd = ends[side]
+                if bd < 0:
                     for c in range(7):
                         G[side, r + i, c] = 0.0
                     continue
                 for c in range(3):
                     G[side, r + i, c] = sc[i] * tw[i, side, c]
-                Eb = E[body]
+                Eb = E[bd]
                 for c in range(4):
                     G[side, r + i, 3 + c] = 2.0 * sc[i] * (tw[i, side, 3] * Eb[0, c] + tw[i, side, 4] * Eb[1, c]
                                                            + tw[i, side, 5] * Eb[2, c])
 
 
-# ------------------------------------------------------------------ Newton residual
-
-
-@njit(cache=True, nogil=True, inline='always')
-def _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
-    """res_i = M_i qdd_i + sum_joints Phi_qi^T lam + Psi_qi^T mu_i - Q_i (eq. 12)."""
-    node_nh, node_h_start, h_joint, h_side = ix.node_nh, ix.node_h_start, ix.h_joint, ix.h_side
-    M = Mb[i]
-    for a in range(7):
-        s = -Qb[i, a]
-        for b in range(7):
-            s += M[a, b] * qdd[i, b]
-        res[i, a] = s
-    for c in range(4):
-        res[i, 3 + c] += q[i, 3 + c] * mu[i]
-    sh = node_h_start[i]
-    for h in range(node_nh[i]):
-        j = h_joint[sh + h]
-        w = h_side[sh + h]
-        r = row_adr[j]
-        for k in range(r, r + rows[j]):
-            lk = lam[k]
-            for a in range(7):
-                res[i, a] += G7[w, k, a] * lk
-
-
-@njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res):
-    nb = q.shape[0]
-    if nb >= PARALLEL_MIN_BODIES:
-        for i in prange(nb):
-            _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
-    else:
-        for i in range(nb):
-            _residual_one(i, ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
-
-
-# ------------------------------------------------------------------ leaf coefficients
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _inv_spd(A, out, o, n):
-    """out[o:o+n, o:o+n] = A[o:o+n, o:o+n]^-1 for a symmetric positive definite block,
-    in place in ``out`` (Cholesky L, then L^-1, then L^-T L^-1); False if not definite."""
-    for k in range(n):  # L in the lower triangle of out
-        d = A[o + k, o + k]
-        for m in range(k):
-            d -= out[o + k, o + m] * out[o + k, o + m]
-        if d <= 0.0:
-            return False
-        d = np.sqrt(d)
-        out[o + k, o + k] = d
-        for r in range(k + 1, n):
-            t = A[o + r, o + k]
-            for m in range(k):
-                t -= out[o + r, o + m] * out[o + k, o + m]
-            out[o + r, o + k] = t / d
-    for k in range(n):  # L^-1 in place, column by column
-        out[o + k, o + k] = 1.0 / out[o + k, o + k]
-        for r in range(k + 1, n):
-            t = 0.0
-            for m in range(k, r):
-                t -= out[o + r, o + m] * out[o + m, o + k]
-            out[o + r, o + k] = t / out[o + r, o + r]
-    for i in range(n):  # (L^-T L^-1)[i, j] = sum_{k >= i} Li[k, i] Li[k, j], j <= i; row i of Li last read here
-        for j in range(i + 1):
-            t = 0.0
-            for k in range(i, n):
-                t += out[o + k, o + i] * out[o + k, o + j]
-            out[o + i, o + j] = t
-    for i in range(n):
-        for j in range(i + 1, n):
-            out[o + i, o + j] = out[o + j, o + i]
-    return True
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _inv7(A, out):
-    """out = A^-1 for a symmetric positive definite 7 x 7; the translation (3) and
-    Euler-parameter (4) blocks separately when A couples them not (no geometric stiffness)."""
-    coupled = False
-    for a in range(3):
-        for b in range(3, 7):
-            if A[a, b] != 0.0:
-                coupled = True
-    if coupled:
-        return _inv_spd(A, out, 0, 7)
-    for a in range(3):
-        for b in range(3, 7):
-            out[a, b] = 0.0
-            out[b, a] = 0.0
-    return _inv_spd(A, out, 0, 3) and _inv_spd(A, out, 3, 4)
-
-
-@njit(cache=True, nogil=True, _nrt=False)  # out of line: numba's parfor analysis rejects G's tuples inlined
-def _closed_inverse(i, q, mass, inertia_inv, k, scale, D):
-    """D = scale (M_i + k p p^T)^-1 in closed form, M_i = diag(m, m, m, 4 G^T J' G) (eq. 7),
-    for k > 0 and p != 0 (docs/index3.md, "The leaf blocks in closed form"):
-
-        (4 G^T J' G + k p p^T)^-1 = G^T J'^-1 G / (4 s^2) + p p^T / (k s^2),   s = p^T p,
-
-    from G G^T = s 1, G p = 0 and G^T G = s 1 - p p^T.  A fifth of the Cholesky inverse's
-    time (its square roots and divisions run in a chain)."""
-    e0, e1, e2, e3 = q[i, 3], q[i, 4], q[i, 5], q[i, 6]
-    G = ((-e1, e0, e3, -e2), (-e2, -e3, e0, e1), (-e3, e2, -e1, e0))  # gmat(p)
-    p = (e0, e1, e2, e3)
-    s = e0 * e0 + e1 * e1 + e2 * e2 + e3 * e3
-    Ji = inertia_inv[i]
-    ca = scale / (4.0 * s * s)
-    cb = scale / (k * s * s)
-    cm = scale / mass[i]
-    for a in range(7):
-        for b in range(7):
-            D[a, b] = 0.0
-    for a in range(3):
-        D[a, a] = cm
-    for c in range(4):
-        w0 = Ji[0, 0] * G[0][c] + Ji[0, 1] * G[1][c] + Ji[0, 2] * G[2][c]  # column c of J'^-1 G
-        w1 = Ji[1, 0] * G[0][c] + Ji[1, 1] * G[1][c] + Ji[1, 2] * G[2][c]
-        w2 = Ji[2, 0] * G[0][c] + Ji[2, 1] * G[1][c] + Ji[2, 2] * G[2][c]
-        for d in range(c, 4):
-            t = ca * (G[0][d] * w0 + G[1][d] * w1 + G[2][d] * w2) + cb * p[c] * p[d]
-            D[3 + c, 3 + d] = t
-            D[3 + d, 3 + c] = t
-
-
-@njit(cache=True, nogil=True, inline='always')
-def _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok):
-    """M_cc = M_i + c4 * kpsi * Psi_q^T Psi_q (+ c4 * H_geo), D_i = scale * M_cc^-1;
-    every handle pair (h, k) of leaf i gets the block D_i (eqs. 22-26).  Without geometric
-    stiffness (``geo`` False: H_geo is not read) D_i in closed form (:func:`_closed_inverse`);
-    with it, or where the closed form does not hold (c4 kpsi <= 0, p = 0), M_cc in ``Mcc[i]``
-    and its Cholesky inverse."""
-    node_nh, node_h_start, node_pair_start = ix.node_nh, ix.node_h_start, ix.node_pair_start
-    for c in range(4):
-        pst[i, c] = q[i, 3 + c]
-    D = Dl[i]
-    k = c4 * kpsi
-    s = q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2
-    if not geo and k > 0.0 and s > 0.0 and mass[i] > 0.0:
-        _closed_inverse(np.int64(i), q, mass, inertia_inv, k, scale, D)  # int64: one specialisation (module doc)
-        ok[i] = 1
-    else:
-        A = Mcc[i]
-        for a in range(7):
-            for b in range(7):
-                A[a, b] = Mb[i, a, b] + (c4 * Hgeo[i, a, b] if geo else 0.0)
-        for a in range(4):
-            for b in range(4):
-                A[3 + a, 3 + b] += k * q[i, 3 + a] * q[i, 3 + b]
-        if not _inv7(A, D):
-            ok[i] = 0
-            for a in range(7):
-                for b in range(7):
-                    D[a, b] = 0.0
-        else:
-            ok[i] = 1
-        for a in range(7):
-            for b in range(7):
-                D[a, b] *= scale
-    nh = node_nh[i]
-    ph = node_pair_start[i]
-    for h in range(nh * nh):
-        for a in range(7):
-            for b in range(7):
-                Phi[ph + h, a, b] = D[a, b]
-
-
-@njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def leaf_matrices(ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok):
-    nb = q.shape[0]
-    if nb >= PARALLEL_MIN_BODIES:
-        for i in prange(nb):
-            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok)
-    else:
-        for i in range(nb):
-            _leaf_matrix_one(i, ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, kpsi, scale, Mcc, Dl, pst, Phi, ok)
-
-
-@njit(cache=True, nogil=True, inline='always')
-def _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv):
-    """b_i = base_i + D_i rhs_i, copied to every handle of leaf i."""
-    node_nh, node_h_start = ix.node_nh, ix.node_h_start
-    D = Dl[i]
-    for a in range(7):
-        s = base[i, a]
-        for b in range(7):
-            s += D[a, b] * rhs[i, b]
-        bl[i, a] = s
-    sh = node_h_start[i]
-    for h in range(node_nh[i]):
-        for a in range(7):
-            bv[sh + h, a] = bl[i, a]
-
-
-@njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def leaf_biases(ix, Dl, base, rhs, bl, bv):
-    nb = Dl.shape[0]
-    if nb >= PARALLEL_MIN_BODIES:
-        for i in prange(nb):
-            _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv)
-    else:
-        for i in range(nb):
-            _leaf_bias_one(i, ix, Dl, base, rhs, bl, bv)
-
-
-@njit(cache=True, nogil=True, inline='always')
-def _leaf_result_one(i, ix, Dl, bl, Fh, out):
-    """x_i = D_i sum_h F_h + b_i (eqs. 24/25, 43/44, 58/59 for a physical body)."""
-    node_nh, node_h_start = ix.node_nh, ix.node_h_start
-    sh = node_h_start[i]
-    D = Dl[i]
-    for a in range(7):
-        s = bl[i, a]
-        for h in range(node_nh[i]):
-            for b in range(7):
-                s += D[a, b] * Fh[sh + h, b]
-        out[i, a] = s
-
-
-@njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def leaf_results(ix, Dl, bl, Fh, out):
-    nb = Dl.shape[0]
-    if nb >= PARALLEL_MIN_BODIES:
-        for i in prange(nb):
-            _leaf_result_one(i, ix, Dl, bl, Fh, out)
-    else:
-        for i in range(nb):
-            _leaf_result_one(i, ix, Dl, bl, Fh, out)
-
-
-# ------------------------------------------------------------------ Newton / projection right-hand sides
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def newton_rhs(q, res, alpha, rhs):
-    """rhs_i = g_i + Psi_qi^T alpha Psi_i (eq. 22, Psi = (p^T p - 1) / 2)."""
-    nb = q.shape[0]
-    for i in range(nb):
-        psi = 0.5 * (q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2 - 1.0)
-        for a in range(3):
-            rhs[i, a] = res[i, a]
-        for c in range(4):
-            rhs[i, 3 + c] = res[i, 3 + c] + alpha * psi * q[i, 3 + c]
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def newton_update(q, dq, mu, alpha):
-    """q += dq, mu += alpha (Psi + Psi_q dq) (eq. 21); returns |dq|^2."""
-    nb = q.shape[0]
-    s = 0.0
-    for i in range(nb):
-        psi = 0.5 * (q[i, 3] ** 2 + q[i, 4] ** 2 + q[i, 5] ** 2 + q[i, 6] ** 2 - 1.0)
-        lin = 0.0
-        for c in range(4):
-            lin += q[i, 3 + c] * dq[i, 3 + c]
-        mu[i] += alpha * (psi + lin)
-        for a in range(7):
-            q[i, a] += dq[i, a]
-            s += dq[i, a] * dq[i, a]
-    return s
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def projection_rhs(pst, qs, nu, kpsi, base, rhs):
-    """Projection biases (eqs. 45, 60): base = qs, rhs = kpsi p (p^T qs - nu), so that
-    b = qs + D rhs = M_cc^-1 (M_c qs + c4 kpsi p nu) with M_c = M_cc - c4 kpsi p p^T."""
-    nb = qs.shape[0]
-    for i in range(nb):
-        s = -nu[i]
-        for c in range(4):
-            s += pst[i, c] * qs[i, 3 + c]
-        for a in range(7):
-            base[i, a] = qs[i, a]
-        for a in range(3):
-            rhs[i, a] = 0.0
-        for c in range(4):
-            rhs[i, 3 + c] = kpsi * pst[i, c] * s
+# ------------------------------------------------------------------ reactions
 
 
 @njit(cache=True, nogil=True, _nrt=True)
 def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
     """Wrench [f; n] the predecessor exerts on the successor of each joint, about P[j]:
-    minus the succ rows' force G_b^T lam (about the succ COM), shifted to P[j]."""
+    minus the succ rows' force G_b^T lam (about the succ COM), shifted to P[j]
+    (docs/index3.md, "Reactions")."""
     succ, nc_j = ca[2], ca[11]
     nj = succ.shape[0]
     for j in range(nj):
@@ -645,6 +537,8 @@ def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _pose_of(qi, xo, Ro, Eo):
+    """Pose of one body's coordinates ``qi = [r; p]``: ``xo = r``, ``Ro`` the rotation of p,
+    ``Eo = E(p)`` (eq. 7)."""
     for k in range(3):
         xo[k] = qi[k]
     quat_to_rot(qi[3:7], Ro)
@@ -652,21 +546,24 @@ def _pose_of(qi, xo, Ro, Eo):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, x0, R0, V0, tmp_phi, tmp_Ga, tmp_Gb, tmp_g, out):
-    """out = Phi_q(side)^T lam for joint j with the bodies at (qa, qb)."""
+def _end_force(ca, j, side, qa, qb, has_a, lam, r, n, s, out):
+    """out = Phi_q(side)^T lam for joint j (rows r .. r + n - 1) with the bodies at (qa, qb);
+    ``has_a``: the pred end is a body, else the ground (``s.x0``, ``s.R0``); ``s``: scratch
+    (:class:`GeoScratch`)."""
     xa = np.empty(3)
     Ra = np.empty((3, 3))
     Ea = np.empty((3, 4))
     xb = np.empty(3)
     Rb = np.empty((3, 3))
     Eb = np.empty((3, 4))
+    V0 = s.V0
     _pose_of(qb, xb, Rb, Eb)
     if has_a:
         _pose_of(qa, xa, Ra, Ea)
-        joint_constraint(ca, j, xa, Ra, V0, xb, Rb, V0, tmp_phi[:n], tmp_Ga[:n], tmp_Gb[:n], tmp_g[:n])
+        joint_constraint(ca, j, xa, Ra, V0, xb, Rb, V0, s.phi[:n], s.Ga[:n], s.Gb[:n], s.g[:n])
     else:
-        joint_constraint(ca, j, x0, R0, V0, xb, Rb, V0, tmp_phi[:n], tmp_Ga[:n], tmp_Gb[:n], tmp_g[:n])
-    Gt = tmp_Ga if side == 0 else tmp_Gb
+        joint_constraint(ca, j, s.x0, s.R0, V0, xb, Rb, V0, s.phi[:n], s.Ga[:n], s.Gb[:n], s.g[:n])
+    Gt = s.Ga if side == 0 else s.Gb
     Ex = Ea if side == 0 else Eb
     for a in range(7):
         out[a] = 0.0
@@ -684,13 +581,8 @@ def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
     the body-diagonal blocks of Phi_qq^T lam + Psi_qq^T mu (paper 000, sect. 4.4)."""
     node_nh, node_h_start, h_joint, h_side = ix.node_nh, ix.node_h_start, ix.h_joint, ix.h_side
     pred, succ, nc_j = ca[1], ca[2], ca[11]
-    x0 = np.zeros(3)
-    R0 = np.eye(3)
-    V0 = np.zeros(6)
-    tphi = np.empty(6)
-    tGa = np.empty((6, 6))
-    tGb = np.empty((6, 6))
-    tg = np.empty(6)
+    sc = GeoScratch(np.zeros(3), np.eye(3), np.zeros(6), np.empty(6), np.empty((6, 6)), np.empty((6, 6)),
+                    np.empty(6))
     fp = np.empty(7)
     fm = np.empty(7)
     qa = np.empty(7)
@@ -717,12 +609,12 @@ def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
                 qa[c] += h
             else:
                 qb[c] += h
-            _end_force(ca, j, side, qa, qb, a_ >= 0, lam, r, n, x0, R0, V0, tphi, tGa, tGb, tg, fp)
+            _end_force(ca, j, side, qa, qb, a_ >= 0, lam, r, n, sc, fp)
             if side == 0:
                 qa[c] -= 2.0 * h
             else:
                 qb[c] -= 2.0 * h
-            _end_force(ca, j, side, qa, qb, a_ >= 0, lam, r, n, x0, R0, V0, tphi, tGa, tGb, tg, fm)
+            _end_force(ca, j, side, qa, qb, a_ >= 0, lam, r, n, sc, fm)
             if side == 0:
                 qa[c] += h
             else:
@@ -740,6 +632,7 @@ def _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H):
 
 @njit(cache=True, nogil=True, parallel=True, _nrt=True)
 def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
+    """H (nb, 7, 7): every body's :func:`_geo_one` at positions ``q``, multipliers ``lam``, ``mu``."""
     nb = q.shape[0]
     if nb >= PARALLEL_MIN_BODIES:
         for i in prange(nb):
@@ -747,171 +640,3 @@ def geometric_stiffness(ix, ca, row_adr, q, lam, mu, h, H):
     else:
         for i in range(nb):
             _geo_one(i, ix, ca, row_adr, q, lam, mu, h, H)
-
-
-# ------------------------------------------------------------------ fused calls
-# One dispatch instead of six to eight: at 128 bodies a step is ~1 ms, and each numba
-# call with the tree's index tuple costs 2-4 us to unbox.
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def predictor(qb, qdb, qddb, dt, q, qd_hat, qdd_hat):
-    """The step's start (paper 000 sect. 3.5): the predictor ``q = qb + dt qdb + dt^2/2 qddb``
-    and the trapezoidal rule's constant terms, so that ``q_dot = 2/dt q + qd_hat`` and
-    ``q_ddot = 4/dt^2 q + qdd_hat`` (eqs. 15-16)."""
-    for i in range(qb.shape[0]):
-        for a in range(7):
-            q[i, a] = qb[i, a] + (dt * qdb[i, a] + 0.5 * dt * dt * qddb[i, a])
-            qd_hat[i, a] = -(2.0 / dt * qb[i, a] + qdb[i, a])
-            qdd_hat[i, a] = -(4.0 / (dt * dt) * qb[i, a] + 4.0 / dt * qdb[i, a] + qddb[i, a])
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd):
-    """q_dot and q_ddot of positions q from the difference equations (eqs. 15-16)."""
-    c1 = 2.0 / dt
-    c2 = 4.0 / (dt * dt)
-    for i in range(q.shape[0]):
-        for a in range(7):
-            qd[i, a] = c1 * q[i, a] + qd_hat[i, a]
-            qdd[i, a] = c2 * q[i, a] + qdd_hat[i, a]
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
-                 x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res):
-    """State and residual of a Newton iterate: q_dot, q_ddot from the difference
-    equations (eqs. 15-16), body kinematics, applied forces, M_i and Q_i, the joint
-    rows at q and the residuals g_i (eq. 12)."""
-    difference_rates(q, qd_hat, qdd_hat, dt, qd, qdd)
-    body_kinematics(q, qd, qdd, x, R, V, A, E)
-    if springs.shape[0]:
-        joint_coordinates_from_poses(fa, springs, x, R, jq_ref, jq)
-    applied_forces(fa, x, R, V, jq, F)
-    body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
-    row_adr, rows = ix.row_adr, ix.rows
-    joint_rows(ca, row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
-    residuals(ix, Mb, Qb, q, qdd, mu, lam, G7, row_adr, rows, res)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, g0, lam, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr,
-               eps, sgn, tol, matrices):
-    """Leaf biases b_i = base_i + D_i rhs_i, the tree passes (matrix pass if asked;
-    leaf blocks already filled), and x_i = D_i sum F_h + b_i per body into ``out``.
-
-    Kernels pass ``matrices`` as ``np.bool_(False)``, not the literal ``False``: numba
-    compiles a separate specialisation for a literal argument, and this kernel is large
-    (docs/performance.md, "Compile time")."""
-    leaf_biases(ix, Dl, base, rhs, bl, bv)
-    if matrices:
-        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-    tree.assemble_biases7(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-    tree.disassemble7(ix, Fh, G, sel, lam, Y, y0)
-    leaf_results(ix, Dl, bl, Fh, out)
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def newton_iterations(iters, hold, tol, geo, h_geo, dt, alpha, q, qd_hat, qdd_hat, mu, lam, fa, springs, jq_ref, jq, ca,
-                      ix, mass, inertia, inertia_inv, qd, qdd, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res, Hgeo,
-                      Mcc, Dl, pst, ok, base, rhs, bl, out, Phi, bv, Fh, G, sel, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0,
-                      scr, s_elem, s_row, s_pred, pivot_tol):
-    """The Newton-Raphson loop of one step over the tree (docs/index3.md): ``iters``
-    iterations, or fewer once |dq| < tol; the matrix pass every ``hold`` iterations,
-    with the force elements' rows ``s_*`` (:func:`stiffness_rows`, after the joints'; their
-    multipliers stay zero: the element forces are in ``Q``).  Updates q, lam, mu in place (``base``
-    must be zero).  Returns (iterations, |dq|), iterations = -1 if a body's M_cc is not
-    positive definite."""
-    c4 = 0.25 * dt * dt
-    dqn = np.inf
-    row_adr = ix.row_adr
-    nb = q.shape[0]
-    for it in range(iters):
-        newton_state(q, qd_hat, qdd_hat, dt, qd, qdd, mu, lam, fa, springs, jq_ref, jq, ca, ix, mass, inertia,
-                     x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, res)
-        refresh = it % hold == 0
-        if refresh:
-            if geo:
-                geometric_stiffness(ix, ca, row_adr, q, lam, mu, h_geo, Hgeo)
-            leaf_matrices(ix, Mb, Hgeo, q, c4, geo, mass, inertia_inv, alpha, -c4, Mcc, Dl, pst, Phi, ok)
-            for i in range(nb):
-                if ok[i] == 0:
-                    return -1, dqn
-            G[:] = G7
-            if s_elem.shape[0]:
-                stiffness_rows(fa, s_elem, s_row, s_pred, dt, alpha, x, R, V, E, G)
-        newton_rhs(q, res, alpha, rhs)
-        tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, phi, dlam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
-                   1.0 / alpha, -1.0, pivot_tol, refresh)
-        for k in range(lam.shape[0]):
-            lam[k] += dlam[k]
-        if s_row.shape[0]:  # the force elements' rows follow the joints'
-            for k in range(s_row[0], lam.shape[0]):
-                lam[k] = 0.0
-        dqn = np.sqrt(newton_update(q, out, mu, alpha))
-        if dqn < tol:
-            return it + 1, dqn
-    return iters, dqn
-
-
-# ------------------------------------------------------------------ projections
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def velocity_projection(exact, k_exact, alpha, q, qd, zero7, zero_rows, nu, n_joint_rows, mass, inertia,
-                        inertia_inv, ca, ix, x, R, V, A, E, F, Mb, Qb, phi, Ga, Gb, gq, G7, Mcc, Dl, pst, ok, base,
-                        rhs, bl, out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr, pivot_tol):
-    """The mass-orthogonal velocity projection of one step at the final ``q``, in place on
-    ``qd`` (eqs. 40-54; docs/index3.md, "Mass-orthogonal projections").
-
-    ``exact``: first one matrix pass at ``q`` with leaf blocks ``(M + k p p^T)^-1`` and
-    ``eps = 0`` (M from the applied forces ``F`` of the last Newton state; only M is used).
-    Penalised (the paper's): the last Newton matrices, refactorised without the force
-    elements' rows (rows ``n_joint_rows`` on) where there are any.  Returns the solve's
-    ``(eps, sgn, kpsi)`` for :func:`acceleration_projection`, ``eps`` = NaN if a leaf block
-    is not positive definite.  ``Index3Formulation._python_projections`` is the same
-    sequence with the dense linear solve (the test oracle)."""
-    if exact:
-        eps, sgn, kp = 0.0, 1.0, -k_exact
-        body_kinematics(q, qd, zero7, x, R, V, A, E)
-        body_mass_forces(mass, inertia, q, qd, R, F, Mb, Qb)
-        joint_rows(ca, ix.row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
-        leaf_matrices(ix, Mb, Mb, q, 1.0, np.bool_(False), mass, inertia_inv, k_exact, 1.0, Mcc, Dl, pst, Phi, ok)
-        for i in range(q.shape[0]):
-            if ok[i] == 0:
-                return np.nan, sgn, kp
-        G[:] = G7
-        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
-    else:
-        eps, sgn, kp = 1.0 / alpha, -1.0, alpha
-        if n_joint_rows < G.shape[1]:
-            G[:, n_joint_rows:] = 0.0
-            tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, Ew, scr, eps, sgn, pivot_tol)
-    nu[:] = 0.0
-    projection_rhs(pst, qd, nu, kp, base, rhs)
-    tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, zero_rows, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
-               eps, sgn, pivot_tol, np.bool_(False))
-    qd[:] = out
-    return eps, sgn, kp
-
-
-@njit(cache=True, nogil=True, _nrt=True)
-def acceleration_projection(eps, sgn, kp, q, qd, qdd, nu, ca, ix, x, R, V, A, E, phi, Ga, Gb, gq, G7, Dl, pst,
-                            base, rhs, bl, out, Phi, bv, Fh, G, sel, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
-                            pivot_tol):
-    """The mass-orthogonal acceleration projection (eqs. 55-69) after
-    :func:`velocity_projection`, in place on ``qdd``: ``g`` at the projected velocities,
-    the same matrices.  Returns the position residual |phi| at ``q``; ``base`` is left zero."""
-    body_kinematics(q, qd, qdd, x, R, V, A, E)
-    joint_rows(ca, ix.row_adr, x, R, V, E, phi, Ga, Gb, gq, G7)
-    viol = 0.0
-    for k in range(phi.shape[0]):
-        viol += phi[k] * phi[k]
-    for i in range(q.shape[0]):
-        nu[i] = -(qd[i, 3] ** 2 + qd[i, 4] ** 2 + qd[i, 5] ** 2 + qd[i, 6] ** 2)
-    projection_rhs(pst, qdd, nu, kp, base, rhs)
-    tree_solve(ix, Dl, base, rhs, bl, out, Phi, bv, Fh, G, sel, gq, lam, Kf, Kp, Kr, Ks, Y, Ew, r0, y0, scr,
-               eps, sgn, pivot_tol, np.bool_(False))
-    qdd[:] = out
-    base[:] = 0.0
-    return np.sqrt(viol)

@@ -19,7 +19,7 @@ import pytest
 from linkwork.engine import generators as gen
 from linkwork.engine.errors import SimulationError
 from linkwork.engine.formulations import REGISTRY
-from linkwork.engine.formulations import index3_kernels as K
+from linkwork.engine.formulations import index3_kernels as K, index3_newton as N
 from linkwork.engine.formulations.index3 import Index3Formulation
 from linkwork.engine.mechfile import save, spec_from_dict
 from linkwork.engine.model import F_JOINT_SPRING, F_JOINT_TORQUE, F_SPRING, build_model, load_model
@@ -70,7 +70,7 @@ def _phi_of(f, q):
     z = np.zeros((nb, 7))
     f._kinematics(q, z, z)
     f._rows()
-    return f.phi.copy(), f.G7.copy()
+    return f.rows.phi.copy(), f.rows.G7.copy()
 
 
 def _central_difference(fn, q, i, c, h=1e-6):
@@ -98,7 +98,7 @@ def test_absolute_jacobian_is_derivative_of_constraints(name):
             d = _central_difference(lambda qq: _phi_of(f, qq)[0], q, i, c)
             an = np.zeros_like(d)
             for j in range(model.nj):
-                r, n = f.row_adr[j], f.rows[j]
+                r, n = f.row_adr[j], f.lay.ix.rows[j]
                 if model.pred[j] == i:
                     an[r:r + n] += G7[0, r:r + n, c]
                 if model.succ[j] == i:
@@ -116,11 +116,11 @@ def _element_lengths(f, q):
     out = []
     for e in f.s_elem:
         if m.f_type[e] == F_JOINT_SPRING:
-            out.append(joint_coordinate(f.fa, m.f_joint[e], f.x, f.R, 0.0))
+            out.append(joint_coordinate(f.fa, m.f_joint[e], f.body.x, f.body.R, 0.0))
             continue
         p = [np.empty(3), np.empty(3)]
         for w in range(2):
-            point_and_velocity(f.x, f.R, f.V, m.f_body[e, w], m.f_point[e, w], p[w], np.empty(3))
+            point_and_velocity(f.body.x, f.body.R, f.body.V, m.f_body[e, w], m.f_point[e, w], p[w], np.empty(3))
         out.append(np.linalg.norm(p[1] - p[0]))
     return np.array(out)
 
@@ -170,7 +170,7 @@ def test_spring_rows_give_the_full_translational_stiffness():
     def force(qq):
         f._kinematics(qq, z, z)
         f._forces()
-        return f.F[b, :3].copy()
+        return f.body.F[b, :3].copy()
 
     Kfd = np.array([-_central_difference(force, q, b, c) for c in range(3)]).T
     f._kinematics(q, z, z)
@@ -204,7 +204,7 @@ def test_geometric_stiffness_is_derivative_of_constraint_forces():
         out = qq[i, :].copy() * 0.0
         out[3:] = mu[i] * qq[i, 3:]
         for j in range(model.nj):
-            r, n = f.row_adr[j], f.rows[j]
+            r, n = f.row_adr[j], f.lay.ix.rows[j]
             for side, b in ((0, model.pred[j]), (1, model.succ[j])):
                 if b == i:
                     out += G7[side, r:r + n].T @ lam[r:r + n]
@@ -245,7 +245,7 @@ def _linear_pair(model, y, dt, alpha, seed):
         q, qd, qdd, lam, mu = f._split(y)
         f._kinematics(q, qd, qdd)
         f._forces()
-        K.body_mass_forces(model.mass, model.inertia, q, qd, f.R, f.F, f.Mb, f.Qb)
+        K.body_mass_forces(model.mass, model.inertia, q, qd, f.body.R, f.body.F, f.body.Mb, f.body.Qb)
         f._rows()
     return fs, base, rhs, g0, q
 
@@ -267,19 +267,18 @@ def test_closed_form_leaf_blocks_equal_the_cholesky_inverse(seed):
     p = rng.normal(size=(nb, 4))
     q[:, 3:] = p / np.linalg.norm(p, axis=1)[:, None] * rng.uniform(0.7, 1.4, size=(nb, 1))
     qd = rng.normal(size=(nb, 7))
-    K.body_mass_forces(model.mass, model.inertia, q, qd, f.R, f.F, f.Mb, f.Qb)
+    K.body_mass_forces(model.mass, model.inertia, q, qd, f.body.R, f.body.F, f.body.Mb, f.body.Qb)
     hgeo = np.zeros((nb, 7, 7))
     for c4, kpsi, scale in ((0.25e-6, 1e9, -0.25e-6), (1.0, f.k_exact, 1.0), (0.25e-4, 1e3, -0.25e-4)):
         blocks = []
         for geo in (False, True):
-            K.leaf_matrices(f.lay.ix, f.Mb, hgeo, q, c4, geo, model.mass, model.inertia_inv, kpsi, scale, f.Mcc,
-                            f.D, f.pst, f.lay.Phi, f.okb)
-            assert f.okb.all()
-            blocks.append(f.D.copy())
+            N.leaf_matrices(f.lay.ix, f.model_arrays, f.body.Mb, hgeo, q, c4, geo, kpsi, scale, f.leaf, f.lay.Phi)
+            assert f.leaf.ok.all()
+            blocks.append(f.leaf.D.copy())
         closed, chol = blocks
         assert np.abs(closed - chol).max() <= 1e-12 * np.abs(chol).max()
         for i in range(nb):
-            mcc = f.Mb[i].copy()
+            mcc = f.body.Mb[i].copy()
             mcc[3:, 3:] += c4 * kpsi * np.outer(q[i, 3:], q[i, 3:])
             prod = mcc @ closed[i] / scale
             assert np.abs(prod - np.eye(7)).max() <= 1e-9, (i, np.abs(prod - np.eye(7)).max())
@@ -302,10 +301,10 @@ def test_tree_solve_equals_dense_solve_random(kind, seed, kw):
         for f in fs:
             f._matrices(q, c4, alpha, -c4)
             f._stiffness_rows(dt)  # the springs' and dampers' rows (random mechanisms have both)
-            f.base[:] = base
-            f.rhs[:] = rhs
+            f.leaf.base[:] = base
+            f.leaf.rhs[:] = rhs
             f._solve(g0, 1.0 / alpha, -1.0, True)
-            res.append((f.out.copy(), f._lam_solve.copy()))
+            res.append((f.leaf.out.copy(), f._lam_solve.copy()))
         (xa, la), (xb, lb) = res
         assert np.abs(xa - xb).max() <= 1e-9 * np.abs(xb).max()
         assert np.abs(la - lb).max() <= 1e-7 * np.abs(lb).max()
@@ -313,26 +312,26 @@ def test_tree_solve_equals_dense_solve_random(kind, seed, kw):
         rhs2 = rhs[::-1].copy()
         res = []
         for f in fs:
-            f.rhs[:] = rhs2
+            f.leaf.rhs[:] = rhs2
             f._solve(2.0 * g0, 1.0 / alpha, -1.0, False)
-            res.append(f.out.copy())
+            res.append(f.leaf.out.copy())
         assert np.abs(res[0] - res[1]).max() <= 1e-9 * np.abs(res[1]).max()
     # exact: g0 consistent with the (possibly redundant) rows, g0 = -G x0
     x0 = np.random.default_rng(seed + 1).normal(size=(model.nb, 7))
     f = fs[0]
     g0 = np.zeros(f.nr)
     for j in range(model.nj):
-        r, n = f.row_adr[j], f.rows[j]
-        g0[r:r + n] -= f.G7[1, r:r + n] @ x0[model.succ[j]]
+        r, n = f.row_adr[j], f.lay.ix.rows[j]
+        g0[r:r + n] -= f.rows.G7[1, r:r + n] @ x0[model.succ[j]]
         if model.pred[j] >= 0:
-            g0[r:r + n] -= f.G7[0, r:r + n] @ x0[model.pred[j]]
+            g0[r:r + n] -= f.rows.G7[0, r:r + n] @ x0[model.pred[j]]
     res = []
     for f in fs:
         f._matrices(q, 1.0, 10.0, 1.0)
-        f.base[:] = base
-        f.rhs[:] = rhs
+        f.leaf.base[:] = base
+        f.leaf.rhs[:] = rhs
         f._solve(g0, 0.0, 1.0, True)
-        res.append(f.out.copy())
+        res.append(f.leaf.out.copy())
     assert np.abs(res[0] - res[1]).max() <= 1e-8 * np.abs(res[1]).max()
 
 
@@ -399,16 +398,17 @@ def test_exact_velocity_projection_is_mass_orthogonal(name):
     q0, qd0 = y0[:n7], y0[n7:2 * n7]
     q1, qd1 = y1[:n7], y1[n7:2 * n7]
     qs = 2.0 / dt * (q1 - q0) - qd0
-    f._kinematics(q1.reshape(-1, 7), qd1.reshape(-1, 7), f.zero7)
+    f._kinematics(q1.reshape(-1, 7), qd1.reshape(-1, 7), f.body.zero7)
     f._rows()
-    G = f.absolute_jacobian(f.G7)
+    G = f.absolute_jacobian(f.rows.G7)
     P = np.zeros((model.nb, n7))
     M = np.zeros((n7, n7))
-    K.body_mass_forces(model.mass, model.inertia, q1.reshape(-1, 7), qd1.reshape(-1, 7), f.R, f.F, f.Mb, f.Qb)
+    K.body_mass_forces(model.mass, model.inertia, q1.reshape(-1, 7), qd1.reshape(-1, 7), f.body.R, f.body.F,
+                       f.body.Mb, f.body.Qb)
     for i in range(model.nb):
         p = q1[7 * i + 3:7 * i + 7]
         P[i, 7 * i + 3:7 * i + 7] = p
-        M[7 * i:7 * i + 7, 7 * i:7 * i + 7] = f.Mb[i]
+        M[7 * i:7 * i + 7, 7 * i:7 * i + 7] = f.body.Mb[i]
         M[7 * i + 3:7 * i + 7, 7 * i + 3:7 * i + 7] += np.outer(p, p)  # M p = 0: fixes only p^T x
     A = np.vstack([G, P])
     kkt = np.block([[M, A.T], [A, np.zeros((A.shape[0], A.shape[0]))]])
