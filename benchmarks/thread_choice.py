@@ -37,6 +37,7 @@ def main(argv=None) -> int:
     from linkwork.engine.model import build_model
     from linkwork.engine.simulation import Settings, Simulation
     from linkwork.engine.studies.timing import time_call as _time_call
+    from linkwork.engine.threads import plan
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512, 1024])
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
                 y = form.initial_state()
                 y[model.nq:] = np.random.default_rng(0).normal(scale=0.3, size=model.nv)
                 times[threads].append(_time_call(lambda: form.rhs(0.0, y)) * 1e6)
-        auto = REGISTRY[a.formulation].run_threads(model, Settings(formulation=a.formulation))
+        auto = plan(model, REGISTRY[a.formulation], None).threads
         one, two = min(times[1]), min(times[2])
         print(f"{label:24s} {one:10.1f} {two:10.1f} {two / one:7.2f}  {auto} thread{'s' if auto > 1 else ''}",
               flush=True)

@@ -139,7 +139,7 @@ class DCAFormulation(TreeFormulation):
         """An unbranched chain of ``PARALLEL_MIN_BODIES`` bodies or more on two threads:
         its two roles (``evaluate_chain``) are a kernel of their own, which a run calls
         wherever it gets two threads (``--threads 2``; the automatic count from
-        ``CHAIN_PARALLEL_MIN_BODIES`` bodies: every core from the command line, every core
+        ``threads.DCA_CHAIN_SERIAL_BELOW`` bodies: every core from the command line, every core
         but one in the application).  Compiled at that run's start they took 52 s while the
         application said it was loading."""
         import numba
