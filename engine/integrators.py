@@ -66,14 +66,6 @@ def _check(t: float, y: np.ndarray, advice: str = FIXED_STEP_ADVICE) -> None:
         raise SimulationError(t, f"the state exceeded 1e12 (the simulation diverged); {advice}")
 
 
-def _rk4_step(f, t, y, h):
-    k1 = f(t, y)
-    k2 = f(t + h / 2, y + h / 2 * k1)
-    k3 = f(t + h / 2, y + h / 2 * k2)
-    k4 = f(t + h, y + h * k3)
-    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-
 class Refinement:
     """The sub-step level of a fixed-step run (rk4, index3's trapezoidal rule): every output
     interval takes ``2**(base + level)`` steps, ``level`` the monitor's retry of that
@@ -98,22 +90,14 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
     refinement = refinement or Refinement()
     y = y0
     yield ts[0], y
-    f = form.rhs
-    watch = form.watch_singular
-    watch(ts[0], y)
+    form.watch_singular(ts[0], y)
     for k in range(1, len(ts)):
         if cancelled():
             return
         t0, t1 = ts[k - 1], ts[k]
         level = 0
         while True:
-            n = 1 << (refinement.base + level)
-            h = (t1 - t0) / n
-            yk = y
-            for i in range(n):
-                ti = t1 if i == n - 1 else t0 + (i + 1) * h
-                yk = form.post_step(ti, _rk4_step(f, t0 + i * h, yk, h))
-                watch(ti, yk)
+            yk = form.rk4_steps(t0, t1, y, 1 << (refinement.base + level))
             _check(t1, yk)
             level = yield t1, yk
             if not level:

@@ -156,6 +156,15 @@ class Evaluation:
     extra: dict = field(default_factory=dict)
 
 
+def rk4_step(f, t: float, y: np.ndarray, h: float) -> np.ndarray:
+    """One classical Runge-Kutta step of ``y' = f(t, y)``."""
+    k1 = f(t, y)
+    k2 = f(t + h / 2, y + h / 2 * k1)
+    k3 = f(t + h / 2, y + h / 2 * k2)
+    k4 = f(t + h, y + h * k3)
+    return y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
 class Formulation(ABC):
     """Base class; subclasses set ``name``, ``kind`` and ``integrators``."""
 
@@ -279,6 +288,18 @@ class Formulation(ABC):
 
     def rhs(self, t: float, y: np.ndarray) -> np.ndarray:  # pragma: no cover - ODE kinds override
         raise TypeError(f"{self.name} is not an ODE formulation")
+
+    def rk4_steps(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
+        """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, each followed by
+        :meth:`post_step` and :meth:`watch_singular`: the inner loop of the ``rk4``
+        integrator.  Formulations with a compiled right-hand side override it with one
+        kernel call doing the same arithmetic (``dense``)."""
+        h = (t1 - t0) / n
+        for i in range(n):
+            ti = t1 if i == n - 1 else t0 + (i + 1) * h
+            y = self.post_step(ti, rk4_step(self.rhs, t0 + i * h, y, h))
+            self.watch_singular(ti, y)
+        return y
 
     #: what a non-finite right-hand side means for this formulation (SingularSystemError)
     not_finite = "the right-hand side is not finite"

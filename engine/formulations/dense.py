@@ -23,31 +23,27 @@ multipliers act as joint torques (forces) on the two geared joints.
 Nothing here is shared with the divide-and-conquer machinery: only the model,
 the joint kinematics and the constraint functions, each tested on its own.  The numba
 passes (mass matrix, force balances, closure rows) are in :mod:`.dense_kernels`; the
-closure's filtered least squares, rank and projection steps in :mod:`.dense_projection`.
+right-hand side, the closure's filtered least squares, the projection steps and whole
+runs of rk4 steps, each one kernel call, in :mod:`.dense_solve`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from .. import config
-from ..constraints import con_arrays, coupling_rows, joint_constraint
+from ..constraints import con_arrays, joint_constraint
 from ..errors import SingularSystemError
-from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
+from ..forces import force_arrays, spring_joints, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_accelerations, fk_positions, fk_velocities, kin_arrays,
-    motion_subspace, normalize_quaternions, qdot_from_v, subtree_sums,
+    classical_accelerations, fk_accelerations, fk_positions, kin_arrays, motion_subspace, subtree_sums,
 )
 from ..model import PRISMATIC, Model
 from ..spatial import shift_force
 from .base import Evaluation, Formulation, check_consistent
-from .dense_kernels import Frames, JointRowScratch, LoopRows, body_terms, crba, loop_rows, project_columns
-from .dense_projection import (
-    apply_increment, cholesky_lower, closure_rank, filtered_lstsq, position_increment, project_velocities,
-    roundoff_floor, whitened,
-)
+from . import dense_solve as solve
+from .dense_kernels import body_terms
 
 
 class DenseFormulation(Formulation):
@@ -67,46 +63,60 @@ class DenseFormulation(Formulation):
         self.fa = force_arrays(m)
         self.spring_joints = spring_joints(m)
         self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
-        self.jq_ref = np.zeros(m.nj)
         proj = getattr(settings, "projection", None)
         self._project = (m.ncut > 0 or m.ng > 0) if proj is None else bool(proj)
-        # workspace (position -> velocity -> acceleration -> constraint)
-        self.x = np.zeros((m.nb, 3))  # filled by fk_positions
-        self.R = np.zeros((m.nb, 3, 3))  # filled by fk_positions
-        self.P = np.zeros((m.nj, 3))  # joint points, fk_positions
-        self.S = np.zeros((m.nv, 6))  # motion subspace, motion_subspace
-        self.V = np.zeros((m.nb, 6))  # COM twists, fk_velocities
-        self.c = np.zeros((m.nb, 6))  # velocity-product terms, fk_velocities
-        self.A = np.zeros((m.nb, 6))  # spatial accelerations, fk_accelerations
-        self.Fext = np.zeros((m.nb, 6))  # applied wrenches, applied_forces
-        self.Fbody = np.zeros((m.nb, 6))  # body force balance, body_terms
-        self.fj = np.zeros((m.nb, 6))  # transmitted joint wrenches, _joint_forces
-        self.h = np.zeros(m.nv)  # generalized bias forces
-        self.tau = np.zeros(m.nv)  # M vdot + h by Newton-Euler, _refined
-        self.M = np.zeros((m.nv, m.nv))  # mass matrix, crba
-        self.jq = np.full(m.nj, np.nan)
         ncut_rows = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
         self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow
         self.ncr = ncut_rows + m.ng  # all constraint rows
-        self.K = np.zeros((self.ncr, m.nv))  # loop Jacobian (cut rows), then gear rows
-        self.Kabs = np.zeros((ncut_rows, m.nv))  # round-off scale of the cut rows, loop_rows
-        self.gamma = np.zeros(self.ncr)
-        self.phi = np.zeros(self.ncr)
-        self.lam = np.zeros(self.ncr)
+        # the workspace the kernels fill (dense_solve.DenseWork says what each array holds);
+        # its arrays are this object's attributes too
+        self.work = w = solve.dense_work(m.nb, m.nj, m.nv, ncut_rows, m.ng)
+        self.x, self.R, self.P, self.S, self.V, self.c, self.A = w.x, w.R, w.P, w.S, w.V, w.c, w.A
+        self.Fext, self.Fbody, self.fj, self.h, self.tau, self.M = w.Fext, w.Fbody, w.fj, w.h, w.tau, w.M
+        self.jq, self.jq_ref = w.jq, w.jq_ref
+        self.K, self.Kabs, self.gamma, self.phi, self.lam = w.K, w.Kabs, w.gamma, w.phi, w.lam
         # each gear row is solved as gear_scale * (K_g, Phi_g), so that in the mass-whitened
         # metric it weighs as much as the loop rows (set in initial_state; lam is unscaled)
         self.gear_scale = np.ones(m.ng)
-        self.row_scratch = JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6))  # of loop_rows
-        self.residual = 0.0  # acceleration residual of the last least-squares solve
-        self.residual_scale = 1.0
+        self.dm = solve.DenseModel(
+            self.mk, self.ca, self.fa, m.mass, m.inertia, m.nv_j,
+            np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64), self.cut_spring,
+            solve.Gears(m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
+                  m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
+            np.int64(ncut_rows), self._project,
+        )
+        self._steps = solve.rk4_scratch(m.nq + m.nv)
         self._cache_y = None
         self._cache = None
-        self._sing_prev = None
-        self.near_singular = False  # crossing a singular configuration (watch_singular)
-        self._sing_rate = 0.0
-        self.mu_rel = config.DENSE_BASE_FILTER_RTOL  # filter width of filtered_lstsq (monitor)
         #: rank of the closure equations, decided once at the file's configuration
-        self.rank = self.closure_rank() if self.ncr else 0
+        w.rank[0] = self.closure_rank() if self.ncr else 0
+
+    @property
+    def rank(self) -> int:
+        return int(self.work.rank[0])
+
+    @property
+    def mu_rel(self) -> float:
+        """The filter width of :func:`.filtered_lstsq` in use (:meth:`watch_singular`)."""
+        return float(self.work.watch[solve.MU_REL])
+
+    @mu_rel.setter
+    def mu_rel(self, value: float) -> None:
+        self.work.watch[solve.MU_REL] = value
+
+    @property
+    def near_singular(self) -> bool:
+        """Crossing a singular configuration (:meth:`watch_singular`)."""
+        return bool(self.work.watch[solve.NEAR])
+
+    @property
+    def residual(self) -> float:
+        """Acceleration residual of the last least-squares solve, and its scale."""
+        return float(self.work.stats[solve.RESIDUAL])
+
+    @property
+    def residual_scale(self) -> float:
+        return float(self.work.stats[solve.RESIDUAL_SCALE])
 
     # ------------------------------------------------------------------ state
     def initial_state(self) -> np.ndarray:
@@ -132,7 +142,7 @@ class DenseFormulation(Formulation):
         self._cut_phi_K(q, v)
         Kt = self._whitened_K(self._cholesky())
         nc = self.ncut_rows
-        ref = float(np.linalg.svd(Kt[:nc], compute_uv=False)[0]) if nc else 1.0
+        ref = float(solve.singular_values(Kt[:nc])[0]) if nc else 1.0
         if not ref > 0.0:
             ref = 1.0
         self.gear_scale[:] = ref / np.linalg.norm(Kt[nc:], axis=1)
@@ -148,120 +158,75 @@ class DenseFormulation(Formulation):
         m = self.model
         self._cut_phi_K(m.q_zero(), np.zeros(m.nv))
         L = self._cholesky()
-        return closure_rank(self._whitened_K(L), self._floor(L))
+        floor = self._floor(L)
+        sv = solve.singular_values(self._whitened_K(L))
+        if sv.size == 0 or sv[0] == 0.0:
+            return 0
+        return int(np.sum(sv > max(config.RANK_RTOL * sv[0], floor)))
 
     def _split(self, y):
         m = self.model
         return y[: m.nq], y[m.nq:]
 
     # --------------------------------------------------------------- kernels
+    def _raise(self, status: int) -> None:
+        """The error a kernel's status stands for (:mod:`.dense_solve`)."""
+        t = float(self.work.stats[solve.T_FAILED])
+        if status == solve.NOT_POSITIVE_DEFINITE:
+            raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
+        raise SingularSystemError(t, "accelerations are not finite")
+
     def _kinematics(self, q, v):
-        fk_positions(self.mk, q, self.x, self.R, self.P)
-        motion_subspace(self.mk, q, self.R, self.S)
-        fk_velocities(self.mk, self.x, self.P, self.S, v, self.V, self.c)
-
-    def _frames(self) -> Frames:
-        """The workspace's kinematics, as :func:`.loop_rows` reads them."""
-        return Frames(self.x, self.R, self.V, self.P, self.S)
-
-    def _cut_rows(self) -> LoopRows:
-        """The workspace's cut-joint rows (the first ``ncut_rows`` of K, gamma and Phi)."""
-        nc = self.ncut_rows
-        return LoopRows(self.K[:nc], self.Kabs, self.gamma[:nc], self.phi[:nc])
-
-    def _joint_coords(self, q):
-        m = self.model
-        for j in self.spring_joints:
-            if j < m.nb:
-                self.jq[j] = q[m.q_adr[j]]
-        if len(self.cut_spring):
-            joint_coordinates_from_poses(self.fa, self.cut_spring, self.x, self.R, self.jq_ref, self.jq)
-
-    def _loop_terms(self, A_bias, q):
-        """K (loop Jacobian), Phi and gamma = -(Phi_ddot at vdot = 0), cut rows then gear rows."""
-        m = self.model
-        acc = classical_accelerations(self.V, A_bias)
-        loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self._frames(), acc, self._cut_rows(),
-                  self.row_scratch)
-        self._gear_rows(q)
-
-    def _gear_rows(self, q):
-        if self.model.ng:
-            nc = self.ncut_rows
-            phi, K, gamma = coupling_rows(self.model, q)
-            self.phi[nc:] = self.gear_scale * phi
-            self.K[nc:] = self.gear_scale[:, None] * K
-            self.gamma[nc:] = self.gear_scale * gamma
+        solve.kinematics(self.dm, self.work, q, v)
 
     def _dynamics(self, t, y):
+        """Accelerations ``vdot`` and multipliers ``lam`` at ``(t, y)`` (:func:`.dense_solve.dynamics`):
+
+            L L^T = M,  u0 = -L^-1 h,  Kt = K L^-T
+            z = filtered_lstsq(Kt, Kt u0 - gamma),  vdot = L^-T (u0 - z),  lam = filtered_lstsq(Kt^T, z)
+
+        -- the mass-orthogonal correction, solved on ``Kt`` itself rather than on
+        ``K M^-1 K^T`` so that a singular configuration amplifies round-off by 1/d, not
+        1/d^2.  In a singular configuration the closure equations lose a direction: the
+        least-squares solution then gives the instantaneous dynamics of the freed direction,
+        and any residual shows in violation.acceleration.  Without closure rows, one step of
+        iterative refinement of ``M vdot = -h`` with the residual by Newton-Euler: the
+        Cholesky solve alone is only as accurate as ``M``, whose condition grows fast with a
+        chain's length (docs/derivations.md, "Iterative refinement")."""
+        y = np.ascontiguousarray(y, dtype=float)
+        status = solve.dynamics(self.dm, self.work, float(t), y)
+        if status:
+            self._raise(status)
         m = self.model
-        q, v = self._split(y)
-        self._kinematics(q, v)
-        self.M[:] = 0.0
-        crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
-        self._joint_coords(q)
-        applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
-        self._newton_euler(np.zeros(m.nv), self.h)  # the bias forces: M vdot + h at vdot = 0
-        A_bias = self.A.copy()
-        L = self._cholesky(t)
-        u0 = scipy.linalg.solve_triangular(L, -self.h, lower=True)
-        if self.ncr:
-            self._loop_terms(A_bias, q)
-            Kt = self._whitened_K(L)
-            floor = self._floor(L)
-            # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot (M = L L^T): the mass-
-            # orthogonal correction, solved on Kt itself rather than on K M^-1 K^T so
-            # that a singular configuration amplifies round-off by 1/d, not 1/d^2
-            z = filtered_lstsq(Kt, Kt @ u0 - self.gamma, self.mu_rel, floor, self.rank)
-            u = u0 - z
-            vdot = scipy.linalg.solve_triangular(L, u, lower=True, trans="T")
-            self.lam[:] = filtered_lstsq(Kt.T, z, self.mu_rel, floor, self.rank)
-            self.lam[self.ncut_rows:] *= self.gear_scale  # the gear rows' own multipliers
-            # In a singular configuration the closure equations lose a direction: the
-            # least-squares solution then gives the instantaneous dynamics of the freed
-            # direction, and any residual shows in violation.acceleration.
-            self.residual = float(np.abs(self.K @ vdot - self.gamma).max())
-            self.residual_scale = float(max(np.abs(self.gamma).max(), np.abs(self.K @ vdot).max()))
-        else:
-            vdot = self._refined(L, scipy.linalg.solve_triangular(L, u0, lower=True, trans="T"))
-        if not np.all(np.isfinite(vdot)):
-            raise SingularSystemError(t, "accelerations are not finite")
-        return q, v, vdot
-
-    def _refined(self, L, vdot):
-        """``vdot`` after one step of iterative refinement of ``M vdot = -h``, the residual
-        by the recursive Newton-Euler pass that gave ``h``.
-
-        The Cholesky solve is only as accurate as ``M``, whose condition grows fast with a
-        chain's length (3.5e8 for 256 spherical bodies, 5.5e9 for 1024): the solve alone was
-        1.7e-10 and 5.9e-9 relative from the recursive formulations there.  The residual
-        ``M vdot + h``, evaluated body by body from ``vdot`` instead of through ``M``,
-        carries only the round-off of the recursion; one solve with the same factor removes
-        the rest (docs/derivations.md, section 5, "Iterative refinement").  A second step
-        changes ``vdot`` by less than 1e-14.
-        """
-        self._newton_euler(vdot, self.tau)
-        return vdot - scipy.linalg.cho_solve((L, True), self.tau)
-
-    def _newton_euler(self, vdot, out):
-        """``out = M vdot + h``, body by body (recursive Newton-Euler): the bodies'
-        accelerations from ``vdot`` into ``A``, their force balances into ``Fbody``, the
-        subtrees' sums into ``fj``, projected on the joints' freedoms."""
-        m = self.model
-        fk_accelerations(self.mk, self.x, self.P, self.S, self.c, vdot, self.A)
-        body_terms(m.mass, m.inertia, self.R, self.V, self.A, self.Fext, self.Fbody)
-        subtree_sums(m.parent, self.x, self.P, self.Fbody, self.fj)
-        project_columns(m.nb, m.v_adr, m.nv_j, self.S, self.fj, out)
+        return y[: m.nq], y[m.nq:], self.work.vdot
 
     def rhs(self, t, y):
         self.nfev += 1
-        m = self.model
-        q, v, vdot = self._dynamics(t, y)
+        y = np.ascontiguousarray(y, dtype=float)
+        out = np.empty_like(y)
+        status = solve.rhs(self.dm, self.work, float(t), y, out)
+        if status:
+            self._raise(status)
         self._cache_y = y.copy()
-        self._cache = (t, vdot.copy(), self.lam.copy())
-        qd = np.empty(m.nq)
-        qdot_from_v(self.mk, q, v, qd)
-        return np.concatenate([qd, vdot])
+        self._cache = (t, self.work.vdot.copy(), self.lam.copy())
+        return out
+
+    def rk4_steps(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
+        """``n`` rk4 steps from ``(t0, y)`` to ``t1`` in one kernel call (:func:`.dense_solve.rk4_steps`,
+        step for step the arithmetic of the generic loop), unless a subclass changed what a
+        step calls."""
+        cls = type(self)
+        if (cls.rhs is not DenseFormulation.rhs or cls.post_step is not DenseFormulation.post_step
+                or cls.watch_singular is not DenseFormulation.watch_singular):
+            return super().rk4_steps(t0, t1, y, n)
+        out = np.array(y, dtype=float)
+        count = self.work.stats[solve.RHS_COUNT]
+        status = solve.rk4_steps(self.dm, self.work, float(t0), float(t1), out, int(n), self._steps)
+        self.nfev += int(self.work.stats[solve.RHS_COUNT] - count)
+        self._cache_y = None
+        if status:
+            self._raise(status)
+        return out
 
     # ------------------------------------------------------------ projection
     @property
@@ -270,11 +235,8 @@ class DenseFormulation(Formulation):
 
     def _closure_rows(self, q, v):
         """Kinematics, Phi and K at (q, v), without the mass matrix."""
-        m = self.model
-        self._kinematics(q, v)
-        loop_rows(self.ca, m.parent, m.v_adr, m.nv_j, m.nb, self._frames(), np.zeros((m.nb, 6)), self._cut_rows(),
-                  self.row_scratch)
-        self._gear_rows(q)
+        solve.closure_rows(self.dm, self.work, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+                     self.work.zero_acc)
 
     def closure_residuals(self, q, v) -> tuple[float, float]:
         """The largest closure residual of the positions ``q`` and of the velocities ``v``
@@ -287,58 +249,52 @@ class DenseFormulation(Formulation):
 
     def _cut_phi_K(self, q, v):
         """Kinematics, Phi, K and M at (q, v) (for the projections)."""
-        m = self.model
-        self._closure_rows(q, v)
-        self.M[:] = 0.0
-        crba(m.parent, m.mass, m.inertia, self.R, self.x, self.P, self.S, m.v_adr, m.nv_j, self.M)
-
-    def _apply_increment(self, q, dv):
-        """q (+) dv (:func:`.apply_increment`)."""
-        return apply_increment(self.model, q, dv)
+        solve.cut_phi_K(self.dm, self.work, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float))
 
     def _cholesky(self, t=0.0):
-        """The lower Cholesky factor of the workspace's mass matrix (:func:`.cholesky_lower`)."""
-        return cholesky_lower(self.M, t)
+        """The lower Cholesky factor ``L`` of the workspace's mass matrix (``M = L L^T``);
+        a :class:`SingularSystemError` at time ``t`` if ``M`` is not positive definite."""
+        if not solve.cholesky(self.M, self.work.L):
+            raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
+        return self.work.L
 
     def _whitened_K(self, L):
         """K L^-T: the loop Jacobian in mass-whitened velocity coordinates."""
-        return whitened(L, self.K)
+        solve.whiten(L, self.K, self.work.Kt)
+        return self.work.Kt
 
     def _floor(self, L) -> float:
-        """The singular value of the whitened K below which it is round-off (:func:`.roundoff_floor`)."""
-        return roundoff_floor(L, self.Kabs)
+        """The singular value of the whitened K below which it is round-off (:func:`.dense_solve.roundoff_floor`)."""
+        return solve.roundoff_floor(L, self.Kabs, self.work.u)
+
+    def _apply_increment(self, q, dv):
+        """q (+) dv (:func:`.dense_solve.apply_increment`), a new array."""
+        q = np.array(q, dtype=float)
+        solve.apply_increment(self.dm, q, np.ascontiguousarray(dv, dtype=float))
+        return q
 
     def project_state(self, q, v, velocities: bool = True, iterations: int = config.PROJECTION_MAX_ITER):
         """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0 (with
         ``velocities`` False: of the positions alone, ``v`` returned as given).
 
         The stabilisation of every joint-coordinate formulation that does not close its loops
-        at the position level (dense, dca, hdca: docs/derivations.md, "Projection").  Leaves
+        at the position level (dense, dca, hdca: docs/derivations.md, "Projection"): mass-
+        weighted Gauss-Newton steps on the positions (:func:`.position_increment`), then
+        the velocities' mass-orthogonal projection (:func:`.project_velocities`).  Leaves
         the workspace (kinematics, K, M) at the projected state.
         """
-        for _ in range(iterations):
-            self._cut_phi_K(q, v)
-            if np.abs(self.phi).max(initial=0.0) < config.PROJECTION_TOL:
-                break
-            L = self._cholesky()
-            q = self._apply_increment(q, position_increment(L, self.K, self.phi, self.mu_rel, self._floor(L),
-                                                            self.rank))
-        else:
-            self._cut_phi_K(q, v)
-        if not velocities:
-            return q, v
-        L = self._cholesky()
-        return q, project_velocities(L, self.K, v, self.mu_rel, self._floor(L), self.rank)
+        q = np.array(q, dtype=float)
+        v = np.array(v, dtype=float)
+        status = solve.project_state(self.dm, self.work, 0.0, q, v, bool(velocities), int(iterations))
+        if status:
+            self._raise(status)
+        return q, v
 
     def post_step(self, t, y):
-        m = self.model
-        y = y.copy()
-        q, v = y[: m.nq], y[m.nq:]
-        normalize_quaternions(self.mk, q)
-        if self._project and self.ncr:
-            q, v = self.project_state(q, v)
-        y[: m.nq] = q
-        y[m.nq:] = v
+        y = np.array(y, dtype=float)
+        status = solve.post_step(self.dm, self.work, float(t), y)
+        if status:
+            self._raise(status)
         return y
 
     def loop_singular_values(self, y) -> np.ndarray:
@@ -349,7 +305,7 @@ class DenseFormulation(Formulation):
         q, v = self._split(y)
         self._cut_phi_K(q, v)
         L = self._cholesky()
-        s = np.linalg.svd(self._whitened_K(L), compute_uv=False)[:self.rank]
+        s = solve.singular_values(self._whitened_K(L))[:self.rank]
         if s.size == 0 or s[0] == 0.0:
             return np.zeros(0)
         return s
@@ -360,8 +316,10 @@ class DenseFormulation(Formulation):
     def singularity(self, y) -> float:
         """Distance measure to a singular configuration: the smallest singular value of
         the mass-whitened loop Jacobian that is not a redundancy, over the largest."""
-        live = self.loop_singular_values(y)
-        return float(live[-1] / live[0]) if live.size else 1.0
+        s = solve.singularity(self.dm, self.work, 0.0, np.ascontiguousarray(y, dtype=float))
+        if np.isnan(s):
+            self._raise(solve.NOT_POSITIVE_DEFINITE)
+        return float(s)
 
     def watch_singular(self, t, y) -> None:
         """Track the singularity measure over accepted steps (called by the integrators).
@@ -372,25 +330,16 @@ class DenseFormulation(Formulation):
         mechanism that merely stays ill-conditioned keeps the narrow base width
         DENSE_BASE_FILTER_RTOL (exact to (mu/sigma)^8 on its live directions).
         """
-        if not (self._project and self.ncr):
-            return
-        s = self.singularity(y)
-        prev = self._sing_prev
-        self._sing_prev = (t, s)
-        rate = 0.0
-        if prev is not None and t > prev[0]:
-            rate = (prev[1] - s) / (t - prev[0])  # > 0 while approaching
-        self._sing_rate = rate
-        near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
-        self.near_singular = near
-        self.mu_rel = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
+        status = solve.watch_singular(self.dm, self.work, float(t), np.ascontiguousarray(y, dtype=float))
+        if status:
+            self._raise(status)
 
     def health(self) -> dict:
         """The singularity measure of the last accepted step (:meth:`watch_singular` computes it
         for its own step control; nothing is recomputed here)."""
-        if self._sing_prev is None:
+        if not self.work.watch[solve.HAS_PREV]:
             return {}
-        return {"loop_conditioning": self._sing_prev[1]}
+        return {"loop_conditioning": float(self.work.watch[solve.S_PREV])}
 
     def step_bound(self, t, y) -> float | None:
         """Largest step the integrator may take from (t, y), or None for no bound.
@@ -402,12 +351,13 @@ class DenseFormulation(Formulation):
         solve and the projections cannot pick another branch.
         """
         self.watch_singular(t, y)
-        if not self.near_singular or self._sing_rate <= 0.0:
+        wt = self.work.watch
+        if not self.near_singular or wt[solve.RATE] <= 0.0:
             return None
-        s = self._sing_prev[1]
+        s = float(wt[solve.S_PREV])
         if s < 10.0 * config.DENSE_FILTER_RTOL:
             return None  # inside the filtered window: cross it freely
-        return config.SINGULAR_STEP_FRACTION * s / self._sing_rate
+        return config.SINGULAR_STEP_FRACTION * s / float(wt[solve.RATE])
 
     # --------------------------------------------------------------- output
     def evaluate(self, t, y) -> Evaluation:
@@ -417,8 +367,9 @@ class DenseFormulation(Formulation):
             q, v = self._split(y)
             # workspace still holds this state's kinematics unless projection ran
             self._kinematics(q, v)
-            self._joint_coords(q)
-            applied_forces(self.fa, self.x, self.R, self.V, self.jq, self.Fext)
+            dm = self.dm
+            tree_applied_forces(self.fa, q, m.q_adr, dm.spring_tree, dm.spring_cut, self.x, self.R, self.V, self.jq,
+                                self.jq_ref, self.Fext)
             self.lam[:] = self._cache[2]
         else:
             q, v, vdot = self._dynamics(t, y)

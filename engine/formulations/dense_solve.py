@@ -1,0 +1,612 @@
+"""Formulation ``dense`` in compiled code: the equations of motion, the closure's
+projections, the singularity watch and whole runs of Runge-Kutta steps.
+
+:mod:`.dense` says what the equations are; this module evaluates them in one kernel call
+per right-hand side (the numpy version cost ~0.6 ms per call on a four-bar, almost all of
+it Python between small linear-algebra calls) and advances :func:`rk4_steps` many steps
+per call, so a fixed-step run pays Python once per output instant, not four times per step.
+
+Every solve works on the closure rows ``K`` whitened by the joint-space mass matrix
+``M = L L^T`` (``K L^-T``), so that lengths are kinetic energy and a singular
+configuration amplifies round-off by 1/d, not 1/d^2 (docs/derivations.md, "Dense
+reference").  The rank of the closure is decided once for the mechanism
+(:meth:`.dense.DenseFormulation.closure_rank`) and every solve keeps that many
+directions (:func:`filtered_lstsq`).  The linear algebra is written out for the small
+systems a mechanism has: the Cholesky factor of the mass matrix, triangular solves, and
+the filtered least squares by a singular value decomposition (LAPACK's ``gesdd``, as
+numpy's).  The data a kernel reads
+are two named tuples built once per formulation: :class:`DenseModel` (the mechanism) and
+:class:`DenseWork` (the workspace, whose arrays are the formulation's attributes).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .. import config
+from ..constraints import ConArrays
+from ..forces import ForceArrays, tree_applied_forces
+from ..kinematics import (
+    KinArrays, fk_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions, qdot_from_v,
+    subtree_sums,
+)
+from ..model import SPHERICAL
+from .dense_kernels import Frames, JointRowScratch, LoopRows, body_terms, crba, loop_rows, project_columns
+
+#: status of a kernel call (0: done); the formulation turns the others into SingularSystemError
+NOT_POSITIVE_DEFINITE = 1
+NOT_FINITE = 2
+
+#: :attr:`DenseWork.watch` slots: the filter width in use, whether a previous measure
+#: exists, its time and value, the measure's rate (> 0 while approaching), crossing (1.0)
+MU_REL, HAS_PREV, T_PREV, S_PREV, RATE, NEAR = range(6)
+#: :attr:`DenseWork.stats` slots: the last solve's acceleration residual and its scale,
+#: the time of a failure, right-hand sides evaluated by the kernels
+RESIDUAL, RESIDUAL_SCALE, T_FAILED, RHS_COUNT = range(4)
+
+
+class Gears(NamedTuple):
+    """Gear couplings as rows after the cut joints' (:func:`engine.constraints.coupling_rows`)."""
+
+    driver: np.ndarray  # (ng,) driving joint
+    driven: np.ndarray  # (ng,) driven joint
+    ratio: np.ndarray  # (ng,) mu
+    q0: np.ndarray  # (ng, 2) both coordinates at t = 0
+    scale: np.ndarray  # (ng,) each row's scale (DenseFormulation._scale_gear_rows), set at t = 0
+
+
+class DenseModel(NamedTuple):
+    """The mechanism as ``dense``'s kernels read it."""
+
+    mk: KinArrays  # kinematics' arrays and scratch
+    ca: ConArrays  # the cut joints' constraint arrays
+    fa: ForceArrays  # the force elements
+    mass: np.ndarray  # (nb,)
+    inertia: np.ndarray  # (nb, 3, 3) about the COM, body frame
+    nv_j: np.ndarray  # (nb,) freedoms of each tree joint
+    spring_tree: np.ndarray  # tree joints whose coordinate a spring reads
+    spring_cut: np.ndarray  # cut joints whose coordinate a spring reads (from the poses)
+    gears: Gears
+    nc: np.int64  # rows of the cut joints; the gear rows follow
+    project: bool  # stabilise by projection after every step
+
+
+class DenseWork(NamedTuple):
+    """The workspace of one ``dense`` formulation: position -> velocity -> acceleration ->
+    closure, in the order the right-hand side fills it."""
+
+    x: np.ndarray  # (nb, 3) centres of mass
+    R: np.ndarray  # (nb, 3, 3) orientations
+    P: np.ndarray  # (nj, 3) joint points
+    S: np.ndarray  # (nv, 6) motion subspace
+    V: np.ndarray  # (nb, 6) COM twists
+    c: np.ndarray  # (nb, 6) velocity-product terms
+    A: np.ndarray  # (nb, 6) spatial accelerations about each COM
+    A_bias: np.ndarray  # (nb, 6) A at vdot = 0
+    acc: np.ndarray  # (nb, 6) classical accelerations at vdot = 0 (the closure's gamma)
+    zero_acc: np.ndarray  # (nb, 6) zeros: the closure rows without gamma
+    Fext: np.ndarray  # (nb, 6) applied wrenches
+    Fbody: np.ndarray  # (nb, 6) body force balances
+    fj: np.ndarray  # (nb, 6) transmitted joint wrenches
+    h: np.ndarray  # (nv,) generalized bias forces
+    tau: np.ndarray  # (nv,) M vdot + h by Newton-Euler (iterative refinement)
+    M: np.ndarray  # (nv, nv) mass matrix
+    L: np.ndarray  # (nv, nv) its lower Cholesky factor
+    jq: np.ndarray  # (nj,) joint coordinates the springs read
+    jq_ref: np.ndarray  # (nj,) their branch reference (cut joints)
+    K: np.ndarray  # (ncr, nv) closure Jacobian: cut rows, then gear rows
+    Kabs: np.ndarray  # (nc, nv) round-off scale of the cut rows
+    Kt: np.ndarray  # (ncr, nv) K L^-T
+    gamma: np.ndarray  # (ncr,)
+    phi: np.ndarray  # (ncr,)
+    lam: np.ndarray  # (ncr,) multipliers
+    rows: LoopRows  # views of the cut rows of K, Kabs, gamma, phi
+    scratch: JointRowScratch  # one cut joint's rows
+    zero_nv: np.ndarray  # (nv,) zeros: vdot of the bias forces
+    u0: np.ndarray  # (nv,) whitened unconstrained accelerations
+    u: np.ndarray  # (nv,)
+    vdot: np.ndarray  # (nv,)
+    dv: np.ndarray  # (nv,) projection increment
+    b: np.ndarray  # (ncr,) right-hand side of a least-squares solve
+    z: np.ndarray  # (nv,) its solution
+    rank: np.ndarray  # (1,) int64: the closure's rank, decided once
+    watch: np.ndarray  # (6,) the singularity watch (MU_REL ...)
+    stats: np.ndarray  # (4,) RESIDUAL ...
+
+
+def dense_work(nb: int, nj: int, nv: int, nc: int, ng: int) -> DenseWork:
+    """A zeroed workspace for ``nb`` bodies, ``nj`` joints, ``nv`` velocities, ``nc`` cut
+    rows and ``ng`` gear rows."""
+    ncr = nc + ng
+    K = np.zeros((ncr, nv))
+    Kabs = np.zeros((nc, nv))
+    gamma = np.zeros(ncr)
+    phi = np.zeros(ncr)
+    watch = np.zeros(6)
+    watch[MU_REL] = config.DENSE_BASE_FILTER_RTOL
+    return DenseWork(
+        x=np.zeros((nb, 3)), R=np.zeros((nb, 3, 3)), P=np.zeros((nj, 3)), S=np.zeros((nv, 6)),
+        V=np.zeros((nb, 6)), c=np.zeros((nb, 6)), A=np.zeros((nb, 6)), A_bias=np.zeros((nb, 6)),
+        acc=np.zeros((nb, 6)), zero_acc=np.zeros((nb, 6)), Fext=np.zeros((nb, 6)), Fbody=np.zeros((nb, 6)),
+        fj=np.zeros((nb, 6)), h=np.zeros(nv), tau=np.zeros(nv), M=np.zeros((nv, nv)), L=np.zeros((nv, nv)),
+        jq=np.full(nj, np.nan), jq_ref=np.zeros(nj), K=K, Kabs=Kabs, Kt=np.zeros((ncr, nv)), gamma=gamma,
+        phi=phi, lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
+        scratch=JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)), zero_nv=np.zeros(nv),
+        u0=np.zeros(nv), u=np.zeros(nv), vdot=np.zeros(nv), dv=np.zeros(nv), b=np.zeros(ncr), z=np.zeros(nv),
+        rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4),
+    )
+
+
+# ------------------------------------------------------------------ linear algebra
+
+@njit(cache=True, nogil=True, _nrt=False)
+def cholesky(M, L):
+    """``L`` (lower) with ``M = L L^T``; False when ``M`` is not positive definite (or
+    not finite)."""
+    n = M.shape[0]
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def forward(L, b, x):
+    """``x = L^-1 b`` (``x`` may be ``b``)."""
+    for i in range(L.shape[0]):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def backward(L, b, x):
+    """``x = L^-T b`` (``x`` may be ``b``)."""
+    n = L.shape[0]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * x[k]
+        x[i] = s / L[i, i]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def whiten(L, K, Kt):
+    """``Kt = K L^-T``, row by row: the rows in mass-whitened velocity coordinates."""
+    for r in range(K.shape[0]):
+        forward(L, K[r], Kt[r])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def roundoff_floor(L, Kabs, tmp):
+    """The singular value of the whitened cut rows below which it is round-off:
+    ``REDUNDANT_RTOL`` times the Frobenius norm of ``L^-1 Kabs^T`` (``Kabs``: the magnitudes of
+    the terms each entry sums).  Zero without cut rows (gear rows never cancel)."""
+    if Kabs.shape[0] == 0:
+        return 0.0
+    ss = 0.0
+    for r in range(Kabs.shape[0]):
+        forward(L, Kabs[r], tmp)
+        for k in range(tmp.shape[0]):
+            ss += tmp[k] * tmp[k]
+    return config.REDUNDANT_RTOL * math.sqrt(ss)
+
+
+@njit(cache=True, nogil=True)
+def filtered_lstsq(A, b, mu_rel, floor, rank, x):
+    """Filtered minimum-norm least squares of rank at most ``rank`` into ``x``:
+    ``x = V_r diag(s^7 / (s^8 + mu^8)) U_r^T b`` over the ``rank`` largest singular values.
+
+    ``rank`` is the rank of the closure equations, decided once for the mechanism: the
+    directions beyond it are the redundant rows', which are dependent *on* the closure but
+    lift to singular values ~d at a state off it by d (a Runge-Kutta stage, a drifted
+    position).  Kept, such a direction would impose a constraint that is not the
+    mechanism's -- its row is the O(d) perturbation, normalised -- and remove a real
+    freedom for one stage (docs/derivations.md, "Redundant rows").
+
+    ``mu = max(mu_rel * s_max, floor)``: ``floor`` is the size below which a singular
+    value is round-off whatever the largest one (:func:`roundoff_floor`; when every row of
+    A is round-off, a loop joint redundant with the tree, ``s_max`` is round-off too and a
+    filter relative to it would keep it).  For ``s >> mu`` this is the exact
+    pseudo-inverse (relative error (mu/s)^8); and while a singular configuration is being
+    crossed (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched off
+    smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu instead of 1/s
+    (docs/derivations.md, "The dense reference")."""
+    for k in range(x.shape[0]):
+        x[k] = 0.0
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        return
+    U, s, Vt = np.linalg.svd(np.ascontiguousarray(A), full_matrices=False)
+    if s[0] == 0.0:
+        return
+    mu = max(mu_rel * s[0], floor)
+    for i in range(min(rank, s.shape[0])):
+        r = s[i] / mu
+        inv = 1.0 / s[i] if s[i] > 0 else 1.0
+        f = inv if r > 1e3 else inv * (r**8 / (r**8 + 1.0))
+        c = 0.0
+        for k in range(U.shape[0]):
+            c += U[k, i] * b[k]
+        c *= f
+        for k in range(x.shape[0]):
+            x[k] += Vt[i, k] * c
+
+
+@njit(cache=True, nogil=True)
+def singular_values(A):
+    """The singular values of ``A``, largest first."""
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        return np.zeros(0)
+    return np.linalg.svd(np.ascontiguousarray(A), full_matrices=False)[1]
+
+
+# ------------------------------------------------------------------ the mechanism's terms
+
+@njit(cache=True, nogil=True, _nrt=False)
+def kinematics(dm, w, q, v):
+    """Poses, joint points, motion subspace, twists and velocity products at ``(q, v)``."""
+    fk_positions(dm.mk, q, w.x, w.R, w.P)
+    motion_subspace(dm.mk, q, w.R, w.S)
+    fk_velocities(dm.mk, w.x, w.P, w.S, v, w.V, w.c)
+
+
+@njit(cache=True, nogil=True)
+def mass_matrix(dm, w):
+    """The joint-space mass matrix into ``w.M`` (composite rigid bodies)."""
+    M = w.M
+    for i in range(M.shape[0]):
+        for k in range(M.shape[1]):
+            M[i, k] = 0.0
+    crba(dm.mk.parent, dm.mass, dm.inertia, w.R, w.x, w.P, w.S, dm.mk.v_adr, dm.nv_j, M)
+
+
+@njit(cache=True, nogil=True)
+def newton_euler(dm, w, vdot, out):
+    """``out = M vdot + h``, body by body (recursive Newton-Euler): accelerations into
+    ``w.A``, force balances into ``w.Fbody``, subtree sums into ``w.fj``."""
+    mk = dm.mk
+    fk_accelerations(mk, w.x, w.P, w.S, w.c, vdot, w.A)
+    body_terms(dm.mass, dm.inertia, w.R, w.V, w.A, w.Fext, w.Fbody)
+    subtree_sums(mk.parent, w.x, w.P, w.Fbody, w.fj)
+    project_columns(mk.parent.shape[0], mk.v_adr, dm.nv_j, w.S, w.fj, out)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def gear_rows(dm, w, q):
+    """The gear rows of ``K``, ``phi``, ``gamma`` (after the cut rows), each scaled."""
+    g = dm.gears
+    q_adr, v_adr = dm.mk.q_adr, dm.mk.v_adr
+    nc = dm.nc
+    for i in range(g.driver.shape[0]):
+        d, n, mu, s = g.driver[i], g.driven[i], g.ratio[i], g.scale[i]
+        r = nc + i
+        w.phi[r] = s * ((q[q_adr[d]] - g.q0[i, 0]) - mu * (q[q_adr[n]] - g.q0[i, 1]))
+        for k in range(w.K.shape[1]):
+            w.K[r, k] = 0.0
+        w.K[r, v_adr[d]] = s * 1.0
+        w.K[r, v_adr[n]] = s * -mu
+        w.gamma[r] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def closure_rows(dm, w, q, v, acc):
+    """Kinematics at ``(q, v)`` and the closure rows ``K``, ``phi`` and ``gamma`` (from
+    the classical body accelerations ``acc``)."""
+    mk = dm.mk
+    kinematics(dm, w, q, v)
+    loop_rows(dm.ca, mk.parent, mk.v_adr, dm.nv_j, mk.parent.shape[0], Frames(w.x, w.R, w.V, w.P, w.S), acc,
+              w.rows, w.scratch)
+    gear_rows(dm, w, q)
+
+
+@njit(cache=True, nogil=True)
+def cut_phi_K(dm, w, q, v):
+    """Kinematics, ``Phi``, ``K`` and ``M`` at ``(q, v)`` (for the projections)."""
+    closure_rows(dm, w, q, v, w.zero_acc)
+    mass_matrix(dm, w)
+
+
+@njit(cache=True, nogil=True)
+def dynamics(dm, w, t, y):
+    """The joint accelerations ``w.vdot`` and multipliers ``w.lam`` at state ``y``
+    (:meth:`.dense.DenseFormulation._dynamics` gives the equations).  Returns a status."""
+    mk = dm.mk
+    nb = mk.parent.shape[0]
+    nv = w.S.shape[0]
+    nq = y.shape[0] - nv
+    q = y[:nq]
+    v = y[nq:]
+    kinematics(dm, w, q, v)
+    mass_matrix(dm, w)
+    tree_applied_forces(dm.fa, q, mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref, w.Fext)
+    newton_euler(dm, w, w.zero_nv, w.h)  # the bias forces: M vdot + h at vdot = 0
+    for i in range(nb):
+        for k in range(6):
+            w.A_bias[i, k] = w.A[i, k]
+    L = w.L
+    if not cholesky(w.M, L):
+        w.stats[T_FAILED] = t
+        return NOT_POSITIVE_DEFINITE
+    for k in range(nv):
+        w.u0[k] = -w.h[k]
+    forward(L, w.u0, w.u0)
+    vdot = w.vdot
+    ncr = w.K.shape[0]
+    if ncr:
+        acc = w.acc  # classical accelerations: a_C = A_lin + w x v_C
+        for i in range(nb):
+            V = w.V[i]
+            Ab = w.A_bias[i]
+            acc[i, 0] = Ab[0] + (V[4] * V[2] - V[5] * V[1])
+            acc[i, 1] = Ab[1] + (V[5] * V[0] - V[3] * V[2])
+            acc[i, 2] = Ab[2] + (V[3] * V[1] - V[4] * V[0])
+            for k in range(3, 6):
+                acc[i, k] = Ab[k]
+        closure_rows(dm, w, q, v, acc)
+        Kt = w.Kt
+        whiten(L, w.K, Kt)
+        floor = roundoff_floor(L, w.Kabs, w.u)
+        mu_rel = w.watch[MU_REL]
+        rank = w.rank[0]
+        # min |u - u0| s.t. Kt u = gamma, with u = L^T vdot: the mass-orthogonal correction
+        for r in range(ncr):
+            s = 0.0
+            for k in range(nv):
+                s += Kt[r, k] * w.u0[k]
+            w.b[r] = s - w.gamma[r]
+        z = w.z
+        filtered_lstsq(Kt, w.b, mu_rel, floor, rank, z)
+        for k in range(nv):
+            w.u[k] = w.u0[k] - z[k]
+        backward(L, w.u, vdot)
+        filtered_lstsq(Kt.T, z, mu_rel, floor, rank, w.lam)
+        g = dm.gears
+        for i in range(g.driver.shape[0]):
+            w.lam[dm.nc + i] *= g.scale[i]  # the gear rows' own multipliers
+        res = 0.0
+        res_scale = 0.0
+        for r in range(ncr):
+            kv = 0.0
+            for k in range(nv):
+                kv += w.K[r, k] * vdot[k]
+            res = max(res, abs(kv - w.gamma[r]))
+            res_scale = max(res_scale, abs(w.gamma[r]), abs(kv))
+        w.stats[RESIDUAL] = res
+        w.stats[RESIDUAL_SCALE] = res_scale
+    else:
+        backward(L, w.u0, vdot)
+        # one step of iterative refinement of M vdot = -h, the residual by Newton-Euler
+        newton_euler(dm, w, vdot, w.tau)
+        forward(L, w.tau, w.tau)
+        backward(L, w.tau, w.tau)
+        for k in range(nv):
+            vdot[k] -= w.tau[k]
+    for k in range(nv):
+        if not math.isfinite(vdot[k]):
+            w.stats[T_FAILED] = t
+            return NOT_FINITE
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def rhs(dm, w, t, y, out):
+    """The right-hand side ``[qdot; vdot]`` at ``(t, y)`` into ``out``; returns a status."""
+    w.stats[RHS_COUNT] += 1.0
+    status = dynamics(dm, w, t, y)
+    if status:
+        return status
+    nv = w.S.shape[0]
+    nq = y.shape[0] - nv
+    qdot_from_v(dm.mk, y[:nq], y[nq:], out)  # writes out[:nq] only
+    for k in range(nv):
+        out[nq + k] = w.vdot[k]
+    return 0
+
+
+# ------------------------------------------------------------------ projection
+
+@njit(cache=True, nogil=True, _nrt=False)
+def apply_increment(dm, q, dv):
+    """``q (+) dv`` in place: joint increments, quaternions rotated by the pred-frame vector."""
+    mk = dm.mk
+    for j in range(mk.parent.shape[0]):
+        qa, va = mk.q_adr[j], mk.v_adr[j]
+        if mk.jtype[j] == SPHERICAL:
+            w0, w1, w2 = dv[va], dv[va + 1], dv[va + 2]
+            ang = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+            if ang > 0:
+                c = math.cos(ang / 2)
+                s = math.sin(ang / 2)
+                d1, d2, d3 = s * (w0 / ang), s * (w1 / ang), s * (w2 / ang)
+                Q0, Q1, Q2, Q3 = q[qa], q[qa + 1], q[qa + 2], q[qa + 3]
+                q[qa] = c * Q0 - d1 * Q1 - d2 * Q2 - d3 * Q3
+                q[qa + 1] = c * Q1 + d1 * Q0 + d2 * Q3 - d3 * Q2
+                q[qa + 2] = c * Q2 - d1 * Q3 + d2 * Q0 + d3 * Q1
+                q[qa + 3] = c * Q3 + d1 * Q2 - d2 * Q1 + d3 * Q0
+        else:
+            for k in range(dm.nv_j[j]):
+                q[qa + k] += dv[va + k]
+
+
+@njit(cache=True, nogil=True)
+def project_state(dm, w, t, q, v, velocities, iterations):
+    """Mass-orthogonal projection, in place, of ``(q, v)`` onto ``Phi = 0`` and ``K v = 0``
+    (of ``q`` alone unless ``velocities``): ``iterations`` Gauss-Newton steps at most, each
+    the increment of least kinetic metric.  Leaves the workspace (kinematics, K, M) at the
+    projected state; returns a status."""
+    L, Kt = w.L, w.Kt
+    mu_rel = w.watch[MU_REL]
+    rank = w.rank[0]
+    nv = v.shape[0]
+    for _ in range(iterations):
+        cut_phi_K(dm, w, q, v)
+        worst = 0.0
+        for r in range(w.phi.shape[0]):
+            worst = max(worst, abs(w.phi[r]))
+        if worst < config.PROJECTION_TOL:
+            break
+        if not cholesky(w.M, L):
+            w.stats[T_FAILED] = t
+            return NOT_POSITIVE_DEFINITE
+        whiten(L, w.K, Kt)
+        filtered_lstsq(Kt, w.phi, mu_rel, roundoff_floor(L, w.Kabs, w.u), rank, w.z)
+        for k in range(nv):
+            w.u[k] = -w.z[k]
+        backward(L, w.u, w.dv)
+        apply_increment(dm, q, w.dv)
+    else:
+        cut_phi_K(dm, w, q, v)
+    if not velocities:
+        return 0
+    if not cholesky(w.M, L):
+        w.stats[T_FAILED] = t
+        return NOT_POSITIVE_DEFINITE
+    whiten(L, w.K, Kt)
+    u = w.u
+    for i in range(nv):  # u = L^T v
+        s = 0.0
+        for k in range(i, nv):
+            s += L[k, i] * v[k]
+        u[i] = s
+    for r in range(Kt.shape[0]):
+        s = 0.0
+        for k in range(nv):
+            s += Kt[r, k] * u[k]
+        w.b[r] = s
+    filtered_lstsq(Kt, w.b, mu_rel, roundoff_floor(L, w.Kabs, w.dv), rank, w.z)
+    for k in range(nv):
+        u[k] -= w.z[k]
+    backward(L, u, v)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def post_step(dm, w, t, y):
+    """After an accepted step, in place: quaternions renormalised, the state projected onto
+    the closure (when the formulation projects and has closure rows); returns a status."""
+    nv = w.S.shape[0]
+    nq = y.shape[0] - nv
+    normalize_quaternions(dm.mk, y[:nq])
+    if dm.project and w.K.shape[0]:
+        return project_state(dm, w, t, y[:nq], y[nq:], True, config.PROJECTION_MAX_ITER)
+    return 0
+
+
+# ------------------------------------------------------------------ singular configurations
+
+@njit(cache=True, nogil=True)
+def singularity(dm, w, t, y):
+    """``s_min / s_max`` of the mass-whitened closure rows over the closure's rank at state
+    ``y`` (1.0 without a live direction); NaN if the mass matrix is not positive definite."""
+    if not w.K.shape[0]:
+        return 1.0
+    nv = w.S.shape[0]
+    nq = y.shape[0] - nv
+    cut_phi_K(dm, w, y[:nq], y[nq:])
+    if not cholesky(w.M, w.L):
+        w.stats[T_FAILED] = t
+        return np.nan
+    whiten(w.L, w.K, w.Kt)
+    s = singular_values(w.Kt)
+    r = min(w.rank[0], s.shape[0])
+    if r == 0 or s[0] == 0.0:
+        return 1.0
+    return s[r - 1] / s[0]
+
+
+@njit(cache=True, nogil=True)
+def watch_singular(dm, w, t, y):
+    """The singularity measure at an accepted state, its rate, and the filter width that
+    follows (:meth:`.dense.DenseFormulation.watch_singular` says when it widens); returns a
+    status."""
+    if not (dm.project and w.K.shape[0]):
+        return 0
+    s = singularity(dm, w, t, y)
+    if math.isnan(s):
+        return NOT_POSITIVE_DEFINITE
+    wt = w.watch
+    rate = 0.0
+    if wt[HAS_PREV] > 0.0 and t > wt[T_PREV]:
+        rate = (wt[S_PREV] - s) / (t - wt[T_PREV])  # > 0 while approaching
+    wt[HAS_PREV] = 1.0
+    wt[T_PREV] = t
+    wt[S_PREV] = s
+    wt[RATE] = rate
+    near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
+    wt[NEAR] = 1.0 if near else 0.0
+    wt[MU_REL] = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
+    return 0
+
+
+# ------------------------------------------------------------------ whole runs of steps
+
+class RK4Scratch(NamedTuple):
+    """The stages of :func:`rk4_steps`."""
+
+    k1: np.ndarray
+    k2: np.ndarray
+    k3: np.ndarray
+    k4: np.ndarray
+    stage: np.ndarray  # the stage state
+
+
+def rk4_scratch(n: int) -> RK4Scratch:
+    return RK4Scratch(*(np.zeros(n) for _ in range(5)))
+
+
+@njit(cache=True, nogil=True)
+def rk4_steps(dm, w, t0, t1, y, n, sc):
+    """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
+    each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
+    step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods.
+    Returns a status."""
+    k1, k2, k3, k4, st = sc.k1, sc.k2, sc.k3, sc.k4, sc.stage
+    m = y.shape[0]
+    h = (t1 - t0) / n
+    for i in range(n):
+        t = t0 + i * h
+        ti = t1 if i == n - 1 else t0 + (i + 1) * h
+        status = rhs(dm, w, t, y, k1)
+        if status:
+            return status
+        for k in range(m):
+            st[k] = y[k] + h / 2 * k1[k]
+        status = rhs(dm, w, t + h / 2, st, k2)
+        if status:
+            return status
+        for k in range(m):
+            st[k] = y[k] + h / 2 * k2[k]
+        status = rhs(dm, w, t + h / 2, st, k3)
+        if status:
+            return status
+        for k in range(m):
+            st[k] = y[k] + h * k3[k]
+        status = rhs(dm, w, t + h, st, k4)
+        if status:
+            return status
+        for k in range(m):
+            y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
+        status = post_step(dm, w, ti, y)
+        if status:
+            return status
+        status = watch_singular(dm, w, ti, y)
+        if status:
+            return status
+    return 0
