@@ -34,14 +34,14 @@ import numpy as np
 from .. import config
 from ..constraints import con_arrays, joint_constraint
 from ..errors import SingularSystemError
-from ..forces import force_arrays, spring_joints, tree_applied_forces
+from ..forces import force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_accelerations, fk_positions, kin_arrays, motion_subspace, subtree_sums,
 )
 from ..model import PRISMATIC, Model
 from ..spatial import shift_force
-from .base import Evaluation, Formulation, check_consistent
+from .base import Evaluation, Formulation, StateKernel, check_consistent
 from . import dense_solve as solve
 from .dense_kernels import body_terms
 
@@ -70,7 +70,7 @@ class DenseFormulation(Formulation):
         self.ncr = ncut_rows + m.ng  # all constraint rows
         # the workspace the kernels fill (dense_solve.DenseWork says what each array holds);
         # its arrays are this object's attributes too
-        self.work = w = solve.dense_work(m.nb, m.nj, m.nv, ncut_rows, m.ng)
+        self.work = w = solve.dense_work(m.nb, m.nj, m.nq, m.nv, ncut_rows, m.ng)
         self.x, self.R, self.P, self.S, self.V, self.c, self.A = w.x, w.R, w.P, w.S, w.V, w.c, w.A
         self.Fext, self.Fbody, self.fj, self.h, self.tau, self.M = w.Fext, w.Fbody, w.fj, w.h, w.tau, w.M
         self.jq, self.jq_ref = w.jq, w.jq_ref
@@ -85,7 +85,10 @@ class DenseFormulation(Formulation):
                   m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
             np.int64(ncut_rows), self._project,
         )
-        self._steps = solve.rk4_scratch(m.nq + m.nv)
+        ws = (self.dm, w)
+        #: the kernels called from Python, each with the workspace as one table
+        self._k = {name: StateKernel(getattr(solve, name + "_entry"), ws) for name in (
+            "rhs", "dynamics", "rk4", "post_step", "watch", "singularity", "project", "closure", "kinematics")}
         self._cache_y = None
         self._cache = None
         #: rank of the closure equations, decided once at the file's configuration
@@ -97,7 +100,7 @@ class DenseFormulation(Formulation):
 
     @property
     def mu_rel(self) -> float:
-        """The filter width of :func:`.filtered_lstsq` in use (:meth:`watch_singular`)."""
+        """The filter width of :func:`.dense_solve.filter_factors` in use (:meth:`watch_singular`)."""
         return float(self.work.watch[solve.MU_REL])
 
     @mu_rel.setter
@@ -135,7 +138,7 @@ class DenseFormulation(Formulation):
         """Row scales of the gear rows: a gear row (+1, -mu) of the mass-whitened system is
         often far longer than the loop rows (|.| 24.9 against a largest loop singular value
         of 2.26 in fourbar-geared), which would make s_min/s_max -- the monitor's singularity
-        measure and the width of filtered_lstsq's filter -- a matter of units.  Scaling a row does
+        measure and the width of the least squares' filter -- a matter of units.  Scaling a row does
         not change the constrained solution; each gear row is scaled at t = 0 to the
         largest singular value of the whitened loop rows (1 without loops)."""
         self.gear_scale[:] = 1.0
@@ -152,7 +155,7 @@ class DenseFormulation(Formulation):
         configuration, where every loop closes: the number of singular values of the
         mass-whitened Jacobian above ``RANK_RTOL`` of the largest and above the round-off
         floor.  Redundant rows sit at round-off there (1e-16 relative); every least-squares
-        solve and projection then keeps this many directions (:func:`.filtered_lstsq`), so the
+        solve and projection then keeps this many directions (:func:`.dense_solve.filter_factors`), so the
         decision is the mechanism's, not one state's.  Leaves the workspace at that
         configuration."""
         m = self.model
@@ -176,14 +179,20 @@ class DenseFormulation(Formulation):
             raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
         raise SingularSystemError(t, "accelerations are not finite")
 
-    def _kinematics(self, q, v):
-        solve.kinematics(self.dm, self.work, q, v)
+    def _call(self, name: str, *state, clock=None):
+        """Kernel ``name`` (:mod:`.dense_solve`'s ``<name>_entry``) on ``state``, ``clock``
+        first into the workspace's clock; raises what a failed status stands for."""
+        if clock is not None:
+            self.work.clock[:len(clock)] = clock
+        status = self._k[name](*state)
+        if status:
+            self._raise(status)
 
     def _dynamics(self, t, y):
         """Accelerations ``vdot`` and multipliers ``lam`` at ``(t, y)`` (:func:`.dense_solve.dynamics`):
 
             L L^T = M,  u0 = -L^-1 h,  Kt = K L^-T
-            z = filtered_lstsq(Kt, Kt u0 - gamma),  vdot = L^-T (u0 - z),  lam = filtered_lstsq(Kt^T, z)
+            Kt = U S V^T,  z = V f(S) U^T (Kt u0 - gamma),  vdot = L^-T (u0 - z),  lam = U f(S) V^T z
 
         -- the mass-orthogonal correction, solved on ``Kt`` itself rather than on
         ``K M^-1 K^T`` so that a singular configuration amplifies round-off by 1/d, not
@@ -194,17 +203,15 @@ class DenseFormulation(Formulation):
         Cholesky solve alone is only as accurate as ``M``, whose condition grows fast with a
         chain's length (docs/derivations.md, "Iterative refinement")."""
         y = np.ascontiguousarray(y, dtype=float)
-        status = solve.dynamics(self.dm, self.work, float(t), y)
-        if status:
-            self._raise(status)
+        self._call("dynamics", y, clock=(t,))
         m = self.model
         return y[: m.nq], y[m.nq:], self.work.vdot
 
     def rhs(self, t, y):
         self.nfev += 1
         y = np.ascontiguousarray(y, dtype=float)
-        out = np.empty_like(y)
-        status = solve.rhs(self.dm, self.work, float(t), y, out)
+        self.work.clock[0] = t
+        out, status = self._k["rhs"].rates(y)
         if status:
             self._raise(status)
         self._cache_y = y.copy()
@@ -221,11 +228,11 @@ class DenseFormulation(Formulation):
             return super().rk4_steps(t0, t1, y, n)
         out = np.array(y, dtype=float)
         count = self.work.stats[solve.RHS_COUNT]
-        status = solve.rk4_steps(self.dm, self.work, float(t0), float(t1), out, int(n), self._steps)
-        self.nfev += int(self.work.stats[solve.RHS_COUNT] - count)
-        self._cache_y = None
-        if status:
-            self._raise(status)
+        try:
+            self._call("rk4", out, clock=(t0, t1, n))
+        finally:
+            self.nfev += int(self.work.stats[solve.RHS_COUNT] - count)
+            self._cache_y = None
         return out
 
     # ------------------------------------------------------------ projection
@@ -235,8 +242,8 @@ class DenseFormulation(Formulation):
 
     def _closure_rows(self, q, v):
         """Kinematics, Phi and K at (q, v), without the mass matrix."""
-        solve.closure_rows(self.dm, self.work, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
-                     self.work.zero_acc)
+        self._call("closure", np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+                   clock=(0.0,))
 
     def closure_residuals(self, q, v) -> tuple[float, float]:
         """The largest closure residual of the positions ``q`` and of the velocities ``v``
@@ -249,7 +256,8 @@ class DenseFormulation(Formulation):
 
     def _cut_phi_K(self, q, v):
         """Kinematics, Phi, K and M at (q, v) (for the projections)."""
-        solve.cut_phi_K(self.dm, self.work, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float))
+        self._call("closure", np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+                   clock=(1.0,))
 
     def _cholesky(self, t=0.0):
         """The lower Cholesky factor ``L`` of the workspace's mass matrix (``M = L L^T``);
@@ -285,16 +293,12 @@ class DenseFormulation(Formulation):
         """
         q = np.array(q, dtype=float)
         v = np.array(v, dtype=float)
-        status = solve.project_state(self.dm, self.work, 0.0, q, v, bool(velocities), int(iterations))
-        if status:
-            self._raise(status)
+        self._call("project", q, v, clock=(0.0, iterations, 1.0 if velocities else 0.0))
         return q, v
 
     def post_step(self, t, y):
         y = np.array(y, dtype=float)
-        status = solve.post_step(self.dm, self.work, float(t), y)
-        if status:
-            self._raise(status)
+        self._call("post_step", y, clock=(t,))
         return y
 
     def loop_singular_values(self, y) -> np.ndarray:
@@ -316,7 +320,7 @@ class DenseFormulation(Formulation):
     def singularity(self, y) -> float:
         """Distance measure to a singular configuration: the smallest singular value of
         the mass-whitened loop Jacobian that is not a redundancy, over the largest."""
-        s = solve.singularity(self.dm, self.work, 0.0, np.ascontiguousarray(y, dtype=float))
+        s = self._k["singularity"](np.ascontiguousarray(y, dtype=float))
         if np.isnan(s):
             self._raise(solve.NOT_POSITIVE_DEFINITE)
         return float(s)
@@ -326,13 +330,11 @@ class DenseFormulation(Formulation):
 
         A *crossing* is a singular configuration being approached or left: measure
         below SINGULAR_WINDOW and at most CROSSING_TIME away at its current rate.
-        Only then is the filter of :func:`.filtered_lstsq` widened to DENSE_FILTER_RTOL; a
+        Only then is the filter of :func:`.dense_solve.filter_factors` widened to DENSE_FILTER_RTOL; a
         mechanism that merely stays ill-conditioned keeps the narrow base width
         DENSE_BASE_FILTER_RTOL (exact to (mu/sigma)^8 on its live directions).
         """
-        status = solve.watch_singular(self.dm, self.work, float(t), np.ascontiguousarray(y, dtype=float))
-        if status:
-            self._raise(status)
+        self._call("watch", np.ascontiguousarray(y, dtype=float), clock=(t,))
 
     def health(self) -> dict:
         """The singularity measure of the last accepted step (:meth:`watch_singular` computes it
@@ -364,12 +366,8 @@ class DenseFormulation(Formulation):
         m = self.model
         if self._cache_y is not None and self._cache[0] == t and np.array_equal(self._cache_y, y):
             vdot = self._cache[1]
-            q, v = self._split(y)
-            # workspace still holds this state's kinematics unless projection ran
-            self._kinematics(q, v)
-            dm = self.dm
-            tree_applied_forces(self.fa, q, m.q_adr, dm.spring_tree, dm.spring_cut, self.x, self.R, self.V, self.jq,
-                                self.jq_ref, self.Fext)
+            # the workspace's kinematics may be another state's (a projection ran since)
+            self._call("kinematics", np.ascontiguousarray(y, dtype=float))
             self.lam[:] = self._cache[2]
         else:
             q, v, vdot = self._dynamics(t, y)

@@ -11,10 +11,9 @@ Every solve works on the closure rows ``K`` whitened by the joint-space mass mat
 configuration amplifies round-off by 1/d, not 1/d^2 (docs/derivations.md, "Dense
 reference").  The rank of the closure is decided once for the mechanism
 (:meth:`.dense.DenseFormulation.closure_rank`) and every solve keeps that many
-directions (:func:`filtered_lstsq`).  The linear algebra is written out for the small
+directions (:func:`filter_factors`).  The linear algebra is written out for the small
 systems a mechanism has: the Cholesky factor of the mass matrix, triangular solves, and
-the filtered least squares by a singular value decomposition (LAPACK's ``gesdd``, as
-numpy's).  The data a kernel reads
+the filtered least squares by a thin singular value decomposition (:func:`thin_svd`).  The data a kernel reads
 are two named tuples built once per formulation: :class:`DenseModel` (the mechanism) and
 :class:`DenseWork` (the workspace, whose arrays are the formulation's attributes).
 """
@@ -35,11 +34,17 @@ from ..kinematics import (
     subtree_sums,
 )
 from ..model import SPHERICAL
+from .workspace import unpack
 from .dense_kernels import Frames, JointRowScratch, LoopRows, body_terms, crba, loop_rows, project_columns
 
 #: status of a kernel call (0: done); the formulation turns the others into SingularSystemError
 NOT_POSITIVE_DEFINITE = 1
 NOT_FINITE = 2
+
+#: the largest rank :func:`thin_svd` decomposes by Jacobi rotations (LAPACK above it), and
+#: its most sweeps (one to three rotate a mechanism's closure rows to round-off)
+JACOBI_MAX_RANK = 24
+JACOBI_SWEEPS = 30
 
 #: :attr:`DenseWork.watch` slots: the filter width in use, whether a previous measure
 #: exists, its time and value, the measure's rate (> 0 while approaching), crossing (1.0)
@@ -73,6 +78,37 @@ class DenseModel(NamedTuple):
     gears: Gears
     nc: np.int64  # rows of the cut joints; the gear rows follow
     project: bool  # stabilise by projection after every step
+
+
+class ThinSVD(NamedTuple):
+    """A thin singular value decomposition ``A = U diag(s) V^T`` of an (m, n) matrix,
+    k = min(m, n), and its workspace (:func:`thin_svd`)."""
+
+    U: np.ndarray  # (m, k)
+    s: np.ndarray  # (k,) largest first
+    V: np.ndarray  # (n, k)
+    f: np.ndarray  # (k,) the least squares' filter (filter_factors); scratch of thin_svd
+    W: np.ndarray  # (max(m, n), k) the rotated columns
+    J: np.ndarray  # (k, k) the accumulated rotations
+    order: np.ndarray  # (k,) int64
+
+
+@njit(cache=True, nogil=True)
+def svd_work(m, n):
+    """An empty :class:`ThinSVD` for (m, n) matrices."""
+    k = min(m, n)
+    return ThinSVD(np.zeros((m, k)), np.zeros(k), np.zeros((n, k)), np.zeros(k), np.zeros((max(m, n), k)),
+                   np.zeros((k, k)), np.zeros(k, dtype=np.int64))
+
+
+class RK4Stages(NamedTuple):
+    """The stages of :func:`rk4_steps`."""
+
+    k1: np.ndarray
+    k2: np.ndarray
+    k3: np.ndarray
+    k4: np.ndarray
+    stage: np.ndarray  # the stage state
 
 
 class DenseWork(NamedTuple):
@@ -116,11 +152,14 @@ class DenseWork(NamedTuple):
     rank: np.ndarray  # (1,) int64: the closure's rank, decided once
     watch: np.ndarray  # (6,) the singularity watch (MU_REL ...)
     stats: np.ndarray  # (4,) RESIDUAL ...
+    sv: ThinSVD  # of Kt
+    clock: np.ndarray  # (4,) what an entry kernel takes besides the state: a time, an interval, a step count
+    stages: RK4Stages  # rk4_steps' stages
 
 
-def dense_work(nb: int, nj: int, nv: int, nc: int, ng: int) -> DenseWork:
-    """A zeroed workspace for ``nb`` bodies, ``nj`` joints, ``nv`` velocities, ``nc`` cut
-    rows and ``ng`` gear rows."""
+def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWork:
+    """A zeroed workspace for ``nb`` bodies, ``nj`` joints, ``nq`` coordinates, ``nv``
+    velocities, ``nc`` cut rows and ``ng`` gear rows."""
     ncr = nc + ng
     K = np.zeros((ncr, nv))
     Kabs = np.zeros((nc, nv))
@@ -137,7 +176,8 @@ def dense_work(nb: int, nj: int, nv: int, nc: int, ng: int) -> DenseWork:
         phi=phi, lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
         scratch=JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)), zero_nv=np.zeros(nv),
         u0=np.zeros(nv), u=np.zeros(nv), vdot=np.zeros(nv), dv=np.zeros(nv), b=np.zeros(ncr), z=np.zeros(nv),
-        rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4),
+        rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4), sv=svd_work(ncr, nv), clock=np.zeros(4),
+        stages=RK4Stages(*(np.zeros(nq + nv) for _ in range(5))),
     )
 
 
@@ -210,9 +250,104 @@ def roundoff_floor(L, Kabs, tmp):
 
 
 @njit(cache=True, nogil=True)
-def filtered_lstsq(A, b, mu_rel, floor, rank, x):
-    """Filtered minimum-norm least squares of rank at most ``rank`` into ``x``:
-    ``x = V_r diag(s^7 / (s^8 + mu^8)) U_r^T b`` over the ``rank`` largest singular values.
+def thin_svd(A, sv):
+    """The thin singular value decomposition ``A = U diag(s) V^T`` into ``sv``, singular
+    values largest first: by one-sided Jacobi rotations (Hestenes) for the small systems
+    of a mechanism's closure (rank at most :data:`JACOBI_MAX_RANK`), which computes even
+    small singular values to high relative accuracy and needs no allocation; by LAPACK's
+    ``gesdd`` above that."""
+    m, n = A.shape
+    k = min(m, n)
+    if k == 0:
+        return
+    U, s, V, W, J = sv.U, sv.s, sv.V, sv.W, sv.J
+    if k > JACOBI_MAX_RANK:
+        Ul, sl, Vt = np.linalg.svd(np.ascontiguousarray(A), full_matrices=False)
+        for i in range(k):
+            s[i] = sl[i]
+            for r in range(m):
+                U[r, i] = Ul[r, i]
+            for r in range(n):
+                V[r, i] = Vt[i, r]
+        return
+    tall = m >= n
+    p = m if tall else n
+    for r in range(p):
+        for c in range(k):
+            W[r, c] = A[r, c] if tall else A[c, r]
+    for r in range(k):
+        for c in range(k):
+            J[r, c] = 1.0 if r == c else 0.0
+    # a column below round-off of the whole (a redundant row's direction) has no
+    # direction to rotate to: it stays, or the sweeps would chase round-off forever
+    tiny = 0.0
+    for r in range(p):
+        for c in range(k):
+            tiny += W[r, c] * W[r, c]
+    tiny *= 1e-30
+    for _ in range(JACOBI_SWEEPS):
+        rotated = False
+        for i in range(k - 1):
+            for j in range(i + 1, k):
+                a = 0.0
+                b = 0.0
+                g = 0.0
+                for r in range(p):
+                    a += W[r, i] * W[r, i]
+                    b += W[r, j] * W[r, j]
+                    g += W[r, i] * W[r, j]
+                if a <= tiny or b <= tiny or abs(g) <= 1e-15 * math.sqrt(a * b):
+                    continue
+                rotated = True
+                zeta = (b - a) / (2.0 * g)
+                t = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + math.hypot(1.0, zeta))
+                c = 1.0 / math.sqrt(1.0 + t * t)
+                sn = c * t
+                for r in range(p):
+                    wi, wj = W[r, i], W[r, j]
+                    W[r, i] = c * wi - sn * wj
+                    W[r, j] = sn * wi + c * wj
+                for r in range(k):
+                    wi, wj = J[r, i], J[r, j]
+                    J[r, i] = c * wi - sn * wj
+                    J[r, j] = sn * wi + c * wj
+        if not rotated:
+            break
+    # column norms are the singular values; order them, largest first
+    norm = sv.f
+    for c in range(k):
+        t = 0.0
+        for r in range(p):
+            t += W[r, c] * W[r, c]
+        norm[c] = math.sqrt(t)
+    order = sv.order
+    for c in range(k):
+        order[c] = c
+    for i in range(k):
+        best = i
+        for j in range(i + 1, k):
+            if norm[order[j]] > norm[order[best]]:
+                best = j
+        order[i], order[best] = order[best], order[i]
+    # A = W J^T (tall) or A^T = W J^T: the normalised columns of W are one side's vectors
+    left, right = (U, V) if tall else (V, U)
+    for o in range(k):
+        c = order[o]
+        sc = norm[c]
+        s[o] = sc
+        inv = 1.0 / sc if sc > 0.0 else 0.0
+        for r in range(p):
+            left[r, o] = W[r, c] * inv
+        for r in range(k):
+            right[r, o] = J[r, c]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def filter_factors(sv, mu_rel, floor, rank):
+    """Into ``sv.f``, the filter of the least squares by ``sv``'s decomposition of rank at
+    most ``rank``: ``f_i = s_i^7 / (s_i^8 + mu^8)``, ``mu = max(mu_rel s_max, floor)``,
+    zero beyond ``rank`` (and everywhere if ``s_max`` is zero): the least-squares
+    solution is then ``x = V_r diag(f) U_r^T b`` (:func:`filtered_solve`).
 
     ``rank`` is the rank of the closure equations, decided once for the mechanism: the
     directions beyond it are the redundant rows', which are dependent *on* the closure but
@@ -229,32 +364,55 @@ def filtered_lstsq(A, b, mu_rel, floor, rank, x):
     crossed (``mu_rel = DENSE_FILTER_RTOL``) the vanishing direction is switched off
     smoothly within ~mu of it, so round-off is amplified by at most ~0.8/mu instead of 1/s
     (docs/derivations.md, "The dense reference")."""
-    for k in range(x.shape[0]):
-        x[k] = 0.0
-    if A.shape[0] == 0 or A.shape[1] == 0:
+    k = sv.s.shape[0]
+    f = sv.f
+    for i in range(k):
+        f[i] = 0.0
+    if k == 0 or sv.s[0] == 0.0:
         return
-    U, s, Vt = np.linalg.svd(np.ascontiguousarray(A), full_matrices=False)
-    if s[0] == 0.0:
-        return
-    mu = max(mu_rel * s[0], floor)
-    for i in range(min(rank, s.shape[0])):
-        r = s[i] / mu
-        inv = 1.0 / s[i] if s[i] > 0 else 1.0
-        f = inv if r > 1e3 else inv * (r**8 / (r**8 + 1.0))
+    mu = max(mu_rel * sv.s[0], floor)
+    for i in range(min(rank, k)):
+        si = sv.s[i]
+        r = si / mu
+        inv = 1.0 / si if si > 0 else 1.0
+        f[i] = inv if r > 1e3 else inv * (r**8 / (r**8 + 1.0))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def filtered_solve(sv, b, x):
+    """``x = V diag(f) U^T b``: the filtered minimum-norm least-squares solution of
+    ``A x = b`` by ``sv``'s decomposition of ``A`` and its :func:`filter_factors`."""
+    for r in range(x.shape[0]):
+        x[r] = 0.0
+    for i in range(sv.s.shape[0]):
         c = 0.0
-        for k in range(U.shape[0]):
-            c += U[k, i] * b[k]
-        c *= f
-        for k in range(x.shape[0]):
-            x[k] += Vt[i, k] * c
+        for r in range(b.shape[0]):
+            c += sv.U[r, i] * b[r]
+        c *= sv.f[i]
+        for r in range(x.shape[0]):
+            x[r] += sv.V[r, i] * c
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def filtered_solve_T(sv, b, x):
+    """``x = U diag(f) V^T b``: the same for ``A^T x = b``."""
+    for r in range(x.shape[0]):
+        x[r] = 0.0
+    for i in range(sv.s.shape[0]):
+        c = 0.0
+        for r in range(b.shape[0]):
+            c += sv.V[r, i] * b[r]
+        c *= sv.f[i]
+        for r in range(x.shape[0]):
+            x[r] += sv.U[r, i] * c
 
 
 @njit(cache=True, nogil=True)
 def singular_values(A):
     """The singular values of ``A``, largest first."""
-    if A.shape[0] == 0 or A.shape[1] == 0:
-        return np.zeros(0)
-    return np.linalg.svd(np.ascontiguousarray(A), full_matrices=False)[1]
+    sv = svd_work(A.shape[0], A.shape[1])
+    thin_svd(A, sv)
+    return sv.s.copy()
 
 
 # ------------------------------------------------------------------ the mechanism's terms
@@ -372,11 +530,13 @@ def dynamics(dm, w, t, y):
                 s += Kt[r, k] * w.u0[k]
             w.b[r] = s - w.gamma[r]
         z = w.z
-        filtered_lstsq(Kt, w.b, mu_rel, floor, rank, z)
+        thin_svd(Kt, w.sv)
+        filter_factors(w.sv, mu_rel, floor, rank)
+        filtered_solve(w.sv, w.b, z)
         for k in range(nv):
             w.u[k] = w.u0[k] - z[k]
         backward(L, w.u, vdot)
-        filtered_lstsq(Kt.T, z, mu_rel, floor, rank, w.lam)
+        filtered_solve_T(w.sv, z, w.lam)
         g = dm.gears
         for i in range(g.driver.shape[0]):
             w.lam[dm.nc + i] *= g.scale[i]  # the gear rows' own multipliers
@@ -466,7 +626,9 @@ def project_state(dm, w, t, q, v, velocities, iterations):
             w.stats[T_FAILED] = t
             return NOT_POSITIVE_DEFINITE
         whiten(L, w.K, Kt)
-        filtered_lstsq(Kt, w.phi, mu_rel, roundoff_floor(L, w.Kabs, w.u), rank, w.z)
+        thin_svd(Kt, w.sv)
+        filter_factors(w.sv, mu_rel, roundoff_floor(L, w.Kabs, w.u), rank)
+        filtered_solve(w.sv, w.phi, w.z)
         for k in range(nv):
             w.u[k] = -w.z[k]
         backward(L, w.u, w.dv)
@@ -490,7 +652,9 @@ def project_state(dm, w, t, q, v, velocities, iterations):
         for k in range(nv):
             s += Kt[r, k] * u[k]
         w.b[r] = s
-    filtered_lstsq(Kt, w.b, mu_rel, roundoff_floor(L, w.Kabs, w.dv), rank, w.z)
+    thin_svd(Kt, w.sv)
+    filter_factors(w.sv, mu_rel, roundoff_floor(L, w.Kabs, w.dv), rank)
+    filtered_solve(w.sv, w.b, w.z)
     for k in range(nv):
         u[k] -= w.z[k]
     backward(L, u, v)
@@ -524,7 +688,8 @@ def singularity(dm, w, t, y):
         w.stats[T_FAILED] = t
         return np.nan
     whiten(w.L, w.K, w.Kt)
-    s = singular_values(w.Kt)
+    thin_svd(w.Kt, w.sv)
+    s = w.sv.s
     r = min(w.rank[0], s.shape[0])
     if r == 0 or s[0] == 0.0:
         return 1.0
@@ -557,27 +722,13 @@ def watch_singular(dm, w, t, y):
 
 # ------------------------------------------------------------------ whole runs of steps
 
-class RK4Scratch(NamedTuple):
-    """The stages of :func:`rk4_steps`."""
-
-    k1: np.ndarray
-    k2: np.ndarray
-    k3: np.ndarray
-    k4: np.ndarray
-    stage: np.ndarray  # the stage state
-
-
-def rk4_scratch(n: int) -> RK4Scratch:
-    return RK4Scratch(*(np.zeros(n) for _ in range(5)))
-
-
 @njit(cache=True, nogil=True)
-def rk4_steps(dm, w, t0, t1, y, n, sc):
+def rk4_steps(dm, w, t0, t1, y, n):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
     each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
     step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods.
     Returns a status."""
-    k1, k2, k3, k4, st = sc.k1, sc.k2, sc.k3, sc.k4, sc.stage
+    k1, k2, k3, k4, st = w.stages
     m = y.shape[0]
     h = (t1 - t0) / n
     for i in range(n):
@@ -609,4 +760,83 @@ def rk4_steps(dm, w, t0, t1, y, n, sc):
         status = watch_singular(dm, w, ti, y)
         if status:
             return status
+    return 0
+
+
+# ------------------------------------------------------------------ entry points
+#
+# What the formulation calls from Python, with its workspace ``(DenseModel, DenseWork)``
+# as one table (:class:`.base.StateKernel`): unboxed as some 140 arrays it cost a call
+# ~100 us.  Scalars come in ``w.clock``.
+
+@njit(cache=True, nogil=True)
+def rhs_entry(desc, proto, y, out):
+    """:func:`rhs` at ``t = clock[0]``."""
+    dm, w = unpack(desc, proto)
+    return rhs(dm, w, w.clock[0], y, out)
+
+
+@njit(cache=True, nogil=True)
+def dynamics_entry(desc, proto, y):
+    """:func:`dynamics` at ``t = clock[0]``."""
+    dm, w = unpack(desc, proto)
+    return dynamics(dm, w, w.clock[0], y)
+
+
+@njit(cache=True, nogil=True)
+def rk4_entry(desc, proto, y):
+    """:func:`rk4_steps` from ``clock[0]`` to ``clock[1]`` in ``clock[2]`` steps."""
+    dm, w = unpack(desc, proto)
+    return rk4_steps(dm, w, w.clock[0], w.clock[1], y, np.int64(w.clock[2]))
+
+
+@njit(cache=True, nogil=True)
+def post_step_entry(desc, proto, y):
+    """:func:`post_step` at ``t = clock[0]``."""
+    dm, w = unpack(desc, proto)
+    return post_step(dm, w, w.clock[0], y)
+
+
+@njit(cache=True, nogil=True)
+def watch_entry(desc, proto, y):
+    """:func:`watch_singular` at ``t = clock[0]``."""
+    dm, w = unpack(desc, proto)
+    return watch_singular(dm, w, w.clock[0], y)
+
+
+@njit(cache=True, nogil=True)
+def singularity_entry(desc, proto, y):
+    """:func:`singularity` of state ``y``."""
+    dm, w = unpack(desc, proto)
+    return singularity(dm, w, 0.0, y)
+
+
+@njit(cache=True, nogil=True)
+def project_entry(desc, proto, q, v):
+    """:func:`project_state` with ``clock[1]`` iterations, of the velocities too if
+    ``clock[2]``."""
+    dm, w = unpack(desc, proto)
+    return project_state(dm, w, 0.0, q, v, w.clock[2] != 0.0, np.int64(w.clock[1]))
+
+
+@njit(cache=True, nogil=True)
+def closure_entry(desc, proto, q, v):
+    """:func:`closure_rows` without gamma (``clock[0]`` = 0) or :func:`cut_phi_K` (1)."""
+    dm, w = unpack(desc, proto)
+    if w.clock[0] != 0.0:
+        cut_phi_K(dm, w, q, v)
+    else:
+        closure_rows(dm, w, q, v, w.zero_acc)
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def kinematics_entry(desc, proto, y):
+    """:func:`kinematics` and the applied wrenches at state ``y`` (the rest of the
+    workspace as the last right-hand side left it)."""
+    dm, w = unpack(desc, proto)
+    nv = w.S.shape[0]
+    q = y[:y.shape[0] - nv]
+    kinematics(dm, w, q, y[q.shape[0]:])
+    tree_applied_forces(dm.fa, q, dm.mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref, w.Fext)
     return 0

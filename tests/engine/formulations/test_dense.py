@@ -8,6 +8,8 @@ from linkwork.engine import generators as gen
 from linkwork.engine.initial import joint_subspace
 from linkwork.engine.mechfile import GROUND, BodySpec, JointSpec, MechanismSpec, ShapeSpec, load, spec_from_dict, spec_to_dict
 from linkwork.engine.model import build_model
+from linkwork.engine.formulations.base import Formulation
+from linkwork.engine.formulations.dense import DenseFormulation
 from linkwork.engine.simulation import Settings, Simulation
 
 from ..conftest import example_path
@@ -183,3 +185,41 @@ def test_a_long_chain_is_solved_to_round_off_not_to_the_mass_matrix_condition():
         form = Simulation(model, Settings(formulation=f, threads=1)).formulation
         acc[f] = form.evaluate(0.0, form.initial_state()).acc
     assert np.abs(acc["dense"] - acc["dca"]).max() < 1e-12 * np.abs(acc["dca"]).max()
+
+
+def _stepping_pair(model):
+    """Two dense formulations of ``model`` at the same initial state."""
+    a = DenseFormulation(model, Settings(formulation="dense"))
+    b = DenseFormulation(model, Settings(formulation="dense"))
+    return a, b, a.initial_state(), b.initial_state()
+
+
+COMPILED_STEP_CASES = ["fourbar-crank-rocker", "parallelogram-fourbar", "fourbar-geared", "fivebar-redundant",
+                       "loop-8", "joint-zoo", "slider-crank", "chain-5-spherical-spatial"]
+
+
+@pytest.mark.parametrize("case", COMPILED_STEP_CASES + [f"random-{s}" for s in range(8)])
+def test_compiled_rk4_steps_repeat_the_generic_loop(case):
+    """dense's rk4 intervals in one kernel call (dense_solve.rk4_steps) against the
+    integrator's generic loop over the same formulation's rhs, post_step and
+    watch_singular (Formulation.rk4_steps): the same states to 1e-12 relative over 40
+    output intervals of 2 steps each, through the singularity watch's filter changes
+    (the parallelogram four-bar folds) and spherical joints' quaternions."""
+    if case.startswith("random-"):
+        seed = int(case.split("-")[1])
+        model = build_model(gen.random_mechanism(seed=seed, loops=seed % 4))
+    else:
+        model = build_model(load(example_path(case)))
+    fast, slow, y_fast, y_slow = _stepping_pair(model)
+    assert np.array_equal(y_fast, y_slow)
+    y_start = y_fast.copy()
+    dt = 0.01
+    for k in range(40):
+        t0, t1 = k * dt, (k + 1) * dt
+        y_fast = fast.rk4_steps(t0, t1, y_fast, 2)
+        y_slow = Formulation.rk4_steps(slow, t0, t1, y_slow, 2)
+        scale = np.maximum(np.abs(y_slow), 1.0)
+        assert np.abs(y_fast - y_slow).max() <= 1e-12 * scale.max(), f"interval {k}"
+        assert fast.mu_rel == slow.mu_rel
+    assert fast.nfev == slow.nfev == 40 * 2 * 4
+    assert np.abs(y_fast - y_start).max() > 1e-6  # it moved
