@@ -376,6 +376,17 @@ def normalize_quaternions(mk, q):
 
 def classical_accelerations(V: np.ndarray, A: np.ndarray) -> np.ndarray:
     """``[a_C; alpha]`` from spatial accelerations about the COM: a_C = A_lin + w x v_C."""
-    out = A.copy()
-    out[:, :3] += np.cross(V[:, 3:], V[:, :3])
+    out = np.empty((A.shape[0], 6))
+    classical_into(np.ascontiguousarray(V), np.ascontiguousarray(A), out)
     return out
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def classical_into(V, A, out):
+    """:func:`classical_accelerations` into ``out``."""
+    for i in range(A.shape[0]):
+        out[i, 0] = A[i, 0] + (V[i, 4] * V[i, 2] - V[i, 5] * V[i, 1])
+        out[i, 1] = A[i, 1] + (V[i, 5] * V[i, 0] - V[i, 3] * V[i, 2])
+        out[i, 2] = A[i, 2] + (V[i, 3] * V[i, 1] - V[i, 4] * V[i, 0])
+        for k in range(3, 6):
+            out[i, k] = A[i, k]

@@ -32,18 +32,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import config
-from ..constraints import con_arrays, joint_constraint
+from ..constraints import con_arrays
 from ..errors import SingularSystemError
 from ..forces import force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
-from ..kinematics import (
-    classical_accelerations, fk_accelerations, fk_positions, kin_arrays, motion_subspace, subtree_sums,
-)
-from ..model import PRISMATIC, Model
-from ..spatial import shift_force
+from ..kinematics import fk_positions, kin_arrays, motion_subspace
+from ..model import Model
 from .base import Evaluation, Formulation, StateKernel, check_consistent
 from . import dense_solve as solve
-from .dense_kernels import body_terms
+from .dense_kernels import Frames, ReactionModel, multiplier_reactions
 
 
 class DenseFormulation(Formulation):
@@ -83,12 +80,12 @@ class DenseFormulation(Formulation):
             np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64), self.cut_spring,
             solve.Gears(m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
                   m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
-            np.int64(ncut_rows), self._project,
+            reaction_model(m), np.int64(ncut_rows), self._project,
         )
         ws = (self.dm, w)
         #: the kernels called from Python, each with the workspace as one table
         self._k = {name: StateKernel(getattr(solve, name + "_entry"), ws) for name in (
-            "rhs", "dynamics", "rk4", "post_step", "watch", "singularity", "project", "closure", "kinematics")}
+            "rhs", "dynamics", "rk4", "post_step", "watch", "singularity", "project", "closure", "evaluate")}
         self._cache_y = None
         self._cache = None
         #: rank of the closure equations, decided once at the file's configuration
@@ -364,29 +361,27 @@ class DenseFormulation(Formulation):
     # --------------------------------------------------------------- output
     def evaluate(self, t, y) -> Evaluation:
         m = self.model
-        if self._cache_y is not None and self._cache[0] == t and np.array_equal(self._cache_y, y):
-            vdot = self._cache[1]
-            # the workspace's kinematics may be another state's (a projection ran since)
-            self._call("kinematics", np.ascontiguousarray(y, dtype=float))
+        y = np.ascontiguousarray(y, dtype=float)
+        w = self.work
+        cached = self._cache_y is not None and self._cache[0] == t and np.array_equal(self._cache_y, y)
+        if cached:  # the last right-hand side was this state's
+            w.vdot[:] = self._cache[1]
             self.lam[:] = self._cache[2]
-        else:
-            q, v, vdot = self._dynamics(t, y)
+        self._call("evaluate", y, clock=(t, 1.0 if cached else 0.0))
         if self.ncr:
             check_consistent(t, self.residual, self.residual_scale)
         # update the branch reference of cut-joint spring angles
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
-        fk_accelerations(self.mk, self.x, self.P, self.S, self.c, vdot, self.A)
-        acc = classical_accelerations(self.V, self.A)
-        reactions = self._reactions()
-        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(), acc=acc,
-                          P=self.P.copy(), reactions=reactions, jq=self.jq.copy(),
-                          extra={"vdot": vdot.copy(), "q": y[: m.nq].copy(), "v": y[m.nq:].copy()})
+        return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(), acc=w.acc_out.copy(),
+                          P=self.P.copy(), reactions=w.react.copy(), jq=self.jq.copy(),
+                          extra={"vdot": w.vdot.copy(), "q": y[: m.nq].copy(), "v": y[m.nq:].copy()})
 
-    def _reactions(self) -> np.ndarray:
-        """Constraint wrenches of every joint from the force balance of each subtree."""
-        return reactions_from_multipliers(self.model, self.ca, self.x, self.R, self.V, self.P, self.A, self.Fext,
-                                          self.lam)
+
+def reaction_model(model: Model) -> ReactionModel:
+    """What :func:`.dense_kernels.multiplier_reactions` reads of ``model``."""
+    m = model
+    return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred, m.g_driver, m.g_driven, m.g_ratio)
 
 
 def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np.ndarray:
@@ -398,48 +393,14 @@ def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np
     When ``lam`` also holds the gear rows' multipliers (after the cut rows), each gear's
     generalized force ``-K_g^T lam_g`` acts like a joint torque (force) on its two
     joints: counted as applied, so a geared joint's reaction is its constraint wrench
-    alone (no component about a revolute axis), as for any driven joint."""
-    m = model
-    react = np.zeros((m.nj, 6))
-    Fcut = np.zeros((m.nb, 6))
-    row = 0
-    x0, R0, V0 = np.zeros(3), np.eye(3), np.zeros(6)
-    for j in range(m.nb, m.nj):
-        n = m.nc_j[j]
-        a, b = m.pred[j], m.succ[j]
-        phi = np.zeros(n)
-        Ga = np.zeros((n, 6))
-        Gb = np.zeros((n, 6))
-        g = np.zeros(n)
-        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
-        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi, Ga, Gb, g)
-        lj = lam[row:row + n]
-        Fb = -Gb.T @ lj  # wrench on b about its COM
-        Fcut[b] += Fb
-        if a >= 0:
-            Fcut[a] += -Ga.T @ lj
-        out = np.empty(6)
-        shift_force(Fb, x[b] - P[j], out)
-        react[j] = out
-        row += n
-    if m.ng and lam.shape[0] >= row + m.ng:
-        for i in range(m.ng):
-            lg = lam[row + i]
-            for j, tau in ((m.g_driver[i], -lg), (m.g_driven[i], m.g_ratio[i] * lg)):
-                a, b = m.pred[j], m.succ[j]
-                ax = (np.eye(3) if a < 0 else R[a]) @ m.axis_pred[j]
-                for body, sgn in ((b, 1.0), (a, -1.0)):
-                    if body < 0:
-                        continue
-                    if m.jtype[j] == PRISMATIC:
-                        f = sgn * tau * ax
-                        Fcut[body, :3] += f
-                        Fcut[body, 3:] += np.cross(P[j] - x[body], f)
-                    else:
-                        Fcut[body, 3:] += sgn * tau * ax
-    Fbody = np.zeros((m.nb, 6))
-    fj = np.zeros((m.nb, 6))
-    body_terms(m.mass, m.inertia, R, V, A, Fext + Fcut, Fbody)
-    subtree_sums(m.parent, x, P, Fbody, fj)
-    react[: m.nb] = fj
+    alone (no component about a revolute axis), as for any driven joint.  One kernel
+    call (:func:`.dense_kernels.multiplier_reactions`)."""
+    react = np.empty((model.nj, 6))
+    c = np.ascontiguousarray
+    multiplier_reactions(ca, reaction_model(model), Frames(c(x), c(R), c(V), c(P), _NO_SUBSPACE), c(A), c(Fext),
+                         c(lam, dtype=float), react)
     return react
+
+
+#: the motion subspace :func:`reactions_from_multipliers` does not read
+_NO_SUBSPACE = np.zeros((0, 6))

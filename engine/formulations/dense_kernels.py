@@ -14,6 +14,8 @@ import numpy as np
 from numba import njit
 
 from ..constraints import joint_constraint
+from ..kinematics import subtree_sums
+from ..model import PRISMATIC
 from ..spatial import shift_force
 
 
@@ -247,3 +249,108 @@ def loop_rows(ca, parent, v_adr, nv_j, nb, kin, acc, rows, scratch):
                         Kabs[row + r, col] += abs(t)
                 i = parent[i]
         row += n
+
+
+class ReactionModel(NamedTuple):
+    """What :func:`multiplier_reactions` reads of the mechanism besides the cut joints'
+    constraint arrays."""
+
+    parent: np.ndarray  # (nb,) parent body
+    mass: np.ndarray  # (nb,)
+    inertia: np.ndarray  # (nb, 3, 3) about the COM, body frame
+    jtype: np.ndarray  # (nj,) joint types
+    axis_pred: np.ndarray  # (nj, 3) joint axis in the predecessor's frame
+    g_driver: np.ndarray  # (ng,) gears' driving joints
+    g_driven: np.ndarray  # (ng,) driven joints
+    g_ratio: np.ndarray  # (ng,) mu
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def multiplier_reactions(ca, rm, kin, A, Fext, lam, react):
+    """Every joint's wrench on its successor (about its point) into ``react`` (nj, 6) from
+    the closure rows' multipliers ``lam`` (dense's row order and sign: the cut joints',
+    then the gears' if ``lam`` holds them) and the spatial accelerations ``A`` about each
+    COM (:func:`engine.formulations.dense.reactions_from_multipliers` says how)."""
+    x, R, V, P = kin.x, kin.R, kin.V, kin.P
+    jtype, pred, succ, nc_j = ca.jtype, ca.pred, ca.succ, ca.nc_j
+    nb = x.shape[0]
+    nj = jtype.shape[0]
+    Fcut = np.zeros((nb, 6))
+    phi = np.empty(6)
+    Ga = np.empty((6, 6))
+    Gb = np.empty((6, 6))
+    g = np.empty(6)
+    Fb = np.empty(6)
+    l = np.empty(3)
+    out = np.empty(6)
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
+    for c in range(6):
+        for j in range(nj):
+            react[j, c] = 0.0
+    row = 0
+    for j in range(nb, nj):
+        n = nc_j[j]
+        a = pred[j]
+        b = succ[j]
+        if a < 0:
+            joint_constraint(ca, j, x0, R0, V0, x[b], R[b], V[b], phi[:n], Ga[:n], Gb[:n], g[:n])
+        else:
+            joint_constraint(ca, j, x[a], R[a], V[a], x[b], R[b], V[b], phi[:n], Ga[:n], Gb[:n], g[:n])
+        for k in range(6):
+            sb = 0.0
+            sa = 0.0
+            for r in range(n):
+                sb += Gb[r, k] * lam[row + r]
+                sa += Ga[r, k] * lam[row + r]
+            Fb[k] = -sb  # the wrench on b about its COM
+            Fcut[b, k] += -sb
+            if a >= 0:
+                Fcut[a, k] += -sa
+        for k in range(3):
+            l[k] = x[b, k] - P[j, k]
+        shift_force(Fb, l, out)
+        for k in range(6):
+            react[j, k] = out[k]
+        row += n
+    ng = rm.g_driver.shape[0]
+    if ng and lam.shape[0] >= row + ng:
+        for i in range(ng):
+            lg = lam[row + i]
+            for side in range(2):
+                j = rm.g_driver[i] if side == 0 else rm.g_driven[i]
+                tau = -lg if side == 0 else rm.g_ratio[i] * lg
+                a, b = pred[j], succ[j]
+                ax = np.empty(3)
+                for r in range(3):
+                    if a < 0:
+                        ax[r] = rm.axis_pred[j, r]
+                    else:
+                        ax[r] = R[a, r, 0] * rm.axis_pred[j, 0] + R[a, r, 1] * rm.axis_pred[j, 1] + \
+                            R[a, r, 2] * rm.axis_pred[j, 2]
+                for end in range(2):
+                    body = b if end == 0 else a
+                    sgn = 1.0 if end == 0 else -1.0
+                    if body < 0:
+                        continue
+                    if rm.jtype[j] == PRISMATIC:
+                        f0, f1, f2 = sgn * tau * ax[0], sgn * tau * ax[1], sgn * tau * ax[2]
+                        d0, d1, d2 = P[j, 0] - x[body, 0], P[j, 1] - x[body, 1], P[j, 2] - x[body, 2]
+                        Fcut[body, 0] += f0
+                        Fcut[body, 1] += f1
+                        Fcut[body, 2] += f2
+                        Fcut[body, 3] += d1 * f2 - d2 * f1
+                        Fcut[body, 4] += d2 * f0 - d0 * f2
+                        Fcut[body, 5] += d0 * f1 - d1 * f0
+                    else:
+                        for r in range(3):
+                            Fcut[body, 3 + r] += sgn * tau * ax[r]
+    F = Fext + Fcut
+    Fbody = np.zeros((nb, 6))
+    fj = np.zeros((nb, 6))
+    body_terms(rm.mass, rm.inertia, R, V, A, F, Fbody)
+    subtree_sums(rm.parent, x, P, Fbody, fj)
+    for i in range(nb):
+        for k in range(6):
+            react[i, k] = fj[i, k]

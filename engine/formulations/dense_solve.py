@@ -35,7 +35,11 @@ from ..kinematics import (
 )
 from ..model import SPHERICAL
 from .workspace import unpack
-from .dense_kernels import Frames, JointRowScratch, LoopRows, body_terms, crba, loop_rows, project_columns
+from ..kinematics import classical_into
+from .dense_kernels import (
+    Frames, JointRowScratch, LoopRows, ReactionModel, body_terms, crba, loop_rows, multiplier_reactions,
+    project_columns,
+)
 
 #: status of a kernel call (0: done); the formulation turns the others into SingularSystemError
 NOT_POSITIVE_DEFINITE = 1
@@ -76,6 +80,7 @@ class DenseModel(NamedTuple):
     spring_tree: np.ndarray  # tree joints whose coordinate a spring reads
     spring_cut: np.ndarray  # cut joints whose coordinate a spring reads (from the poses)
     gears: Gears
+    rm: ReactionModel  # what the reactions read
     nc: np.int64  # rows of the cut joints; the gear rows follow
     project: bool  # stabilise by projection after every step
 
@@ -153,6 +158,8 @@ class DenseWork(NamedTuple):
     watch: np.ndarray  # (6,) the singularity watch (MU_REL ...)
     stats: np.ndarray  # (4,) RESIDUAL ...
     sv: ThinSVD  # of Kt
+    acc_out: np.ndarray  # (nb, 6) classical accelerations of an evaluation
+    react: np.ndarray  # (nj, 6) every joint's wrench on its successor, of an evaluation
     clock: np.ndarray  # (4,) what an entry kernel takes besides the state: a time, an interval, a step count
     stages: RK4Stages  # rk4_steps' stages
 
@@ -176,7 +183,8 @@ def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWor
         phi=phi, lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
         scratch=JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)), zero_nv=np.zeros(nv),
         u0=np.zeros(nv), u=np.zeros(nv), vdot=np.zeros(nv), dv=np.zeros(nv), b=np.zeros(ncr), z=np.zeros(nv),
-        rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4), sv=svd_work(ncr, nv), clock=np.zeros(4),
+        rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4), sv=svd_work(ncr, nv), acc_out=np.zeros((nb, 6)),
+        react=np.zeros((nj, 6)), clock=np.zeros(4),
         stages=RK4Stages(*(np.zeros(nq + nv) for _ in range(5))),
     )
 
@@ -831,12 +839,24 @@ def closure_entry(desc, proto, q, v):
 
 
 @njit(cache=True, nogil=True)
-def kinematics_entry(desc, proto, y):
-    """:func:`kinematics` and the applied wrenches at state ``y`` (the rest of the
-    workspace as the last right-hand side left it)."""
+def evaluate_entry(desc, proto, y):
+    """An output row's terms at ``(clock[0], y)``: the dynamics (unless ``clock[1]``: the
+    last right-hand side's ``vdot`` and ``lam``, already in the workspace, were this
+    state's -- then the kinematics and applied wrenches alone), the bodies' spatial and
+    classical accelerations and every joint's reaction."""
     dm, w = unpack(desc, proto)
     nv = w.S.shape[0]
-    q = y[:y.shape[0] - nv]
-    kinematics(dm, w, q, y[q.shape[0]:])
-    tree_applied_forces(dm.fa, q, dm.mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref, w.Fext)
+    nq = y.shape[0] - nv
+    q = y[:nq]
+    if w.clock[1] != 0.0:
+        kinematics(dm, w, q, y[nq:])
+        tree_applied_forces(dm.fa, q, dm.mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref,
+                            w.Fext)
+    else:
+        status = dynamics(dm, w, w.clock[0], y)
+        if status:
+            return status
+    fk_accelerations(dm.mk, w.x, w.P, w.S, w.c, w.vdot, w.A)
+    classical_into(w.V, w.A, w.acc_out)
+    multiplier_reactions(dm.ca, dm.rm, Frames(w.x, w.R, w.V, w.P, w.S), w.A, w.Fext, w.lam, w.react)
     return 0
