@@ -28,8 +28,10 @@ import numpy as np
 from numba import njit
 
 from .constraints import con_arrays, coupling_violations, violations
+from .formulations.base import StateKernel
+from .formulations.workspace import unpack
 from .forces import energies, force_arrays, joint_coordinate, joint_rate
-from .model import PRISMATIC, REVOLUTE, Model
+from .model import Model
 from .spatial import rot_to_quat
 
 BODY_FIELDS = ("x", "y", "z", "q0", "q1", "q2", "q3", "vx", "vy", "vz", "wx", "wy", "wz")
@@ -69,6 +71,15 @@ class Recorder:
         self._nan = np.full(m.nj, np.nan)
         self._jq_ref = np.zeros(m.nj)
         self._jq = np.zeros(m.nj)
+        self._nan_acc = np.full((m.nb, 6), np.nan)
+        #: the row kernel with this recorder's arrays as one table (the continuity state
+        #: ``_qprev``, ``_jq_ref`` is written in place)
+        self._kernel = StateKernel(_row, (
+            self.fa, self.ca, m.inertia, m.body_internal, self._qprev, self._angle_joints, self._jq_ref, self._jq,
+            self._phi, self._Ga, self._Gb, self._g,
+            (m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
+             m.g_q0.astype(float).reshape(m.ng, 2)),
+            m.joint_internal, m.reversed, m.succ, m.anchor_succ))
 
     def state(self) -> tuple:
         """The continuity state (quaternion signs, unwrapped angles), to undo a rejected row."""
@@ -79,33 +90,46 @@ class Recorder:
         self._jq_ref[:] = state[1]
 
     def row(self, ev) -> np.ndarray:
-        m = self.model
         out = np.empty(len(self.columns))
         out[0] = ev.t
-        k = _body_columns(m.body_internal, ev.x, ev.R, ev.V, self._qprev, out, 1)
-        # joint coordinates from poses (unwrapped), also feed the joint-spring energy
-        jq = self._jq
-        _angle_coordinates(self.fa, self._angle_joints, ev.x, ev.R, self._jq_ref, jq)
         known_jq = self._nan if ev.jq is None else ev.jq
-        known = np.isfinite(known_jq)
-        jq[known] = known_jq[known]
-        ke, pe = energies(self.fa, m.inertia, ev.x, ev.R, ev.V, jq)
-        out[k:k + 3] = (ke, pe, ke + pe)
-        k += 3
-        acc = ev.acc if ev.acc is not None else np.full((m.nb, 6), np.nan)
+        acc = ev.acc if ev.acc is not None else self._nan_acc
         self.last_twists = (ev.V, acc)  # for the monitor's continuity checks (engine/monitor.py)
         self.last_positions = ev.x
-        vp, vv, va = violations(self.ca, ev.x, ev.R, ev.V, acc, self._phi, self._Ga, self._Gb, self._g)
-        if m.ng:  # gear residuals join the stacked residuals (docs/file-format.md, "Couplings")
-            sp, sv, sa = coupling_violations(self.fa, m.g_driver, m.g_driven, m.g_ratio, m.g_q0, jq, ev.x,
-                                             ev.R, ev.V, acc)
-            vp, vv, va = np.sqrt(vp * vp + sp), np.sqrt(vv * vv + sv), np.sqrt(va * va + sa)
-        out[k:k + 3] = (vp, vv, va)
-        k += 3
-        k = _angle_columns(self.fa, self._angle_joints, known_jq, self._jq_ref, ev.x, ev.R, ev.V, out, k)
-        _reaction_columns(m.joint_internal, m.reversed, m.succ, m.anchor_succ, ev.x, ev.R, ev.P, ev.reactions,
-                          out, k)
+        self._kernel(ev.x, ev.R, ev.V, acc, known_jq, ev.P, ev.reactions, out)
         return out
+
+
+@njit(cache=True, nogil=True)
+def _row(desc, proto, x, R, V, acc, known_jq, P, reactions, out):
+    """One row after ``t`` (``out[0]``), from an evaluation's poses, twists, classical
+    accelerations, known joint coordinates (NaN: from the poses), joint points and
+    reactions; the workspace (:meth:`Recorder._workspace`) as one table."""
+    (fa, ca, inertia, body_internal, qprev, angle_joints, jq_ref, jq, phi, Ga, Gb, g, gears, joint_internal,
+     reversed_, succ, anchor_succ) = unpack(desc, proto)
+    k = _body_columns(body_internal, x, R, V, qprev, out, 1)
+    # joint coordinates from poses (unwrapped), also feed the joint-spring energy
+    _angle_coordinates(fa, angle_joints, x, R, jq_ref, jq)
+    for j in range(jq.shape[0]):
+        if np.isfinite(known_jq[j]):
+            jq[j] = known_jq[j]
+    ke, pe = energies(fa, inertia, x, R, V, jq)
+    out[k] = ke
+    out[k + 1] = pe
+    out[k + 2] = ke + pe
+    k += 3
+    vp, vv, va = violations(ca, x, R, V, acc, phi, Ga, Gb, g)
+    g_driver, g_driven, g_ratio, g_q0 = gears
+    if g_driver.shape[0]:  # gear residuals join the stacked residuals (docs/file-format.md, "Couplings")
+        sp, sv, sa = coupling_violations(fa, g_driver, g_driven, g_ratio, g_q0, jq, x, R, V, acc)
+        vp, vv, va = np.sqrt(vp * vp + sp), np.sqrt(vv * vv + sv), np.sqrt(va * va + sa)
+    out[k] = vp
+    out[k + 1] = vv
+    out[k + 2] = va
+    k += 3
+    k = _angle_columns(fa, angle_joints, known_jq, jq_ref, x, R, V, out, k)
+    _reaction_columns(joint_internal, reversed_, succ, anchor_succ, x, R, P, reactions, out, k)
+    return 0
 
 
 # Per-row kernels: no Python loop over bodies or joints for each output row.
