@@ -34,7 +34,9 @@ its measures, with the monitor off and ``dca``/``hdca`` unprojected, so that eac
 formulation's own behaviour shows), :mod:`.report` (progress, plots, tables, JSON) and
 :mod:`.timing` (best-of-batches and interleaved timing on a shared machine).
 ``linkwork bench`` is :mod:`.bench`, with :mod:`.ladder_cost`, :mod:`.startup`,
-:mod:`.monitor_cost` and :mod:`.peers` (Pinocchio and MuJoCo).
+:mod:`.monitor_cost`, :mod:`.peers` (Pinocchio and MuJoCo) and :mod:`.whole_run` (whole
+runs of the examples; the peers' models :mod:`.mujoco_model` and :mod:`.exudyn_model`,
+measured at :mod:`.closure_points`).
 
 This package only re-exports: its modules never import from it.
 """

@@ -15,7 +15,9 @@ noisy machine):
   (:mod:`.startup`).
 
 ``--ladders``, ``--monitor`` and ``--peers`` run one other measurement instead
-(:mod:`.ladder_cost`, :mod:`.monitor_cost`, :mod:`.peers`).
+(:mod:`.ladder_cost`, :mod:`.monitor_cost`, :mod:`.peers`); ``--whole-run`` times whole
+simulations of the bundled examples, with ``--peers`` against MuJoCo and Exudyn
+(:mod:`.whole_run`).
 
 Prints a table and writes JSON (``--json FILE``).  Timing: best of repeated
 batches, each batch long enough (>= 50 ms) that the clock resolution does not
@@ -128,6 +130,39 @@ def _peers(forms: list[str], args) -> int:
     return 0 if worst <= AGREE_RTOL else 1
 
 
+def _whole_run(args, argv) -> int:
+    """``--whole-run``: with ``--formulations`` unset each example's default formulation;
+    ``all`` (or a list) every one of those that accepts the example."""
+    from ..formulations import REGISTRY
+    from .whole_run import example_paths
+    from .whole_run import run as run_whole
+
+    forms = None
+    if args.formulations:
+        forms = [f for f in args.formulations.split(",") if f]
+        if forms == ["all"]:
+            forms = "all"
+        else:
+            unknown = [f for f in forms if f not in REGISTRY]
+            if unknown:
+                print(f"linkwork bench: unknown formulation {unknown[0]!r} (available: all, "
+                      f"{', '.join(REGISTRY)})", file=sys.stderr)
+                return 2
+    if not (args.t_end > 0 and args.rounds >= 1) or (args.threads is not None and args.threads < 1):
+        print("linkwork bench: --t-end must be > 0, --rounds and --threads >= 1", file=sys.stderr)
+        return 2
+    examples = [e for e in args.examples.split(",") if e] if args.examples else None
+    try:
+        example_paths(examples)
+    except ValueError as exc:
+        print(f"linkwork bench: {exc}", file=sys.stderr)
+        return 2
+    line = "linkwork bench " + " ".join(argv if argv is not None else sys.argv[2:])
+    out = None if args.out_dir == "-" else Path(args.out_dir)
+    run_whole(line.strip(), forms, examples, args.t_end, args.rounds, args.peers, args.threads, out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import numba
 
@@ -135,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="linkwork bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--formulations", default=None,
-                   help="comma-separated [dca,hdca; with --peers every registered ODE formulation]")
+                   help="comma-separated [dca,hdca; with --peers every registered ODE formulation; with "
+                        "--whole-run each example's default, 'all': every one that accepts the example]")
     p.add_argument("--max-n", type=int, default=1024, help="largest chain [%(default)s]")
     p.add_argument("--no-pinocchio", action="store_true", help="skip the Pinocchio reference")
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurements")
@@ -146,9 +182,26 @@ def main(argv: list[str] | None = None) -> int:
                    help="only the pipeline monitor's cost: the 128-link chain with and without it")
     p.add_argument("--peers", action="store_true",
                    help="only Linkwork against Pinocchio's aba and MuJoCo's mj_forward on chains of "
-                        "16 ... 1024 bodies, accelerations compared first (needs the bench extra)")
+                        "16 ... 1024 bodies, accelerations compared first (needs the bench extra); with "
+                        "--whole-run: MuJoCo and Exudyn on the same whole runs")
     p.add_argument("--markdown", metavar="FILE", help="with --peers: also write the table as Markdown")
+    w = p.add_argument_group(
+        "whole runs", "--whole-run: --t-end seconds of every bundled example at its defaults, wall per "
+        "simulated second, steps per second, right-hand-side count, the time of one, the overhead factor "
+        "wall / (count x one) and the loops' closure error; with --peers also MuJoCo (mj_step, RK4, the "
+        "same step, loops as connect equalities) and Exudyn (index-3 generalized-alpha, the same step), "
+        "the engines timed round by round; JSON and Markdown to --out-dir (docs/benchmarks.md, \"Whole runs\")")
+    w.add_argument("--whole-run", action="store_true", help="time whole simulations of the bundled examples")
+    w.add_argument("--t-end", type=float, default=10.0, help="simulated seconds per run [%(default)s]")
+    w.add_argument("--examples", default=None,
+                   help="comma-separated example names (file stems, e.g. fourbar-crank-rocker) [all bundled]")
+    w.add_argument("--rounds", type=int, default=3, help="timed rounds, best kept [%(default)s]")
+    w.add_argument("--threads", type=int, default=None, help="Linkwork's engine threads [automatic]")
+    w.add_argument("--out-dir", default="benchmarks/results",
+                   help="where whole-run-<date>.json and .md go [%(default)s]; '-' writes nothing")
     args = p.parse_args(argv)
+    if args.whole_run:
+        return _whole_run(args, argv)
     default = ("dca", "hdca", "rcr", "embedding", "dense") if args.peers else ("dca", "hdca")
     forms = ([f for f in args.formulations.split(",") if f] if args.formulations
              else [f for f in default if f in REGISTRY])

@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from .mujoco_model import build as build_mujoco
+from .mujoco_model import world_frames
 from .timing import time_interleaved
 
 #: largest estimated pinocchio Data (10 n_v^3 doubles measured: 0.54 GB at n_v = 192)
@@ -69,25 +71,6 @@ def chain_spec(n: int, kind: str, seed: int = 0):
     return dataclasses.replace(spec, joints=tuple(joints))
 
 
-def _world_frames(model):
-    """World anchor and axis of every tree joint and world inertia of every body at t = 0."""
-    nb = model.nb
-    anchor = np.zeros((nb, 3))
-    axis = np.zeros((nb, 3))
-    inertia = np.zeros((nb, 3, 3))
-    for i in range(nb):
-        p = model.pred[i]
-        if p < 0:
-            anchor[i] = model.anchor_pred[i]
-            axis[i] = model.axis_pred[i]
-        else:
-            anchor[i] = model.x0[p] + model.R0_body[p] @ model.anchor_pred[i]
-            axis[i] = model.R0_body[p] @ model.axis_pred[i]
-        R = model.R0_body[i]
-        inertia[i] = R @ model.inertia[i] @ R.T
-    return anchor, axis, inertia
-
-
 def _check_tree(model):
     from ..model import TYPE_NAME
 
@@ -105,7 +88,7 @@ def pinocchio_model(model):
     from ..model import SPHERICAL
 
     _check_tree(model)
-    anchor, axis, inertia = _world_frames(model)
+    anchor, axis, _, inertia = world_frames(model)
     pm = pin.Model()
     pm.gravity.linear = np.asarray(model.gravity, dtype=float)
     jid = [0] * model.nb
@@ -123,34 +106,10 @@ def pinocchio_model(model):
 
 
 def mujoco_model(model):
-    """MuJoCo model of a Linkwork tree, built with MuJoCo's model-editing API (``MjSpec``;
-    MJCF text nests one element per body and its parser stops at a few hundred levels):
-    the same frames as :func:`pinocchio_model`, no contacts, no armature or damping."""
-    import mujoco
-
-    from ..model import SPHERICAL
-
+    """MuJoCo model of a Linkwork tree (:func:`.mujoco_model.build`: the same frames as
+    :func:`pinocchio_model`, no contacts, no armature or damping)."""
     _check_tree(model)
-    anchor, axis, inertia = _world_frames(model)
-    spec = mujoco.MjSpec()
-    spec.option.gravity = np.asarray(model.gravity, dtype=float)
-    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-    handles = []
-    for i in range(model.nb):
-        p = model.parent[i]
-        pa = np.zeros(3) if p < 0 else anchor[p]
-        b = (spec.worldbody if p < 0 else handles[p]).add_body(name=f"B{i}", pos=anchor[i] - pa)
-        b.explicitinertial = True
-        b.mass = float(model.mass[i])
-        b.ipos = model.x0[i] - anchor[i]
-        I = inertia[i]
-        b.fullinertia = [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]
-        if int(model.jtype[i]) == SPHERICAL:
-            b.add_joint(name=f"J{i}", type=mujoco.mjtJoint.mjJNT_BALL)
-        else:
-            b.add_joint(name=f"J{i}", type=mujoco.mjtJoint.mjJNT_HINGE, axis=axis[i])
-        handles.append(b)
-    return spec.compile()
+    return build_mujoco(model).mj
 
 
 def peer_velocities(model, ev) -> np.ndarray:
@@ -159,7 +118,7 @@ def peer_velocities(model, ev) -> np.ndarray:
     velocity in world axes (its frame is parallel to the world at the neutral configuration)."""
     from ..model import SPHERICAL
 
-    _, axis, _ = _world_frames(model)
+    axis = world_frames(model).axis
     v = []
     for i in range(model.nb):
         p = model.parent[i]
