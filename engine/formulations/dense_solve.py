@@ -433,7 +433,7 @@ def kinematics(dm, w, q, v):
     fk_velocities(dm.mk, w.x, w.P, w.S, v, w.V, w.c)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def mass_matrix(dm, w):
     """The joint-space mass matrix into ``w.M`` (composite rigid bodies)."""
     M = w.M
@@ -443,7 +443,7 @@ def mass_matrix(dm, w):
     crba(dm.mk.parent, dm.mass, dm.inertia, w.R, w.x, w.P, w.S, dm.mk.v_adr, dm.nv_j, M)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def newton_euler(dm, w, vdot, out):
     """``out = M vdot + h``, body by body (recursive Newton-Euler): accelerations into
     ``w.A``, force balances into ``w.Fbody``, subtree sums into ``w.fj``."""
@@ -471,7 +471,7 @@ def gear_rows(dm, w, q):
         w.gamma[r] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def closure_rows(dm, w, q, v, acc):
     """Kinematics at ``(q, v)`` and the closure rows ``K``, ``phi`` and ``gamma`` (from
     the classical body accelerations ``acc``)."""
@@ -482,14 +482,14 @@ def closure_rows(dm, w, q, v, acc):
     gear_rows(dm, w, q)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def cut_phi_K(dm, w, q, v):
     """Kinematics, ``Phi``, ``K`` and ``M`` at ``(q, v)`` (for the projections)."""
     closure_rows(dm, w, q, v, w.zero_acc)
     mass_matrix(dm, w)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def dynamics(dm, w, t, y):
     """The joint accelerations ``w.vdot`` and multipliers ``w.lam`` at state ``y``
     (:meth:`.dense.DenseFormulation._dynamics` gives the equations).  Returns a status."""
@@ -573,7 +573,7 @@ def dynamics(dm, w, t, y):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def rhs(dm, w, t, y, out):
     """The right-hand side ``[qdot; vdot]`` at ``(t, y)`` into ``out``; returns a status."""
     w.stats[RHS_COUNT] += 1.0
@@ -613,7 +613,7 @@ def apply_increment(dm, q, dv):
                 q[qa + k] += dv[va + k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def project_state(dm, w, t, q, v, velocities, iterations):
     """Mass-orthogonal projection, in place, of ``(q, v)`` onto ``Phi = 0`` and ``K v = 0``
     (of ``q`` alone unless ``velocities``): ``iterations`` Gauss-Newton steps at most, each
@@ -669,7 +669,7 @@ def project_state(dm, w, t, q, v, velocities, iterations):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def post_step(dm, w, t, y):
     """After an accepted step, in place: quaternions renormalised, the state projected onto
     the closure (when the formulation projects and has closure rows); returns a status."""
@@ -683,7 +683,7 @@ def post_step(dm, w, t, y):
 
 # ------------------------------------------------------------------ singular configurations
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def singularity(dm, w, t, y):
     """``s_min / s_max`` of the mass-whitened closure rows over the closure's rank at state
     ``y`` (1.0 without a live direction); NaN if the mass matrix is not positive definite."""
@@ -704,7 +704,7 @@ def singularity(dm, w, t, y):
     return s[r - 1] / s[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def watch_singular(dm, w, t, y):
     """The singularity measure at an accepted state, its rate, and the filter width that
     follows (:meth:`.dense.DenseFormulation.watch_singular` says when it widens); returns a
@@ -730,7 +730,7 @@ def watch_singular(dm, w, t, y):
 
 # ------------------------------------------------------------------ whole runs of steps
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def rk4_steps(dm, w, t0, t1, y, n):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
     each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
@@ -777,49 +777,49 @@ def rk4_steps(dm, w, t0, t1, y, n):
 # as one table (:class:`.base.StateKernel`): unboxed as some 140 arrays it cost a call
 # ~100 us.  Scalars come in ``w.clock``.
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def rhs_entry(desc, proto, y, out):
     """:func:`rhs` at ``t = clock[0]``."""
     dm, w = unpack(desc, proto)
     return rhs(dm, w, w.clock[0], y, out)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def dynamics_entry(desc, proto, y):
     """:func:`dynamics` at ``t = clock[0]``."""
     dm, w = unpack(desc, proto)
     return dynamics(dm, w, w.clock[0], y)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def rk4_entry(desc, proto, y):
     """:func:`rk4_steps` from ``clock[0]`` to ``clock[1]`` in ``clock[2]`` steps."""
     dm, w = unpack(desc, proto)
     return rk4_steps(dm, w, w.clock[0], w.clock[1], y, np.int64(w.clock[2]))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def post_step_entry(desc, proto, y):
     """:func:`post_step` at ``t = clock[0]``."""
     dm, w = unpack(desc, proto)
     return post_step(dm, w, w.clock[0], y)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def watch_entry(desc, proto, y):
     """:func:`watch_singular` at ``t = clock[0]``."""
     dm, w = unpack(desc, proto)
     return watch_singular(dm, w, w.clock[0], y)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def singularity_entry(desc, proto, y):
     """:func:`singularity` of state ``y``."""
     dm, w = unpack(desc, proto)
     return singularity(dm, w, 0.0, y)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def project_entry(desc, proto, q, v):
     """:func:`project_state` with ``clock[1]`` iterations, of the velocities too if
     ``clock[2]``."""
@@ -827,7 +827,7 @@ def project_entry(desc, proto, q, v):
     return project_state(dm, w, 0.0, q, v, w.clock[2] != 0.0, np.int64(w.clock[1]))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def closure_entry(desc, proto, q, v):
     """:func:`closure_rows` without gamma (``clock[0]`` = 0) or :func:`cut_phi_K` (1)."""
     dm, w = unpack(desc, proto)
@@ -838,7 +838,7 @@ def closure_entry(desc, proto, q, v):
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def evaluate_entry(desc, proto, y):
     """An output row's terms at ``(clock[0], y)``: the dynamics (unless ``clock[1]``: the
     last right-hand side's ``vdot`` and ``lam``, already in the workspace, were this
