@@ -30,6 +30,7 @@ import math
 from typing import Callable, Iterator
 
 import numpy as np
+from numba import njit
 
 from . import config
 from .errors import SimulationError
@@ -60,10 +61,23 @@ ADAPTIVE_ADVICE = "try tighter tolerances (rtol, atol) or a smaller output inter
 
 
 def _check(t: float, y: np.ndarray, advice: str = FIXED_STEP_ADVICE) -> None:
-    if not np.all(np.isfinite(y)):
+    size = _largest(y)
+    if not math.isfinite(size):
         raise SimulationError(t, f"the state became non-finite (the simulation diverged); {advice}")
-    if np.abs(y).max(initial=0.0) > 1e12:
+    if size > 1e12:
         raise SimulationError(t, f"the state exceeded 1e12 (the simulation diverged); {advice}")
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _largest(y):
+    """The largest magnitude in ``y`` (0 if empty), NaN if any entry is not finite."""
+    m = 0.0
+    for k in range(y.shape[0]):
+        a = abs(y[k])
+        if not math.isfinite(a):
+            return np.nan
+        m = max(m, a)
+    return m
 
 
 class Refinement:

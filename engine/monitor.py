@@ -35,6 +35,7 @@ line per finished or failed run with its worst figures (the acceptance counts).
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -163,7 +164,7 @@ class Monitor:
         ``|V1 - V0 - dt (A0 + A1) / 2|`` to ``dt max|A| + dt |A1 - 2 A0 + A_-1| / 12``, the
         larger of the linear and angular parts; 0 without two earlier rows."""
         V1, A1 = getattr(recorder, "last_twists", (None, None))
-        if V1 is None or not self._motion or not np.all(np.isfinite(A1)):
+        if V1 is None or not self._motion:
             return 0.0
         t0, V0, A0 = self._motion[-1][:3]
         dt = t - t0
@@ -191,7 +192,7 @@ class Monitor:
             return 0.0
         t0, V0, A0, x0 = self._motion[-1]
         dt = t - t0
-        if dt <= 0 or not (np.all(np.isfinite(A1)) and np.all(np.isfinite(x1))):
+        if dt <= 0:
             return 0.0
         return leap_ratio(dt, x0, x1, V0, V1, A0, A1, self.integrates_velocities)
 
@@ -224,7 +225,7 @@ class Monitor:
         drift = abs(e - self._e0)
         hard = []
         soft = []
-        finite = np.isfinite(vp) and np.isfinite(vv) and np.isfinite(e)
+        finite = math.isfinite(vp) and math.isfinite(vv) and math.isfinite(e)
         if not finite:
             hard.append("the state or its residuals are not finite")
         if vp > config.MONITOR_POSITION_TOL:
@@ -445,6 +446,15 @@ def summary(stats: dict, short: bool = False) -> str:
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _all_finite(a):
+    for i in range(a.shape[0]):
+        for c in range(a.shape[1]):
+            if not math.isfinite(a[i, c]):
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _nanmax(m, x):
     return x if (x > m or x != x) else m
 
@@ -452,7 +462,10 @@ def _nanmax(m, x):
 @njit(cache=True, nogil=True, _nrt=False)
 def continuity_ratio(dt, V0, V1, A0, A1, Am, has_m):
     """:meth:`Monitor._continuity` from the twists ``V0``, ``V1`` and accelerations ``A0``,
-    ``A1`` at the interval's ends (``Am`` one row before, if ``has_m``)."""
+    ``A1`` at the interval's ends (``Am`` one row before, if ``has_m``); 0 where ``A1`` is
+    not all finite (a formulation without accelerations)."""
+    if not _all_finite(A1):
+        return 0.0
     worst = 0.0
     for c0 in (0, 3):
         r = 0.0
@@ -481,7 +494,9 @@ def continuity_ratio(dt, V0, V1, A0, A1, Am, has_m):
 @njit(cache=True, nogil=True, _nrt=False)
 def leap_ratio(dt, x0, x1, V0, V1, A0, A1, integrates_velocities):
     """:meth:`Monitor._leap` from the centres of mass ``x0``, ``x1``, twists and
-    accelerations at the interval's ends."""
+    accelerations at the interval's ends; 0 where ``A1`` or ``x1`` is not all finite."""
+    if not (_all_finite(A1) and _all_finite(x1)):
+        return 0.0
     R = 0.0
     r_v = 0.0
     a0m = 0.0
