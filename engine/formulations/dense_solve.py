@@ -98,7 +98,7 @@ class ThinSVD(NamedTuple):
     order: np.ndarray  # (k,) int64
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def svd_work(m, n):
     """An empty :class:`ThinSVD` for (m, n) matrices."""
     k = min(m, n)
@@ -257,10 +257,11 @@ def roundoff_floor(L, Kabs, tmp):
     return config.REDUNDANT_RTOL * math.sqrt(ss)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def thin_svd(A, sv):
     """The thin singular value decomposition ``A = U diag(s) V^T`` into ``sv``, singular
-    values largest first: by one-sided Jacobi rotations (Hestenes) for the small systems
+    values largest first (compiled with reference counting, stated: a kernel without it
+    that calls this one would otherwise pass its flag on, and LAPACK's branch allocates): by one-sided Jacobi rotations (Hestenes) for the small systems
     of a mechanism's closure (rank at most :data:`JACOBI_MAX_RANK`), which computes even
     small singular values to high relative accuracy and needs no allocation; by LAPACK's
     ``gesdd`` above that."""
@@ -415,7 +416,7 @@ def filtered_solve_T(sv, b, x):
             x[r] += sv.U[r, i] * c
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def singular_values(A):
     """The singular values of ``A``, largest first."""
     sv = svd_work(A.shape[0], A.shape[1])
