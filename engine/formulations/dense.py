@@ -82,10 +82,9 @@ class DenseFormulation(Formulation):
                   m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
             reaction_model(m), np.int64(ncut_rows), self._project,
         )
-        ws = (self.dm, w)
-        #: the kernels called from Python, each with the workspace as one table
-        self._k = {name: StateKernel(getattr(solve, name + "_entry"), ws) for name in (
-            "rhs", "dynamics", "rk4", "post_step", "watch", "singularity", "project", "closure", "evaluate")}
+        #: the kernels' entry point, with the workspace as one table (dense_solve.entry)
+        self._k = StateKernel(solve.entry, (self.dm, w))
+        self._none = np.zeros(0)  # the entry's second array where an operation takes one
         self._cache_y = None
         self._cache = None
         #: rank of the closure equations, decided once at the file's configuration
@@ -176,14 +175,16 @@ class DenseFormulation(Formulation):
             raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
         raise SingularSystemError(t, "accelerations are not finite")
 
-    def _call(self, name: str, *state, clock=None):
-        """Kernel ``name`` (:mod:`.dense_solve`'s ``<name>_entry``) on ``state``, ``clock``
+    def _call(self, op: int, a, b=None, clock=()) -> float:
+        """Operation ``op`` of :func:`.dense_solve.entry` on ``a`` (and ``b``), ``clock``
         first into the workspace's clock; raises what a failed status stands for."""
-        if clock is not None:
-            self.work.clock[:len(clock)] = clock
-        status = self._k[name](*state)
-        if status:
-            self._raise(status)
+        c = self.work.clock
+        c[:len(clock)] = clock
+        c[3] = op
+        status = self._k(a, self._none if b is None else b)
+        if status and op != solve.SINGULARITY:
+            self._raise(int(status))
+        return status
 
     def _dynamics(self, t, y):
         """Accelerations ``vdot`` and multipliers ``lam`` at ``(t, y)`` (:func:`.dense_solve.dynamics`):
@@ -200,7 +201,7 @@ class DenseFormulation(Formulation):
         Cholesky solve alone is only as accurate as ``M``, whose condition grows fast with a
         chain's length (docs/derivations.md, "Iterative refinement")."""
         y = np.ascontiguousarray(y, dtype=float)
-        self._call("dynamics", y, clock=(t,))
+        self._call(solve.DYNAMICS, y, clock=(t,))
         m = self.model
         return y[: m.nq], y[m.nq:], self.work.vdot
 
@@ -208,9 +209,10 @@ class DenseFormulation(Formulation):
         self.nfev += 1
         y = np.ascontiguousarray(y, dtype=float)
         self.work.clock[0] = t
-        out, status = self._k["rhs"].rates(y)
+        self.work.clock[3] = solve.RHS
+        out, status = self._k.rates(y)
         if status:
-            self._raise(status)
+            self._raise(int(status))
         self._cache_y = y.copy()
         self._cache = (t, self.work.vdot.copy(), self.lam.copy())
         return out
@@ -226,7 +228,7 @@ class DenseFormulation(Formulation):
         out = np.array(y, dtype=float)
         count = self.work.stats[solve.RHS_COUNT]
         try:
-            self._call("rk4", out, clock=(t0, t1, n))
+            self._call(solve.RK4, out, clock=(t0, t1, n))
         finally:
             self.nfev += int(self.work.stats[solve.RHS_COUNT] - count)
             self._cache_y = None
@@ -239,8 +241,7 @@ class DenseFormulation(Formulation):
 
     def _closure_rows(self, q, v):
         """Kinematics, Phi and K at (q, v), without the mass matrix."""
-        self._call("closure", np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
-                   clock=(0.0,))
+        self._call(solve.CLOSURE, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float))
 
     def closure_residuals(self, q, v) -> tuple[float, float]:
         """The largest closure residual of the positions ``q`` and of the velocities ``v``
@@ -253,8 +254,7 @@ class DenseFormulation(Formulation):
 
     def _cut_phi_K(self, q, v):
         """Kinematics, Phi, K and M at (q, v) (for the projections)."""
-        self._call("closure", np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
-                   clock=(1.0,))
+        self._call(solve.CUT_PHI_K, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float))
 
     def _cholesky(self, t=0.0):
         """The lower Cholesky factor ``L`` of the workspace's mass matrix (``M = L L^T``);
@@ -290,12 +290,12 @@ class DenseFormulation(Formulation):
         """
         q = np.array(q, dtype=float)
         v = np.array(v, dtype=float)
-        self._call("project", q, v, clock=(0.0, iterations, 1.0 if velocities else 0.0))
+        self._call(solve.PROJECT, q, v, clock=(0.0, iterations, 1.0 if velocities else 0.0))
         return q, v
 
     def post_step(self, t, y):
         y = np.array(y, dtype=float)
-        self._call("post_step", y, clock=(t,))
+        self._call(solve.POST_STEP, y, clock=(t,))
         return y
 
     def loop_singular_values(self, y) -> np.ndarray:
@@ -317,7 +317,7 @@ class DenseFormulation(Formulation):
     def singularity(self, y) -> float:
         """Distance measure to a singular configuration: the smallest singular value of
         the mass-whitened loop Jacobian that is not a redundancy, over the largest."""
-        s = self._k["singularity"](np.ascontiguousarray(y, dtype=float))
+        s = self._call(solve.SINGULARITY, np.ascontiguousarray(y, dtype=float), clock=(0.0,))
         if np.isnan(s):
             self._raise(solve.NOT_POSITIVE_DEFINITE)
         return float(s)
@@ -331,7 +331,7 @@ class DenseFormulation(Formulation):
         mechanism that merely stays ill-conditioned keeps the narrow base width
         DENSE_BASE_FILTER_RTOL (exact to (mu/sigma)^8 on its live directions).
         """
-        self._call("watch", np.ascontiguousarray(y, dtype=float), clock=(t,))
+        self._call(solve.WATCH, np.ascontiguousarray(y, dtype=float), clock=(t,))
 
     def health(self) -> dict:
         """The singularity measure of the last accepted step (:meth:`watch_singular` computes it
@@ -367,7 +367,7 @@ class DenseFormulation(Formulation):
         if cached:  # the last right-hand side was this state's
             w.vdot[:] = self._cache[1]
             self.lam[:] = self._cache[2]
-        self._call("evaluate", y, clock=(t, 1.0 if cached else 0.0))
+        self._call(solve.EVALUATE, y, clock=(t, 1.0 if cached else 0.0))
         if self.ncr:
             check_consistent(t, self.residual, self.residual_scale)
         # update the branch reference of cut-joint spring angles

@@ -15,7 +15,8 @@ directions (:func:`filter_factors`).  The linear algebra is written out for the 
 systems a mechanism has: the Cholesky factor of the mass matrix, triangular solves, and
 the filtered least squares by a thin singular value decomposition (:func:`thin_svd`).  The data a kernel reads
 are two named tuples built once per formulation: :class:`DenseModel` (the mechanism) and
-:class:`DenseWork` (the workspace, whose arrays are the formulation's attributes).
+:class:`DenseWork` (the workspace, whose arrays are the formulation's attributes), handed
+to every kernel as one table (``desc, proto``: :mod:`.workspace`) that it unpacks.
 """
 
 from __future__ import annotations
@@ -427,16 +428,18 @@ def singular_values(A):
 # ------------------------------------------------------------------ the mechanism's terms
 
 @njit(cache=True, nogil=True, _nrt=False)
-def kinematics(dm, w, q, v):
+def kinematics(desc, proto, q, v):
     """Poses, joint points, motion subspace, twists and velocity products at ``(q, v)``."""
+    dm, w = unpack(desc, proto)
     fk_positions(dm.mk, q, w.x, w.R, w.P)
     motion_subspace(dm.mk, q, w.R, w.S)
     fk_velocities(dm.mk, w.x, w.P, w.S, v, w.V, w.c)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def mass_matrix(dm, w):
+def mass_matrix(desc, proto):
     """The joint-space mass matrix into ``w.M`` (composite rigid bodies)."""
+    dm, w = unpack(desc, proto)
     M = w.M
     for i in range(M.shape[0]):
         for k in range(M.shape[1]):
@@ -445,9 +448,10 @@ def mass_matrix(dm, w):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def newton_euler(dm, w, vdot, out):
+def newton_euler(desc, proto, vdot, out):
     """``out = M vdot + h``, body by body (recursive Newton-Euler): accelerations into
     ``w.A``, force balances into ``w.Fbody``, subtree sums into ``w.fj``."""
+    dm, w = unpack(desc, proto)
     mk = dm.mk
     fk_accelerations(mk, w.x, w.P, w.S, w.c, vdot, w.A)
     body_terms(dm.mass, dm.inertia, w.R, w.V, w.A, w.Fext, w.Fbody)
@@ -456,8 +460,9 @@ def newton_euler(dm, w, vdot, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def gear_rows(dm, w, q):
+def gear_rows(desc, proto, q):
     """The gear rows of ``K``, ``phi``, ``gamma`` (after the cut rows), each scaled."""
+    dm, w = unpack(desc, proto)
     g = dm.gears
     q_adr, v_adr = dm.mk.q_adr, dm.mk.v_adr
     nc = dm.nc
@@ -473,37 +478,40 @@ def gear_rows(dm, w, q):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def closure_rows(dm, w, q, v, acc):
+def closure_rows(desc, proto, q, v, acc):
     """Kinematics at ``(q, v)`` and the closure rows ``K``, ``phi`` and ``gamma`` (from
     the classical body accelerations ``acc``)."""
+    dm, w = unpack(desc, proto)
     mk = dm.mk
-    kinematics(dm, w, q, v)
+    kinematics(desc, proto, q, v)
     loop_rows(dm.ca, mk.parent, mk.v_adr, dm.nv_j, mk.parent.shape[0], Frames(w.x, w.R, w.V, w.P, w.S), acc,
               w.rows, w.scratch)
-    gear_rows(dm, w, q)
+    gear_rows(desc, proto, q)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def cut_phi_K(dm, w, q, v):
+def cut_phi_K(desc, proto, q, v):
     """Kinematics, ``Phi``, ``K`` and ``M`` at ``(q, v)`` (for the projections)."""
-    closure_rows(dm, w, q, v, w.zero_acc)
-    mass_matrix(dm, w)
+    dm, w = unpack(desc, proto)
+    closure_rows(desc, proto, q, v, w.zero_acc)
+    mass_matrix(desc, proto)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def dynamics(dm, w, t, y):
+def dynamics(desc, proto, t, y):
     """The joint accelerations ``w.vdot`` and multipliers ``w.lam`` at state ``y``
     (:meth:`.dense.DenseFormulation._dynamics` gives the equations).  Returns a status."""
+    dm, w = unpack(desc, proto)
     mk = dm.mk
     nb = mk.parent.shape[0]
     nv = w.S.shape[0]
     nq = y.shape[0] - nv
     q = y[:nq]
     v = y[nq:]
-    kinematics(dm, w, q, v)
-    mass_matrix(dm, w)
+    kinematics(desc, proto, q, v)
+    mass_matrix(desc, proto)
     tree_applied_forces(dm.fa, q, mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref, w.Fext)
-    newton_euler(dm, w, w.zero_nv, w.h)  # the bias forces: M vdot + h at vdot = 0
+    newton_euler(desc, proto, w.zero_nv, w.h)  # the bias forces: M vdot + h at vdot = 0
     for i in range(nb):
         for k in range(6):
             w.A_bias[i, k] = w.A[i, k]
@@ -526,7 +534,7 @@ def dynamics(dm, w, t, y):
             acc[i, 2] = Ab[2] + (V[3] * V[1] - V[4] * V[0])
             for k in range(3, 6):
                 acc[i, k] = Ab[k]
-        closure_rows(dm, w, q, v, acc)
+        closure_rows(desc, proto, q, v, acc)
         Kt = w.Kt
         whiten(L, w.K, Kt)
         floor = roundoff_floor(L, w.Kabs, w.u)
@@ -562,7 +570,7 @@ def dynamics(dm, w, t, y):
     else:
         backward(L, w.u0, vdot)
         # one step of iterative refinement of M vdot = -h, the residual by Newton-Euler
-        newton_euler(dm, w, vdot, w.tau)
+        newton_euler(desc, proto, vdot, w.tau)
         forward(L, w.tau, w.tau)
         backward(L, w.tau, w.tau)
         for k in range(nv):
@@ -575,10 +583,11 @@ def dynamics(dm, w, t, y):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rhs(dm, w, t, y, out):
+def rhs(desc, proto, t, y, out):
     """The right-hand side ``[qdot; vdot]`` at ``(t, y)`` into ``out``; returns a status."""
+    dm, w = unpack(desc, proto)
     w.stats[RHS_COUNT] += 1.0
-    status = dynamics(dm, w, t, y)
+    status = dynamics(desc, proto, t, y)
     if status:
         return status
     nv = w.S.shape[0]
@@ -615,17 +624,18 @@ def apply_increment(dm, q, dv):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def project_state(dm, w, t, q, v, velocities, iterations):
+def project_state(desc, proto, t, q, v, velocities, iterations):
     """Mass-orthogonal projection, in place, of ``(q, v)`` onto ``Phi = 0`` and ``K v = 0``
     (of ``q`` alone unless ``velocities``): ``iterations`` Gauss-Newton steps at most, each
     the increment of least kinetic metric.  Leaves the workspace (kinematics, K, M) at the
     projected state; returns a status."""
+    dm, w = unpack(desc, proto)
     L, Kt = w.L, w.Kt
     mu_rel = w.watch[MU_REL]
     rank = w.rank[0]
     nv = v.shape[0]
     for _ in range(iterations):
-        cut_phi_K(dm, w, q, v)
+        cut_phi_K(desc, proto, q, v)
         worst = 0.0
         for r in range(w.phi.shape[0]):
             worst = max(worst, abs(w.phi[r]))
@@ -643,7 +653,7 @@ def project_state(dm, w, t, q, v, velocities, iterations):
         backward(L, w.u, w.dv)
         apply_increment(dm, q, w.dv)
     else:
-        cut_phi_K(dm, w, q, v)
+        cut_phi_K(desc, proto, q, v)
     if not velocities:
         return 0
     if not cholesky(w.M, L):
@@ -671,28 +681,30 @@ def project_state(dm, w, t, q, v, velocities, iterations):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def post_step(dm, w, t, y):
+def post_step(desc, proto, t, y):
     """After an accepted step, in place: quaternions renormalised, the state projected onto
     the closure (when the formulation projects and has closure rows); returns a status."""
+    dm, w = unpack(desc, proto)
     nv = w.S.shape[0]
     nq = y.shape[0] - nv
     normalize_quaternions(dm.mk, y[:nq])
     if dm.project and w.K.shape[0]:
-        return project_state(dm, w, t, y[:nq], y[nq:], True, config.PROJECTION_MAX_ITER)
+        return project_state(desc, proto, t, y[:nq], y[nq:], True, config.PROJECTION_MAX_ITER)
     return 0
 
 
 # ------------------------------------------------------------------ singular configurations
 
 @njit(cache=True, nogil=True, _nrt=False)
-def singularity(dm, w, t, y):
+def singularity(desc, proto, t, y):
     """``s_min / s_max`` of the mass-whitened closure rows over the closure's rank at state
     ``y`` (1.0 without a live direction); NaN if the mass matrix is not positive definite."""
+    dm, w = unpack(desc, proto)
     if not w.K.shape[0]:
         return 1.0
     nv = w.S.shape[0]
     nq = y.shape[0] - nv
-    cut_phi_K(dm, w, y[:nq], y[nq:])
+    cut_phi_K(desc, proto, y[:nq], y[nq:])
     if not cholesky(w.M, w.L):
         w.stats[T_FAILED] = t
         return np.nan
@@ -706,13 +718,14 @@ def singularity(dm, w, t, y):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def watch_singular(dm, w, t, y):
+def watch_singular(desc, proto, t, y):
     """The singularity measure at an accepted state, its rate, and the filter width that
     follows (:meth:`.dense.DenseFormulation.watch_singular` says when it widens); returns a
     status."""
+    dm, w = unpack(desc, proto)
     if not (dm.project and w.K.shape[0]):
         return 0
-    s = singularity(dm, w, t, y)
+    s = singularity(desc, proto, t, y)
     if math.isnan(s):
         return NOT_POSITIVE_DEFINITE
     wt = w.watch
@@ -732,132 +745,114 @@ def watch_singular(dm, w, t, y):
 # ------------------------------------------------------------------ whole runs of steps
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_steps(dm, w, t0, t1, y, n):
+def rk4_steps(desc, proto, t0, t1, y, n):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
     each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
     step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods.
     Returns a status."""
+    dm, w = unpack(desc, proto)
     k1, k2, k3, k4, st = w.stages
     m = y.shape[0]
     h = (t1 - t0) / n
     for i in range(n):
         t = t0 + i * h
         ti = t1 if i == n - 1 else t0 + (i + 1) * h
-        status = rhs(dm, w, t, y, k1)
+        status = rhs(desc, proto, t, y, k1)
         if status:
             return status
         for k in range(m):
             st[k] = y[k] + h / 2 * k1[k]
-        status = rhs(dm, w, t + h / 2, st, k2)
+        status = rhs(desc, proto, t + h / 2, st, k2)
         if status:
             return status
         for k in range(m):
             st[k] = y[k] + h / 2 * k2[k]
-        status = rhs(dm, w, t + h / 2, st, k3)
+        status = rhs(desc, proto, t + h / 2, st, k3)
         if status:
             return status
         for k in range(m):
             st[k] = y[k] + h * k3[k]
-        status = rhs(dm, w, t + h, st, k4)
+        status = rhs(desc, proto, t + h, st, k4)
         if status:
             return status
         for k in range(m):
             y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
-        status = post_step(dm, w, ti, y)
+        status = post_step(desc, proto, ti, y)
         if status:
             return status
-        status = watch_singular(dm, w, ti, y)
+        status = watch_singular(desc, proto, ti, y)
         if status:
             return status
     return 0
 
 
-# ------------------------------------------------------------------ entry points
+# ------------------------------------------------------------------ the entry point
 #
 # What the formulation calls from Python, with its workspace ``(DenseModel, DenseWork)``
 # as one table (:class:`.base.StateKernel`): unboxed as some 140 arrays it cost a call
-# ~100 us.  Scalars come in ``w.clock``.
+# ~100 us.  The kernels above take the same table (``desc, proto``) and unpack what they
+# read: with the two tuples as arguments each kernel compiled for a signature of a
+# thousand values, about 2 s of a cold compile apiece.  One entry point for every
+# operation, chosen by ``clock[3]``, its scalars in the rest of ``clock``: each kernel
+# an entry point calls is linked and optimised into it again.
 
-@njit(cache=True, nogil=True, _nrt=False)
-def rhs_entry(desc, proto, y, out):
-    """:func:`rhs` at ``t = clock[0]``."""
-    dm, w = unpack(desc, proto)
-    return rhs(dm, w, w.clock[0], y, out)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def dynamics_entry(desc, proto, y):
-    """:func:`dynamics` at ``t = clock[0]``."""
-    dm, w = unpack(desc, proto)
-    return dynamics(dm, w, w.clock[0], y)
+#: the operations of :func:`entry` (``clock[3]``)
+RHS, DYNAMICS, RK4, POST_STEP, WATCH, SINGULARITY, PROJECT, CLOSURE, CUT_PHI_K, EVALUATE = range(10)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_entry(desc, proto, y):
-    """:func:`rk4_steps` from ``clock[0]`` to ``clock[1]`` in ``clock[2]`` steps."""
+def entry(desc, proto, a, b):
+    """Operation ``clock[3]`` on the arrays ``a``, ``b``; returns its status (0: done), or
+    the measure for SINGULARITY:
+
+    - RHS: :func:`rhs` at ``(clock[0], a)`` into ``b``
+    - DYNAMICS: :func:`dynamics` at ``(clock[0], a)``
+    - RK4: :func:`rk4_steps` on ``a`` from ``clock[0]`` to ``clock[1]`` in ``clock[2]`` steps
+    - POST_STEP, WATCH: :func:`post_step` (in place), :func:`watch_singular` at ``(clock[0], a)``
+    - SINGULARITY: :func:`singularity` of state ``a``
+    - PROJECT: :func:`project_state` of ``q = a``, ``v = b`` in place, ``clock[1]``
+      iterations, of the velocities too if ``clock[2]``
+    - CLOSURE, CUT_PHI_K: :func:`closure_rows` (without gamma), :func:`cut_phi_K` at ``(a, b)``
+    - EVALUATE: an output row's terms at ``(clock[0], a)``: the dynamics (unless
+      ``clock[1]``: the last right-hand side's ``vdot`` and ``lam``, already in the
+      workspace, were this state's -- then the kinematics and applied wrenches alone),
+      the bodies' spatial and classical accelerations and every joint's reaction."""
     dm, w = unpack(desc, proto)
-    return rk4_steps(dm, w, w.clock[0], w.clock[1], y, np.int64(w.clock[2]))
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def post_step_entry(desc, proto, y):
-    """:func:`post_step` at ``t = clock[0]``."""
-    dm, w = unpack(desc, proto)
-    return post_step(dm, w, w.clock[0], y)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def watch_entry(desc, proto, y):
-    """:func:`watch_singular` at ``t = clock[0]``."""
-    dm, w = unpack(desc, proto)
-    return watch_singular(dm, w, w.clock[0], y)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def singularity_entry(desc, proto, y):
-    """:func:`singularity` of state ``y``."""
-    dm, w = unpack(desc, proto)
-    return singularity(dm, w, 0.0, y)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def project_entry(desc, proto, q, v):
-    """:func:`project_state` with ``clock[1]`` iterations, of the velocities too if
-    ``clock[2]``."""
-    dm, w = unpack(desc, proto)
-    return project_state(dm, w, 0.0, q, v, w.clock[2] != 0.0, np.int64(w.clock[1]))
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def closure_entry(desc, proto, q, v):
-    """:func:`closure_rows` without gamma (``clock[0]`` = 0) or :func:`cut_phi_K` (1)."""
-    dm, w = unpack(desc, proto)
-    if w.clock[0] != 0.0:
-        cut_phi_K(dm, w, q, v)
-    else:
-        closure_rows(dm, w, q, v, w.zero_acc)
-    return 0
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def evaluate_entry(desc, proto, y):
-    """An output row's terms at ``(clock[0], y)``: the dynamics (unless ``clock[1]``: the
-    last right-hand side's ``vdot`` and ``lam``, already in the workspace, were this
-    state's -- then the kinematics and applied wrenches alone), the bodies' spatial and
-    classical accelerations and every joint's reaction."""
-    dm, w = unpack(desc, proto)
+    op = np.int64(w.clock[3])
+    t = w.clock[0]
+    if op == RHS:
+        return float(rhs(desc, proto, t, a, b))
+    if op == DYNAMICS:
+        return float(dynamics(desc, proto, t, a))
+    if op == RK4:
+        return float(rk4_steps(desc, proto, t, w.clock[1], a, np.int64(w.clock[2])))
+    if op == POST_STEP:
+        return float(post_step(desc, proto, t, a))
+    if op == WATCH:
+        return float(watch_singular(desc, proto, t, a))
+    if op == SINGULARITY:
+        return singularity(desc, proto, t, a)
+    if op == PROJECT:
+        return float(project_state(desc, proto, t, a, b, w.clock[2] != 0.0, np.int64(w.clock[1])))
+    if op == CLOSURE:
+        closure_rows(desc, proto, a, b, w.zero_acc)
+        return 0.0
+    if op == CUT_PHI_K:
+        cut_phi_K(desc, proto, a, b)
+        return 0.0
+    # EVALUATE
     nv = w.S.shape[0]
-    nq = y.shape[0] - nv
-    q = y[:nq]
+    nq = a.shape[0] - nv
+    q = a[:nq]
     if w.clock[1] != 0.0:
-        kinematics(dm, w, q, y[nq:])
+        kinematics(desc, proto, q, a[nq:])
         tree_applied_forces(dm.fa, q, dm.mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref,
                             w.Fext)
     else:
-        status = dynamics(dm, w, w.clock[0], y)
+        status = dynamics(desc, proto, t, a)
         if status:
-            return status
+            return float(status)
     fk_accelerations(dm.mk, w.x, w.P, w.S, w.c, w.vdot, w.A)
     classical_into(w.V, w.A, w.acc_out)
     multiplier_reactions(dm.ca, dm.rm, Frames(w.x, w.R, w.V, w.P, w.S), w.A, w.Fext, w.lam, w.react)
-    return 0
+    return 0.0
