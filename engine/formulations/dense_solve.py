@@ -94,8 +94,8 @@ class ThinSVD(NamedTuple):
     s: np.ndarray  # (k,) largest first
     V: np.ndarray  # (n, k)
     f: np.ndarray  # (k,) the least squares' filter (filter_factors); scratch of thin_svd
-    W: np.ndarray  # (max(m, n), k) the rotated columns
-    J: np.ndarray  # (k, k) the accumulated rotations
+    W: np.ndarray  # (k, max(m, n)) the rotated columns, one per row
+    J: np.ndarray  # (k, k) the accumulated rotations, one column per row
     order: np.ndarray  # (k,) int64
 
 
@@ -103,7 +103,7 @@ class ThinSVD(NamedTuple):
 def svd_work(m, n):
     """An empty :class:`ThinSVD` for (m, n) matrices."""
     k = min(m, n)
-    return ThinSVD(np.zeros((m, k)), np.zeros(k), np.zeros((n, k)), np.zeros(k), np.zeros((max(m, n), k)),
+    return ThinSVD(np.zeros((m, k)), np.zeros(k), np.zeros((n, k)), np.zeros(k), np.zeros((k, max(m, n))),
                    np.zeros((k, k)), np.zeros(k, dtype=np.int64))
 
 
@@ -282,31 +282,39 @@ def thin_svd(A, sv):
         return
     tall = m >= n
     p = m if tall else n
-    for r in range(p):
-        for c in range(k):
-            W[r, c] = A[r, c] if tall else A[c, r]
+    # W's rows are the columns being rotated (contiguous: the dots and rotations run along
+    # rows), J's rows the accumulated rotations' columns
+    for c in range(k):
+        for r in range(p):
+            W[c, r] = A[r, c] if tall else A[c, r]
     for r in range(k):
         for c in range(k):
             J[r, c] = 1.0 if r == c else 0.0
     # a column below round-off of the whole (a redundant row's direction) has no
     # direction to rotate to: it stays, or the sweeps would chase round-off forever
     tiny = 0.0
-    for r in range(p):
-        for c in range(k):
-            tiny += W[r, c] * W[r, c]
+    for c in range(k):
+        for r in range(p):
+            tiny += W[c, r] * W[c, r]
     tiny *= 1e-30
+    nrm = s  # the columns' squared norms during the sweeps (s is written at the end)
     for _ in range(JACOBI_SWEEPS):
+        for c in range(k):  # afresh each sweep: the updates below drift by round-off
+            t = 0.0
+            for r in range(p):
+                t += W[c, r] * W[c, r]
+            nrm[c] = t
         rotated = False
         for i in range(k - 1):
             for j in range(i + 1, k):
-                a = 0.0
-                b = 0.0
+                a = nrm[i]
+                b = nrm[j]
+                if a <= tiny or b <= tiny:
+                    continue
                 g = 0.0
                 for r in range(p):
-                    a += W[r, i] * W[r, i]
-                    b += W[r, j] * W[r, j]
-                    g += W[r, i] * W[r, j]
-                if a <= tiny or b <= tiny or abs(g) <= 1e-15 * math.sqrt(a * b):
+                    g += W[i, r] * W[j, r]
+                if abs(g) <= 1e-15 * math.sqrt(a * b):
                     continue
                 rotated = True
                 zeta = (b - a) / (2.0 * g)
@@ -314,13 +322,15 @@ def thin_svd(A, sv):
                 c = 1.0 / math.sqrt(1.0 + t * t)
                 sn = c * t
                 for r in range(p):
-                    wi, wj = W[r, i], W[r, j]
-                    W[r, i] = c * wi - sn * wj
-                    W[r, j] = sn * wi + c * wj
+                    wi, wj = W[i, r], W[j, r]
+                    W[i, r] = c * wi - sn * wj
+                    W[j, r] = sn * wi + c * wj
                 for r in range(k):
-                    wi, wj = J[r, i], J[r, j]
-                    J[r, i] = c * wi - sn * wj
-                    J[r, j] = sn * wi + c * wj
+                    wi, wj = J[i, r], J[j, r]
+                    J[i, r] = c * wi - sn * wj
+                    J[j, r] = sn * wi + c * wj
+                nrm[i] = a - t * g  # the rotated columns' norms (g is now zero)
+                nrm[j] = b + t * g
         if not rotated:
             break
     # column norms are the singular values; order them, largest first
@@ -328,7 +338,7 @@ def thin_svd(A, sv):
     for c in range(k):
         t = 0.0
         for r in range(p):
-            t += W[r, c] * W[r, c]
+            t += W[c, r] * W[c, r]
         norm[c] = math.sqrt(t)
     order = sv.order
     for c in range(k):
@@ -339,7 +349,7 @@ def thin_svd(A, sv):
             if norm[order[j]] > norm[order[best]]:
                 best = j
         order[i], order[best] = order[best], order[i]
-    # A = W J^T (tall) or A^T = W J^T: the normalised columns of W are one side's vectors
+    # A = W^T J^T (tall) or A^T = W^T J^T: the normalised rows of W are one side's vectors
     left, right = (U, V) if tall else (V, U)
     for o in range(k):
         c = order[o]
@@ -347,9 +357,9 @@ def thin_svd(A, sv):
         s[o] = sc
         inv = 1.0 / sc if sc > 0.0 else 0.0
         for r in range(p):
-            left[r, o] = W[r, c] * inv
+            left[r, o] = W[c, r] * inv
         for r in range(k):
-            right[r, o] = J[r, c]
+            right[r, o] = J[c, r]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
