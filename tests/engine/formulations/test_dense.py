@@ -7,9 +7,10 @@ import scipy.special as sp
 from linkwork.engine import generators as gen
 from linkwork.engine.initial import joint_subspace
 from linkwork.engine.mechfile import GROUND, BodySpec, JointSpec, MechanismSpec, ShapeSpec, load, spec_from_dict, spec_to_dict
-from linkwork.engine.model import build_model
 from linkwork.engine.formulations.base import Formulation
 from linkwork.engine.formulations.dense import DenseFormulation
+from linkwork.engine.model import build_model
+from linkwork.engine.paths import examples_dir
 from linkwork.engine.simulation import Settings, Simulation
 
 from ..conftest import example_path
@@ -194,8 +195,7 @@ def _stepping_pair(model):
     return a, b, a.initial_state(), b.initial_state()
 
 
-COMPILED_STEP_CASES = ["fourbar-crank-rocker", "parallelogram-fourbar", "fourbar-geared", "fivebar-redundant",
-                       "loop-8", "joint-zoo", "slider-crank", "chain-5-spherical-spatial"]
+COMPILED_STEP_CASES = sorted(p.name[: -len(".mech.json")] for p in examples_dir().glob("*.mech.json"))
 
 
 @pytest.mark.parametrize("case", COMPILED_STEP_CASES + [f"random-{s}" for s in range(8)])
@@ -203,8 +203,9 @@ def test_compiled_rk4_steps_repeat_the_generic_loop(case):
     """dense's rk4 intervals in one kernel call (dense_solve.rk4_steps) against the
     integrator's generic loop over the same formulation's rhs, post_step and
     watch_singular (Formulation.rk4_steps): the same states to 1e-12 relative over 40
-    output intervals of 2 steps each, through the singularity watch's filter changes
-    (the parallelogram four-bar folds) and spherical joints' quaternions."""
+    output intervals of 2 steps each, on every bundled example and eight random
+    mechanisms (0-3 loops), through the singularity watch's filter changes (the
+    parallelogram four-bar folds) and spherical joints' quaternions."""
     if case.startswith("random-"):
         seed = int(case.split("-")[1])
         model = build_model(gen.random_mechanism(seed=seed, loops=seed % 4))
