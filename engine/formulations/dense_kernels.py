@@ -251,6 +251,26 @@ def loop_rows(ca, parent, v_adr, nv_j, nb, kin, acc, rows, scratch):
         row += n
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def cholesky_in_place(A, n):
+    """In-place Cholesky A = L L^T of the leading n x n block (lower triangle, the upper
+    left as it was); False if a pivot is not positive (or not finite)."""
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    return True
+
+
 class ReactionModel(NamedTuple):
     """What :func:`multiplier_reactions` reads of the mechanism besides the cut joints'
     constraint arrays."""

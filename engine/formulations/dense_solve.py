@@ -38,8 +38,8 @@ from ..model import SPHERICAL
 from .workspace import unpack
 from ..kinematics import classical_into
 from .dense_kernels import (
-    Frames, JointRowScratch, LoopRows, ReactionModel, body_terms, crba, loop_rows, multiplier_reactions,
-    project_columns,
+    Frames, JointRowScratch, LoopRows, ReactionModel, body_terms, cholesky_in_place, crba, loop_rows,
+    multiplier_reactions, project_columns,
 )
 
 #: status of a kernel call (0: done); the formulation turns the others into SingularSystemError
@@ -197,22 +197,10 @@ def cholesky(M, L):
     """``L`` (lower) with ``M = L L^T``; False when ``M`` is not positive definite (or
     not finite)."""
     n = M.shape[0]
-    for j in range(n):
-        s = M[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False
-        d = math.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-        for i in range(j):
-            L[i, j] = 0.0
-    return True
+    for i in range(n):
+        for j in range(n):
+            L[i, j] = M[i, j] if j <= i else 0.0
+    return cholesky_in_place(L, n)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -399,32 +387,20 @@ def filter_factors(sv, mu_rel, floor, rank):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def filtered_solve(sv, b, x):
+def filtered_solve(sv, b, x, transposed):
     """``x = V diag(f) U^T b``: the filtered minimum-norm least-squares solution of
-    ``A x = b`` by ``sv``'s decomposition of ``A`` and its :func:`filter_factors`."""
+    ``A x = b`` by ``sv``'s decomposition of ``A`` and its :func:`filter_factors`; with
+    ``transposed``, ``x = U diag(f) V^T b``, the same for ``A^T x = b``."""
+    P, Q = (sv.V, sv.U) if transposed else (sv.U, sv.V)
     for r in range(x.shape[0]):
         x[r] = 0.0
     for i in range(sv.s.shape[0]):
         c = 0.0
         for r in range(b.shape[0]):
-            c += sv.U[r, i] * b[r]
+            c += P[r, i] * b[r]
         c *= sv.f[i]
         for r in range(x.shape[0]):
-            x[r] += sv.V[r, i] * c
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def filtered_solve_T(sv, b, x):
-    """``x = U diag(f) V^T b``: the same for ``A^T x = b``."""
-    for r in range(x.shape[0]):
-        x[r] = 0.0
-    for i in range(sv.s.shape[0]):
-        c = 0.0
-        for r in range(b.shape[0]):
-            c += sv.V[r, i] * b[r]
-        c *= sv.f[i]
-        for r in range(x.shape[0]):
-            x[r] += sv.U[r, i] * c
+            x[r] += Q[r, i] * c
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -559,11 +535,11 @@ def dynamics(desc, proto, t, y):
         z = w.z
         thin_svd(Kt, w.sv)
         filter_factors(w.sv, mu_rel, floor, rank)
-        filtered_solve(w.sv, w.b, z)
+        filtered_solve(w.sv, w.b, z, np.bool_(False))
         for k in range(nv):
             w.u[k] = w.u0[k] - z[k]
         backward(L, w.u, vdot)
-        filtered_solve_T(w.sv, z, w.lam)
+        filtered_solve(w.sv, z, w.lam, np.bool_(True))
         g = dm.gears
         for i in range(g.driver.shape[0]):
             w.lam[dm.nc + i] *= g.scale[i]  # the gear rows' own multipliers
@@ -657,7 +633,7 @@ def project_state(desc, proto, t, q, v, velocities, iterations):
         whiten(L, w.K, Kt)
         thin_svd(Kt, w.sv)
         filter_factors(w.sv, mu_rel, roundoff_floor(L, w.Kabs, w.u), rank)
-        filtered_solve(w.sv, w.phi, w.z)
+        filtered_solve(w.sv, w.phi, w.z, np.bool_(False))
         for k in range(nv):
             w.u[k] = -w.z[k]
         backward(L, w.u, w.dv)
@@ -683,7 +659,7 @@ def project_state(desc, proto, t, q, v, velocities, iterations):
         w.b[r] = s
     thin_svd(Kt, w.sv)
     filter_factors(w.sv, mu_rel, roundoff_floor(L, w.Kabs, w.dv), rank)
-    filtered_solve(w.sv, w.b, w.z)
+    filtered_solve(w.sv, w.b, w.z, np.bool_(False))
     for k in range(nv):
         u[k] -= w.z[k]
     backward(L, u, v)

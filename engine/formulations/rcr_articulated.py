@@ -14,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .dense_kernels import cholesky_in_place
+
 
 class Articulated(NamedTuple):
     """Per body and per tree speed: the quantities of the triangularisation (eqs. 14-19)."""
@@ -55,28 +57,8 @@ class ArticulatedScratch(NamedTuple):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _chol(A, n):
-    """In-place Cholesky A = L L^T of the leading n x n block (lower triangle); False
-    if a pivot is not positive."""
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not s > 0.0:
-            return False
-        d = np.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
-    return True
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def _chol_solve(L, n, b):
-    """b <- (L L^T)^-1 b for the factor of :func:`_chol`."""
+    """b <- (L L^T)^-1 b for the factor of :func:`.dense_kernels.cholesky_in_place`."""
     for i in range(n):
         s = b[i]
         for k in range(i):
@@ -221,7 +203,7 @@ def _articulated_passes(lx, parent, v_adr, nv_j, S6, co, art, maps, fold, a, vdo
                     for k in range(6):
                         s += S6[va + e, k] * U[va + f, k]
                     Dl[i, e, f] = s
-            _chol(Dl[i], n)
+            cholesky_in_place(Dl[i], n)
             p = parent[i]
             # Ia = IA - U D^-1 U^T, pa = pA + Ia c + U D^-1 u
             for k in range(6):  # column k of U D^-1 U^T and U D^-1 u
@@ -286,7 +268,7 @@ def _articulated_passes(lx, parent, v_adr, nv_j, S6, co, art, maps, fold, a, vdo
                         Uc[r, e] += s
                         for f in range(d):
                             Dc[f, e] += Gam[k, r, f] * s
-            if d > 0 and not _chol(Dc, d):
+            if d > 0 and not cholesky_in_place(Dc, d):
                 return False
             if B >= 0:
                 for r in range(6):
