@@ -183,11 +183,21 @@ def cmd_run(argv: list[str]) -> int:
     verbose = not args.quiet and sys.stderr.isatty()
     for w in model.spec.warnings:
         print(f"linkwork: warning: {w}", file=sys.stderr)
+    target = args.out or "standard output"
     try:
         out = open(args.out, "w", encoding="utf-8", newline="\n") if args.out else sys.stdout
     except OSError as exc:
-        return _refuse(f"cannot write {args.out}: {exc.strerror}")
-    writer = CsvWriter(out, sim.columns)
+        return _refuse(f"cannot write {target}: {exc.strerror or exc}")
+    try:
+        writer = CsvWriter(out, sim.columns)  # the header, flushed: a full disk or closed pipe shows here
+    except BrokenPipeError as exc:
+        _quiet_stdout(exc)
+        return EXIT_OK
+    except OSError as exc:
+        _quiet_stdout(exc)
+        if out is not sys.stdout:
+            _close_quietly(out)
+        return _refuse(f"cannot write {target}: {exc.strerror or exc}")
     status = EXIT_OK
     t_start = time.perf_counter()
     s = sim.settings
@@ -236,15 +246,50 @@ def cmd_run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("\nlinkwork: interrupted; the rows computed so far are written", file=sys.stderr)
         status = EXIT_INTERRUPTED
+    except BrokenPipeError as exc:  # the reader took what it wanted (`linkwork run ... | head`)
+        _quiet_stdout(exc)
+    except OSError as exc:  # the results file: a full disk, a vanished mount, an I/O error
+        if verbose:
+            print("", file=sys.stderr)
+        _quiet_stdout(exc)
+        print(f"linkwork: writing {target} failed at t = {sim.stats.get('t', 0.0):.6g} s: "
+              f"{exc.strerror or exc}; the rows written before it are complete", file=sys.stderr)
+        status = EXIT_FAILED
     finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
+        if out is sys.stdout:
             try:
                 out.flush()
-            except BrokenPipeError:
+            except OSError as exc:
+                _quiet_stdout(exc)
+        elif not _close_quietly(out) and status == EXIT_OK:
+            print(f"linkwork: writing {target} failed at the end of the run", file=sys.stderr)
+            status = EXIT_FAILED
+        if status == EXIT_FAILED and args.out and writer.complete is not None:
+            try:  # a row torn by the failed write goes; the complete ones stay
+                os.truncate(args.out, writer.complete)
+            except OSError:
                 pass
     return status
+
+
+def _close_quietly(stream) -> bool:
+    """Close a results file; False if its last buffered rows could not be written (the
+    file is closed all the same)."""
+    try:
+        stream.close()
+        return True
+    except OSError:
+        return False
+
+
+def _quiet_stdout(exc: OSError) -> None:
+    """After a write to standard output failed (a pipe closed early): point it at the
+    null device, so the interpreter's own flush at exit adds no second error."""
+    if isinstance(exc, BrokenPipeError) or sys.stdout.closed:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
 
 
 def _health_line(sim, quiet: bool) -> None:

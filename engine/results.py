@@ -210,16 +210,26 @@ def format_row(values) -> str:
 
 
 class CsvWriter:
-    """Writes the header, then rows as they come, flushing every chunk."""
+    """Writes the header, then rows as they come, flushing every chunk.  ``complete``: the
+    bytes of whole rows in a seekable file after the last flush that succeeded (where a
+    failed write leaves the file to be cut back to), None for a pipe."""
 
     def __init__(self, stream: io.TextIOBase, cols: list[str]):
         self.stream = stream
+        self.complete = None
         self.stream.write(",".join(cols) + "\n")
-        self.stream.flush()
+        self._flushed()
 
     def write_rows(self, rows: np.ndarray) -> None:
         self.stream.write("".join(format_row(r) + "\n" for r in rows))
+        self._flushed()
+
+    def _flushed(self) -> None:
         self.stream.flush()
+        try:
+            self.complete = self.stream.tell() if self.stream.seekable() else None
+        except (OSError, ValueError):
+            self.complete = None
 
 
 def read_csv(path) -> tuple[list[str], np.ndarray]:

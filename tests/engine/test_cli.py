@@ -217,3 +217,48 @@ def test_help_and_refusals_answer_without_loading_the_engine():
         r = subprocess.run([sys.executable, "-c", code] + args, capture_output=True, text=True)
         assert r.returncode == rc, r.stderr
         assert "HEAVY []" in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_results_file_that_cannot_be_written_is_a_refusal():
+    """``--out /dev/full`` (no space left): one line naming the file, exit 2, no traceback."""
+    r = run("run", str(example_path("fourbar-crank-rocker")), "--t-end", "0.1", "--out", "/dev/full")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == ["linkwork: cannot write /dev/full: No space left on device"]
+
+
+# a disk that fills up during the run: the second chunk's write fails after part of a row
+_FULL_AFTER_ONE_CHUNK = """
+import errno, sys
+from linkwork.engine import results
+from linkwork.engine.cli import main
+calls = []
+real = results.CsvWriter.write_rows
+def write_rows(self, rows):
+    calls.append(len(rows))
+    if len(calls) == 1:
+        return real(self, rows)
+    self.stream.write("0.5,1.2")  # a torn row reaches the file
+    self.stream.flush()
+    raise OSError(errno.ENOSPC, "No space left on device")
+results.CsvWriter.write_rows = write_rows
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_write_that_fails_during_the_run_keeps_the_complete_rows(tmp_path):
+    """A write failing mid-run: exit 3, one line naming the file and the time, no traceback;
+    the file keeps the header and every complete row, the torn one cut off."""
+    out = tmp_path / "out.csv"
+    r = subprocess.run([sys.executable, "-c", _FULL_AFTER_ONE_CHUNK, "run", str(example_path("fourbar-crank-rocker")),
+                        "--t-end", "2", "--dt", "0.001", "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.startswith("linkwork:")]
+    assert len(lines) == 1 and lines[0].startswith(f"linkwork: writing {out} failed at t = "), r.stderr
+    assert "No space left on device" in lines[0]
+    text = out.read_text()
+    assert text.endswith("\n") and "0.5,1.2" not in text
+    header, data = read_csv(out)
+    assert data.shape[0] > 0 and data.shape[1] == len(header)
+    assert data[0, 0] == 0.0 and np.all(np.diff(data[:, 0]) > 0)
