@@ -146,12 +146,17 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
                            "message": f"{type(exc).__name__}: {exc}" if exc is not None else f.status,
                            "rows": 0, "t_final": math.nan, "wall_time": math.nan, "worker": None}
                 f.release()
-                if out_dir is not None and res.get("csv") is not None:
-                    text = res["csv"]
-                    atomic_write(trajectory_path(out_dir, pc.index, fmt),
-                                 lambda tmp: tmp.write_text(text, encoding="utf-8", newline="\n"))
-                elif out_dir is not None and res.get("data") is not None:
-                    write_trajectory(trajectory_path(out_dir, pc.index, fmt), res["columns"], res["data"], fmt)
+                try:  # a trajectory that cannot be written fails its case; the sweep goes on
+                    if out_dir is not None and res.get("csv") is not None:
+                        text = res["csv"]
+                        atomic_write(trajectory_path(out_dir, pc.index, fmt),
+                                     lambda tmp: tmp.write_text(text, encoding="utf-8", newline="\n"))
+                    elif out_dir is not None and res.get("data") is not None:
+                        write_trajectory(trajectory_path(out_dir, pc.index, fmt), res["columns"], res["data"], fmt)
+                except OSError as exc:
+                    res = {**res, "status": "failed", "exit_status": 3,
+                           "message": f"writing {trajectory_path(out_dir, pc.index, fmt)} failed: "
+                                      f"{exc.strerror or exc}"}
                 note_columns({k: v for k, v in res.items() if k not in ("status", "exit_status", "message")})
                 rec.update({k: v for k, v in res.items() if k not in ("columns", "data", "csv")})
                 rec["finished_at"] = time.time()

@@ -144,3 +144,32 @@ def test_parquet_trajectories_hold_the_csv_rows(client, tmp_path):
     cols, rows = read_csv(csv)
     assert table.column_names == cols
     assert np.array_equal(np.column_stack([table.column(c).to_numpy() for c in cols]), rows)
+
+
+@pytest.mark.xdist_group("dask")
+def test_a_trajectory_that_cannot_be_written_fails_its_case_and_the_sweep_goes_on(client, tmp_path,
+                                                                                     monkeypatch):
+    """A disk that refuses one case's trajectory: that case is recorded ``failed`` (exit
+    status 3, the file and the error named), the others complete and are written."""
+    import errno
+
+    from linkwork.engine.sweep import driver
+
+    real = driver.atomic_write
+
+    def atomic_write(path, write):
+        if path.name == "case-00001.csv":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, write)
+
+    monkeypatch.setattr(driver, "atomic_write", atomic_write)
+    spec = sweep_from_dict(doc(cases=[{"forces[0].stiffness": s} for s in (100.0, 200.0, 300.0)],
+                               settings={"t_end": 0.2, "dt": 0.01}))
+    df = sweep.run_sweep(spec, client=client, out=tmp_path / "out")
+    assert list(df["status"]) == ["ok", "failed", "ok"]
+    failed = df.iloc[1]
+    assert failed["exit_status"] == 3
+    assert "case-00001.csv failed: No space left on device" in failed["message"]
+    runs = tmp_path / "out" / "runs"
+    assert (runs / "case-00000.csv").exists() and (runs / "case-00002.csv").exists()
+    assert not (runs / "case-00001.csv").exists()
