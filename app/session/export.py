@@ -13,14 +13,20 @@ def export_csv(run: RunRecord, path: str | Path) -> Path:
     """Write ``run``'s rows as the results CSV (docs/file-format.md, "Results CSV").
 
     The same writer, columns and rows as ``linkwork run --out``: for the same
-    mechanism and settings the files are byte-identical.
+    mechanism and settings the files are byte-identical.  A write that fails (a full
+    disk, a read-only folder) raises ``OSError`` and leaves nothing behind: neither a
+    partial file nor the temporary one (the window shows the error; the run stays).
     """
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        writer = CsvWriter(fh, list(run.columns))
-        writer.write_rows(run.data)
-    tmp.replace(p)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            writer = CsvWriter(fh, list(run.columns))
+            writer.write_rows(run.data)
+        tmp.replace(p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     return p
 
 

@@ -173,3 +173,30 @@ def test_run_labels_name_only_the_runs_own_settings():
         "dca/rk4 dt=0.01 baumgarte=(5, 10)"
     assert settings_label(Settings(formulation="dense", integrator="rk4", projection=False)) == \
         "dense/rk4 dt=0.01 projection off"
+
+
+def test_an_export_that_cannot_be_written_raises_and_leaves_nothing(tmp_path, monkeypatch):
+    """A full disk during Export › CSV: OSError for the window to show, no partial file,
+    no temporary file, an earlier file of that name untouched."""
+    import errno
+
+    from linkwork.engine.results import CsvWriter
+
+    s = Session()
+    s.document.replace(g.fourbar())
+    s.solver.update(t_end=0.05, dt=0.01)
+    run = s.prepare_run()
+    for it in simulation_items(run.model, run.settings, RunControl()):
+        if isinstance(it, ResultChunk):
+            run.append(it.rows, it.stats)
+    target = tmp_path / "results.csv"
+    target.write_text("an earlier export\n")
+
+    def full(self, rows):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(CsvWriter, "write_rows", full)
+    with pytest.raises(OSError):
+        export_csv(run, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
+    assert target.read_text() == "an earlier export\n"
