@@ -79,7 +79,7 @@ class DenseFormulation(Formulation):
             self.mk, self.ca, self.fa, m.mass, m.inertia, m.nv_j,
             np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64), self.cut_spring,
             solve.Gears(m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
-                  m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
+                        m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
             reaction_model(m), np.int64(ncut_rows), self._project,
         )
         #: the kernels' entry point, with the workspace as one table (dense_solve.entry)
@@ -284,9 +284,9 @@ class DenseFormulation(Formulation):
 
         The stabilisation of every joint-coordinate formulation that does not close its loops
         at the position level (dense, dca, hdca: docs/derivations.md, "Projection"): mass-
-        weighted Gauss-Newton steps on the positions (:func:`.position_increment`), then
-        the velocities' mass-orthogonal projection (:func:`.project_velocities`).  Leaves
-        the workspace (kinematics, K, M) at the projected state.
+        weighted Gauss-Newton steps on the positions, then the velocities' mass-orthogonal
+        projection (:func:`.dense_solve.project_state`).  Leaves the workspace (kinematics,
+        K, M) at the projected state.
         """
         q = np.array(q, dtype=float)
         v = np.array(v, dtype=float)
