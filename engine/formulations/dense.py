@@ -39,6 +39,7 @@ from ..initial import initial_state, tree_velocities
 from ..kinematics import fk_positions, kin_arrays, motion_subspace
 from ..model import Model
 from .base import Evaluation, Formulation, StateKernel, check_consistent
+from . import dense_linalg as linalg
 from . import dense_solve as solve
 from .dense_kernels import Frames, ReactionModel, multiplier_reactions
 
@@ -96,7 +97,7 @@ class DenseFormulation(Formulation):
 
     @property
     def mu_rel(self) -> float:
-        """The filter width of :func:`.dense_solve.filter_factors` in use (:meth:`watch_singular`)."""
+        """The filter width of :func:`.dense_linalg.filter_factors` in use (:meth:`watch_singular`)."""
         return float(self.work.watch[solve.MU_REL])
 
     @mu_rel.setter
@@ -141,7 +142,7 @@ class DenseFormulation(Formulation):
         self._cut_phi_K(q, v)
         Kt = self._whitened_K(self._cholesky())
         nc = self.ncut_rows
-        ref = float(solve.singular_values(Kt[:nc])[0]) if nc else 1.0
+        ref = float(linalg.singular_values(Kt[:nc])[0]) if nc else 1.0
         if not ref > 0.0:
             ref = 1.0
         self.gear_scale[:] = ref / np.linalg.norm(Kt[nc:], axis=1)
@@ -151,14 +152,14 @@ class DenseFormulation(Formulation):
         configuration, where every loop closes: the number of singular values of the
         mass-whitened Jacobian above ``RANK_RTOL`` of the largest and above the round-off
         floor.  Redundant rows sit at round-off there (1e-16 relative); every least-squares
-        solve and projection then keeps this many directions (:func:`.dense_solve.filter_factors`), so the
+        solve and projection then keeps this many directions (:func:`.dense_linalg.filter_factors`), so the
         decision is the mechanism's, not one state's.  Leaves the workspace at that
         configuration."""
         m = self.model
         self._cut_phi_K(m.q_zero(), np.zeros(m.nv))
         L = self._cholesky()
         floor = self._floor(L)
-        sv = solve.singular_values(self._whitened_K(L))
+        sv = linalg.singular_values(self._whitened_K(L))
         if sv.size == 0 or sv[0] == 0.0:
             return 0
         return int(np.sum(sv > max(config.RANK_RTOL * sv[0], floor)))
@@ -259,18 +260,18 @@ class DenseFormulation(Formulation):
     def _cholesky(self, t=0.0):
         """The lower Cholesky factor ``L`` of the workspace's mass matrix (``M = L L^T``);
         a :class:`SingularSystemError` at time ``t`` if ``M`` is not positive definite."""
-        if not solve.cholesky(self.M, self.work.L):
+        if not linalg.cholesky(self.M, self.work.L):
             raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
         return self.work.L
 
     def _whitened_K(self, L):
         """K L^-T: the loop Jacobian in mass-whitened velocity coordinates."""
-        solve.whiten(L, self.K, self.work.Kt)
+        linalg.whiten(L, self.K, self.work.Kt)
         return self.work.Kt
 
     def _floor(self, L) -> float:
-        """The singular value of the whitened K below which it is round-off (:func:`.dense_solve.roundoff_floor`)."""
-        return solve.roundoff_floor(L, self.Kabs, self.work.u)
+        """The singular value of the whitened K below which it is round-off (:func:`.dense_linalg.roundoff_floor`)."""
+        return linalg.roundoff_floor(L, self.Kabs, self.work.u)
 
     def _apply_increment(self, q, dv):
         """q (+) dv (:func:`.dense_solve.apply_increment`), a new array."""
@@ -306,7 +307,7 @@ class DenseFormulation(Formulation):
         q, v = self._split(y)
         self._cut_phi_K(q, v)
         L = self._cholesky()
-        s = solve.singular_values(self._whitened_K(L))[:self.rank]
+        s = linalg.singular_values(self._whitened_K(L))[:self.rank]
         if s.size == 0 or s[0] == 0.0:
             return np.zeros(0)
         return s
@@ -327,7 +328,7 @@ class DenseFormulation(Formulation):
 
         A *crossing* is a singular configuration being approached or left: measure
         below SINGULAR_WINDOW and at most CROSSING_TIME away at its current rate.
-        Only then is the filter of :func:`.dense_solve.filter_factors` widened to DENSE_FILTER_RTOL; a
+        Only then is the filter of :func:`.dense_linalg.filter_factors` widened to DENSE_FILTER_RTOL; a
         mechanism that merely stays ill-conditioned keeps the narrow base width
         DENSE_BASE_FILTER_RTOL (exact to (mu/sigma)^8 on its live directions).
         """

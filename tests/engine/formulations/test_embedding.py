@@ -53,7 +53,7 @@ def random_state_errors(kind, seed, kw, n_states=STATES_PER_CASE):
     model = build_model(random_case(kind, seed, kw))
     dense, emb = _pair(model)
     # dense's least squares filters singular values below mu = 1e-6 s_max on purpose
-    # (relative error (mu/s)^8, dense_solve.filter_factors): at coupled-14's loop conditioning
+    # (relative error (mu/s)^8, dense_linalg.filter_factors): at coupled-14's loop conditioning
     # s = 1.3e-5 that is 1.1e-9 of the accelerations, ten times the bound.  The
     # reference here is dense's exact pseudo-inverse (mu = 1e-13); against it
     # embedding agrees to 7.0e-12 there (against the filtered dense: 1.1e-9).
