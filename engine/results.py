@@ -100,7 +100,7 @@ class Recorder:
         return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _row(desc, proto, x, R, V, acc, known_jq, P, reactions, out):
     """One row after ``t`` (``out[0]``), from an evaluation's poses, twists, classical
     accelerations, known joint coordinates (NaN: from the poses), joint points and
