@@ -55,9 +55,10 @@ def _kernel():
 
     @njit(nogil=True)
     def passes(desc, proto, y, out, reps, which):
-        (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
-         c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-         rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+        mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+        x, R, P, S, V, c, vdot = bw.x, bw.R, bw.P, bw.S, bw.V, bw.c, bw.vdot
+        G, g0, Fh, lam = tw.G, tw.g0, tw.Fh, tw.lam
+        mass, inertia = tm.mass, tm.inertia
         nb = ix.nb
         row_adr, rows = ix.row_adr, ix.rows
         nq = y.shape[0] - vdot.shape[0]
@@ -78,11 +79,11 @@ def _kernel():
                 for i in range(nb - 1, -1, -1):
                     _region_inertia(i, mass, inertia, x, R, P, hy)
             elif which == 4:
-                tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
-                _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
-                             scratch, np.bool_(True), np.bool_(False), hy)
+                tree_applied_forces(fa, q, tm.q_adr, tm.spring_tree, tm.spring_cut, x, R, V, jq, jq_ref, bw.Fext)
+                _leaves_over(0 * nb, nb, ix, mass, inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True),
+                             np.bool_(False), hy)
             elif which == 5:
-                _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+                _tree_rows(mk, tm.perp_pred, R, S, c, G[0], G[1], g0, row_adr)
             elif which == 6:
                 for k in range(nb):
                     tree.matrix_step(k, T, hy)
@@ -95,8 +96,7 @@ def _kernel():
             else:
                 qdot_from_v(mk, q, v, out)
                 for phase in range(2):
-                    _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot,
-                                        hy)
+                    _accelerations_over(phase, 0 * nb, nb, ix, mk, mass, bw, Fh, hy)
 
     return passes
 

@@ -35,7 +35,7 @@ from linkwork.engine.formulations import index3_newton as N  # noqa: E402
 
 
 @njit(nogil=True)
-def merges_by(fixed, reps, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+def merges_by(fixed, reps, ix, tw, eps, sgn, tol):
     """The matrix pass's merges, in order, ``reps`` times: with ``fixed`` by the fixed-size
     kernel where it applies (as the engine's pass), else all by the general kernels.
     Returns how many merges the fixed-size kernel took."""
@@ -45,19 +45,19 @@ def merges_by(fixed, reps, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn,
         count = 0
         for k in range(merges.shape[0]):
             m = merges[k]
-            if fixed and tree_merge.merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+            if fixed and tree_merge.merge_matrices_leaf3(m, ix, tw, eps, sgn, tol):
                 count += 1
             elif tree_passes.one_joint_merge(m, ix, 7):
-                tree_merge.merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 7)
+                tree_merge.merge_matrices_one(m, ix, tw, eps, sgn, tol, 7)
             else:
-                tree_merge.merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                tree_merge.merge_matrices(m, ix, tw, eps, sgn, tol)
     return count
 
 
 @njit(nogil=True)
-def engine_pass(reps, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+def engine_pass(reps, ix, tw, eps, sgn, tol):
     for _ in range(reps):
-        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+        tree.assemble_matrices7(ix, tw, eps, sgn, tol)
 
 
 def main() -> None:
@@ -79,8 +79,7 @@ def main() -> None:
     N.leaf_matrices(ix, f.model_arrays, f.body.Mb, f.body.Hgeo, q, c4, False, f.alpha, -c4, f.leaf, lay.Phi)
     lay.G[:] = f.rows.G7
     eps, sgn = 1.0 / f.alpha, -1.0
-    a = (ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.scr, eps, sgn,
-         config.PIVOT_RTOL)
+    a = (ix, lay.work, eps, sgn, config.PIVOT_RTOL)
     merges_by(False, 1, *a)
     ref_phi, ref_y = lay.Phi.copy(), lay.Y.copy()
     count = merges_by(True, 1, *a)

@@ -42,9 +42,9 @@ def _prefix(N, stop, direct, desc, proto, y, out):
     """``N`` evaluations of ``_evaluate``'s first ``stop`` passes (a chain: no cut joints),
     or with ``direct`` of ``_evaluate_region``'s (the kernel the formulation runs).  The
     same passes, arguments and order as those kernels: keep the three in step."""
-    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V, c,
-     Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+    x, R, P, S, V, c, vdot = bw.x, bw.R, bw.P, bw.S, bw.V, bw.c, bw.vdot
+    G, g0 = tw.G, tw.g0
     nb = ix.nb
     nq = y.shape[0] - vdot.shape[0]
     q = y[:nq]
@@ -58,35 +58,33 @@ def _prefix(N, stop, direct, desc, proto, y, out):
         if stop > 2:
             fk_velocities(mk, x, P, S, v, V, c)
         if stop > 3:
-            tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
+            tree_applied_forces(fa, q, tm.q_adr, tm.spring_tree, tm.spring_cut, x, R, V, jq, jq_ref, bw.Fext)
         if stop > 4:
-            _tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, ix.row_adr)
+            _tree_rows(mk, tm.perp_pred, R, S, c, G[0], G[1], g0, ix.row_adr)
         if direct:  # dca._evaluate_region's direct calls
             if stop > 5:
-                _leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body,
-                             Jinv_w, scratch, np.bool_(True), np.bool_(True), hy)
+                _leaves_over(0 * nb, nb, ix, tm.mass, tm.inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True),
+                             np.bool_(True), hy)
             if stop > 6:
-                tree.region_matrices(0, ix, Phi, hy)
+                tree.region_matrices(0, ix, tw.Phi, hy)
             if stop > 7:
-                tree.region_biases(0, ix, bv, G, g0, hy)
+                tree.region_biases(0, ix, tw.bv, G, g0, hy)
             if stop > 8:
-                tree.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
+                tree.region_down(0, ix, tw.Fh, G, tw.lam, hy, out.shape[0] != y.shape[0])
             if stop > 9:
                 for phase in range(2):
-                    _accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot,
-                                        hy)
+                    _accelerations_over(phase, 0 * nb, nb, ix, mk, tm.mass, bw, tw.Fh, hy)
         else:
             if stop > 5:
-                _leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
-                        np.bool_(True), np.bool_(True), hy)
+                _leaves(ix, tm.mass, tm.inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True), np.bool_(True), hy)
             if stop > 6:
-                tree.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
+                tree.assemble_matrices6(ix, tw, 0.0, 1.0, tol, hy)
             if stop > 7:
-                tree.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
+                tree.assemble_biases6(ix, tw, g0, 1.0, hy)
             if stop > 8:
-                tree.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+                tree.disassemble6(ix, tw, hy)
             if stop > 9:
-                _accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+                _accelerations(ix, mk, tm.mass, bw, tw.Fh, hy)
         if stop > 10:
             ok = ode_rates(mk, q, v, vdot, out)
     return ok

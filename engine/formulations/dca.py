@@ -36,7 +36,7 @@ from .dca_chain import (
 )
 from .dca_kernels import DCAWorkspace, evaluate, evaluate_region
 from .tree_formulation import TreeFormulation, unbranched_chain
-from .tree_kernels import residual
+from .tree_kernels import Baumgarte, BodyWork, residual
 
 
 class DCAFormulation(TreeFormulation):
@@ -66,6 +66,8 @@ class DCAFormulation(TreeFormulation):
         self.A = np.zeros((m.nb, 6))  # spatial accelerations about the COM, accelerations
         self.vdot = np.zeros(m.nv)  # joint accelerations, accelerations
         self.phi = np.zeros(self.lay.n_rows)  # closure residuals of cut joints, cut_rows
+        self.bw = BodyWork(self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.rhs_body, self.Jinv_w,
+                           self._scratch, self.A, self.vdot)  # the kernels' bodies' arrays
         self._row_ix = (self.lay.ix.row_adr, self.lay.ix.rows)
         # evaluate_chain's trailing role: the same model arrays, scratch of its own
         self.mk_trail = self.mk._replace(rot_scratch=np.empty_like(self.mk.rot_scratch),
@@ -175,16 +177,11 @@ class DCAFormulation(TreeFormulation):
     def _workspace(self) -> DCAWorkspace:
         """``evaluate``'s workspace, gathered once (``StateKernel``): every array is
         allocated in ``__init__`` and only ever written in place."""
-        m, lay = self.model, self.lay
+        lay = self.lay
         return DCAWorkspace(
-            mk=self.mk, ca=self.ca, fa=self.fa, ix=lay.ix, perp_pred=m.perp_pred, mass=m.mass, inertia=m.inertia,
-            inertia_inv=m.inertia_inv, q_adr=m.q_adr, ncut=m.ncut, spring_tree=self.spring_tree,
-            spring_cut=self.cut_spring, x=self.x, R=self.R, P=self.P, S=self.S, V=self.V, c=self.c, Fext=self.Fext,
-            jq=self.jq, jq_ref=self.jq_ref, G=lay.G, g0=lay.g0, phi=self.phi, alpha=self.alpha, beta=self.beta,
-            Phi=lay.Phi, bv=lay.bv, Fh=lay.Fh, lam=lay.lam, sel=lay.sel, Kf=lay.Kf, Kp=lay.Kp, Kr=lay.Kr,
-            Ks=lay.Ks, Y=lay.Y, E=lay.E, r0=lay.r0, y0=lay.y0, scr=lay.scr, tol=config.PIVOT_RTOL,
-            rhs_body=self.rhs_body, Jinv_w=self.Jinv_w, scratch=self._scratch, A=self.A, vdot=self.vdot,
-            hy=self.hy, mk_trail=self.mk_trail, progress=self._progress)
+            mk=self.mk, ca=self.ca, fa=self.fa, tm=self.tm, ix=lay.ix, bw=self.bw, tw=lay.work, hy=self.hy,
+            jq=self.jq, jq_ref=self.jq_ref, phi=self.phi, bg=Baumgarte(self.alpha, self.beta), tol=config.PIVOT_RTOL, mk_trail=self.mk_trail,
+            progress=self._progress)
 
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite

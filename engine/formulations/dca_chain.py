@@ -59,13 +59,17 @@ def take_role(progress):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia, inertia_inv, x, R, P, S, V, c,
-                Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy, forces, progress):
+def chain_lead(mk, fa, ix, tm, q, bw, jq, jq_ref, tw, hy, forces, progress):
     """The leading role of :func:`evaluate_chain`: positions (root first), the bodies'
     own inertias (tips first), then -- once the twists and rows are done -- the applied
     forces, the bodies' bias wrenches, the bias pass behind the matrix pass, and the
-    disassembly (with the joints' forces and multipliers if ``forces``)."""
+    disassembly (with the joints' forces and multipliers if ``forces``).  The workspace
+    is ``evaluate_region``'s (:class:`~.dca_kernels.DCAWorkspace`)."""
+    nb = ix.nb
     row_adr, rows = ix.row_adr, ix.rows
+    mass, inertia = tm.mass, tm.inertia
+    x, R, P = bw.x, bw.R, bw.P
+    G, g0, Fh, lam = tw.G, tw.g0, tw.Fh, tw.lam
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
         for i in range(i0, i1):
@@ -77,9 +81,8 @@ def chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia,
             region_inertia(i, mass, inertia, x, R, P, hy)
         store_release(progress, INERTIA, nb - i0)
     wait_for(progress, VEL, nb, 0)
-    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
-    leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
-                 np.bool_(True), np.bool_(False), hy)
+    tree_applied_forces(fa, q, tm.q_adr, tm.spring_tree, tm.spring_cut, x, R, bw.V, jq, jq_ref, bw.Fext)
+    leaves_over(0 * nb, nb, ix, mass, inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True), np.bool_(False), hy)
     done = 0
     for k in range(nb):  # body nb - 1 - k, once the matrix pass has passed it
         need = min(k + 1 + CHAIN_LAG, nb)
@@ -93,13 +96,16 @@ def chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia,
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def chain_trail(nb, mk, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_body, mass, Jinv_w, A, vdot, out,
-                 hy, progress):
+def chain_trail(mk, ix, tm, q, v, bw, tw, out, hy, progress):
     """The trailing role of :func:`evaluate_chain`: motion subspaces, twists and the
     joints' rows behind the positions, the matrix pass behind the bodies' own inertias,
     the coordinates' rates (if ``out`` is to have them) while the disassembly starts, the
-    accelerations behind it."""
+    accelerations behind it.  ``mk`` is the trailing role's own (``DCAWorkspace.mk_trail``)."""
+    nb = ix.nb
     row_adr = ix.row_adr
+    perp_pred = tm.perp_pred
+    x, R, P, S, V, c = bw.x, bw.R, bw.P, bw.S, bw.V, bw.c
+    G, g0 = tw.G, tw.g0
     done = 0
     for i0 in range(0, nb, CHAIN_BLOCK):
         i1 = min(i0 + CHAIN_BLOCK, nb)
@@ -125,7 +131,7 @@ def chain_trail(nb, mk, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_bo
         i1 = min(i0 + CHAIN_BLOCK, nb)
         done = wait_for(progress, DOWN, min(i1 + CHAIN_LAG, nb), done)
         for phase in range(2):  # a joint's acceleration needs its parent's body's: in this block or before
-            accelerations_over(phase, i0, i1, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+            accelerations_over(phase, i0, i1, ix, mk, tm.mass, bw, tw.Fh, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -134,21 +140,15 @@ def chain_role(desc, proto, y, out):
     run.  The workspace is unpacked here, inside the parallel region, rather than passed
     into it: numba's parallel regions cannot take the named tuples (``ix``, ``hy``) that
     :func:`unpack` makes."""
-    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
-     c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
-    nb = ix.nb
-    nq = y.shape[0] - vdot.shape[0]
+    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+    nq = y.shape[0] - bw.vdot.shape[0]
     q = y[:nq]
     v = y[nq:]
     role = take_role(progress)
     if role == 0:
-        chain_lead(nb, mk, fa, ix, q, q_adr, spring_tree, spring_cut, mass, inertia, inertia_inv, x, R, P, S,
-                    V, c, Fext, jq, jq_ref, G, g0, Phi, bv, Fh, lam, rhs_body, Jinv_w, scratch, hy,
-                    out.shape[0] != y.shape[0], progress)
+        chain_lead(mk, fa, ix, tm, q, bw, jq, jq_ref, tw, hy, out.shape[0] != y.shape[0], progress)
     elif role == 1:
-        chain_trail(nb, mk_trail, ix, q, v, perp_pred, x, R, P, S, V, c, G, g0, Fh, rhs_body, mass, Jinv_w, A,
-                     vdot, out, hy, progress)
+        chain_trail(mk_trail, ix, tm, q, v, bw, tw, out, hy, progress)
     elif role == 2:
         progress[FINITE] = evaluate_region(desc, proto, y, out)
 
@@ -164,9 +164,8 @@ def evaluate_chain(desc, proto, y, out):
     step ``k`` is body ``nb - 1 - k`` (``DCAFormulation`` checks).  When the other thread
     does not come (numba set to one thread, or the second core busy elsewhere), the first
     does it all as ``evaluate_region`` after ``CHAIN_PATIENCE`` reads (:func:`take_role`)."""
-    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
-     c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+    vdot = bw.vdot
     for k in range(0, CHAIN_PROGRESS, 8):
         progress[k] = 0
     for _ in prange(2):

@@ -12,8 +12,9 @@ from ..constraints import ConArrays
 from ..forces import ForceArrays, tree_applied_forces
 from ..kinematics import KinArrays, fk_positions, fk_velocities, motion_subspace, ode_rates
 from . import tree
-from .tree import Regions, TreeIndex
-from .tree_kernels import accelerations, accelerations_over, cut_rows, leaves, leaves_over, tree_rows
+from .tree import Regions, TreeIndex, TreeWork
+from .tree_kernels import (Baumgarte, BodyWork, TreeModel, accelerations, accelerations_over, cut_rows, leaves,
+                           leaves_over, tree_rows)
 from .workspace import unpack
 
 
@@ -26,50 +27,16 @@ class DCAWorkspace(NamedTuple):
     mk: KinArrays  # the kinematic kernels' model arrays
     ca: ConArrays  # the constraint kernels' model arrays
     fa: ForceArrays  # the force kernels' model arrays
+    tm: TreeModel  # the tree kernels' model arrays
     ix: TreeIndex  # the assembly tree and the rows, flat
-    perp_pred: np.ndarray  # (nj, 3, 3) each joint's constraint directions in the pred frame
-    mass: np.ndarray  # (nb,)
-    inertia: np.ndarray  # (nb, 3, 3) about the COM, body frame
-    inertia_inv: np.ndarray  # (nb, 3, 3)
-    q_adr: np.ndarray  # (nj,) first coordinate of each joint
-    ncut: np.int64  # cut joints
-    spring_tree: np.ndarray  # tree joints with a joint spring
-    spring_cut: np.ndarray  # cut joints with a joint spring
-    x: np.ndarray  # (nb, 3) centres of mass
-    R: np.ndarray  # (nb, 3, 3) orientations
-    P: np.ndarray  # (nj, 3) joint points
-    S: np.ndarray  # (nv, 6) motion subspace columns
-    V: np.ndarray  # (nb, 6) twists about the COM
-    c: np.ndarray  # (nb, 6) velocity-product terms
-    Fext: np.ndarray  # (nb, 6) applied wrenches at the COM
-    jq: np.ndarray  # (nj,) joint coordinates of the springs
-    jq_ref: np.ndarray  # (nj,) their reference
-    G: np.ndarray  # (2, n_rows, 6) constraint rows on the pred and succ ends
-    g0: np.ndarray  # (n_rows,) their constant terms
-    phi: np.ndarray  # (n_rows,) closure residuals of the cut joints
-    alpha: float  # Baumgarte's alpha (0: off)
-    beta: float  # Baumgarte's beta
-    Phi: np.ndarray  # the tree solve's workspace (TreeLayout) ...
-    bv: np.ndarray
-    Fh: np.ndarray
-    lam: np.ndarray
-    sel: np.ndarray
-    Kf: np.ndarray
-    Kp: np.ndarray
-    Kr: np.ndarray
-    Ks: np.ndarray
-    Y: np.ndarray
-    E: np.ndarray
-    r0: np.ndarray
-    y0: np.ndarray
-    scr: np.ndarray  # ... to here
-    tol: float  # pivot tolerance of the merges' factors
-    rhs_body: np.ndarray  # (nb, 6) F_ext - V x* I V
-    Jinv_w: np.ndarray  # (nb, 3, 3) world inverse inertias
-    scratch: np.ndarray  # (nb, 3, 3) per-body scratch of the leaves
-    A: np.ndarray  # (nb, 6) spatial accelerations about the COM
-    vdot: np.ndarray  # (nv,) joint accelerations
+    bw: BodyWork  # the bodies' poses, twists, loads and accelerations
+    tw: TreeWork  # the tree solve's workspace (the layout's)
     hy: Regions  # the articulated-body regions
+    jq: np.ndarray  # (nj,) joint coordinates of the springs, tree_applied_forces
+    jq_ref: np.ndarray  # (nj,) their reference (the branch they are on), DCAFormulation.evaluate
+    phi: np.ndarray  # (n_rows,) closure residuals of the cut joints, cut_rows
+    bg: Baumgarte  # Baumgarte's terms in the cut joints' rows ((0, 0): none)
+    tol: float  # pivot tolerance of the merges' factors
     mk_trail: KinArrays  # the trailing role's kinematic arrays (scratch of its own; dca_chain)
     progress: np.ndarray  # the two roles' counters (dca_chain)
 
@@ -109,36 +76,37 @@ def _evaluator(direct: bool):
         The rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second
         kernel call they cost 1 us a right-hand side.  Returns whether v and vdot are all
         finite."""
-        (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, ncut, spring_tree, spring_cut, x, R, P, S, V,
-         c, Fext, jq, jq_ref, G, g0, phi, alpha, beta, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-         rhs_body, Jinv_w, scratch, A, vdot, hy, mk_trail, progress) = unpack(desc, proto)
+        mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
         nb = ix.nb
         row_adr = ix.row_adr
+        x, R, P, S, V, c = bw.x, bw.R, bw.P, bw.S, bw.V, bw.c
+        G = tw.G
+        g0 = tw.g0
+        vdot = bw.vdot
         nq = y.shape[0] - vdot.shape[0]
         q = y[:nq]
         v = y[nq:]
         fk_positions(mk, q, x, R, P)
         motion_subspace(mk, q, R, S)
         fk_velocities(mk, x, P, S, v, V, c)
-        tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
-        tree_rows(mk, perp_pred, R, S, c, G[0], G[1], g0, row_adr)
+        tree_applied_forces(fa, q, tm.q_adr, tm.spring_tree, tm.spring_cut, x, R, V, jq, jq_ref, bw.Fext)
+        tree_rows(mk, tm.perp_pred, R, S, c, G[0], G[1], g0, row_adr)
         if direct:
-            leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
-                         scratch, np.bool_(True), np.bool_(True), hy)
-            tree.region_matrices(0, ix, Phi, hy)
-            tree.region_biases(0, ix, bv, G, g0, hy)
-            tree.region_down(0, ix, Fh, G, lam, hy, out.shape[0] != y.shape[0])
+            leaves_over(0 * nb, nb, ix, tm.mass, tm.inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True),
+                        np.bool_(True), hy)
+            tree.region_matrices(0, ix, tw.Phi, hy)
+            tree.region_biases(0, ix, tw.bv, G, g0, hy)
+            tree.region_down(0, ix, tw.Fh, G, tw.lam, hy, out.shape[0] != y.shape[0])
             for phase in range(2):
-                accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+                accelerations_over(phase, 0 * nb, nb, ix, mk, tm.mass, bw, tw.Fh, hy)
         else:
-            if ncut > 0:
-                cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, alpha, beta)
-            leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
-                    np.bool_(True), np.bool_(True), hy)
-            tree.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
-            tree.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
-            tree.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
-            accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+            if tm.ncut > 0:
+                cut_rows(ca, nb, x, R, V, P, G[0], G[1], g0, phi, row_adr, bg)
+            leaves(ix, tm.mass, tm.inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True), np.bool_(True), hy)
+            tree.assemble_matrices6(ix, tw, 0.0, 1.0, tol, hy)
+            tree.assemble_biases6(ix, tw, g0, 1.0, hy)
+            tree.disassemble6(ix, tw, hy)
+            accelerations(ix, mk, tm.mass, bw, tw.Fh, hy)
         if out.shape[0] != y.shape[0]:
             return True
         return ode_rates(mk, q, v, vdot, out)

@@ -19,25 +19,58 @@ pass and disassembly (the DCA's), no finite differences of ``sigma``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from .. import config
-from ..constraints import joint_constraint, joint_constraint_rate
+from ..constraints import ConArrays, joint_constraint, joint_constraint_rate
 from ..errors import SingularSystemError
-from ..forces import tree_applied_forces
+from ..forces import ForceArrays, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, fk_velocities, motion_subspace, ode_rates,
+    KinArrays, classical_accelerations, fk_positions, fk_velocities, motion_subspace, ode_rates,
     subtree_sums,
 )
 from ..model import UNIVERSAL, Model
 from ..threads import HDCA_CHAIN_SERIAL_BELOW
 from . import tree
 from .base import NO_RATES, Evaluation, StateKernel, check_consistent
+from .tree import Regions, TreeIndex, TreeWork
 from .tree_formulation import TreeFormulation, unbranched_chain
-from .tree_kernels import accelerations, cut_rows, leaves, residual, tree_rows
+from .tree_kernels import Baumgarte, BodyWork, TreeModel, accelerations, cut_rows, leaves, residual, tree_rows
 from .workspace import unpack
+
+
+class HDCAWorkspace(NamedTuple):
+    """Everything one ``hdca`` evaluation reads and writes, gathered once by
+    :meth:`HDCAFormulation._workspace` and handed to the kernel as one table (as dca's
+    :class:`~.dca_kernels.DCAWorkspace`)."""
+
+    mk: KinArrays  # the kinematic kernels' model arrays
+    ca: ConArrays  # the constraint kernels' model arrays
+    fa: ForceArrays  # the force kernels' model arrays
+    tm: TreeModel  # the tree kernels' model arrays
+    ix: TreeIndex  # the assembly tree and the rows, flat
+    #: phase 1's bodies' arrays: the poses, zero twists and velocity products (rows from the
+    #: positions only), the known impulses (_known_impulses) as the loads and the leaves'
+    #: right-hand side, the bodies' twists (``A``) and the joint velocities (``vdot``)
+    bw1: BodyWork
+    #: phase 2's and the reactions': the same poses, the twists and velocity products of the
+    #: joint velocities, the applied wrenches, the accelerations (reactions pass)
+    bw: BodyWork
+    tw: TreeWork  # the tree solve's workspace (the layout's)
+    hy: Regions  # the articulated-body regions
+    jq: np.ndarray  # (nj,) joint coordinates of the springs, tree_applied_forces
+    jq_ref: np.ndarray  # (nj,) their reference (the branch they are on), HDCAFormulation.evaluate
+    phi: np.ndarray  # (n_rows,) closure residuals of the cut joints, cut_rows
+    tol: float  # pivot tolerance of the merges' factors
+    Wcut: np.ndarray  # (nb, 6) cut-joint impulse wrenches, _cut_loads
+    Wdot: np.ndarray  # (nb, 6) their rates at fixed impulses, _cut_loads
+    Q: np.ndarray  # (nb, 6) body loads of eq. H3, _loads
+    Qbar: np.ndarray  # (nb, 6) articulated external loads, subtree_sums
+    pdot: np.ndarray  # (nv,) momentum rates, _momentum_rates
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -84,28 +117,30 @@ def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
-            G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
-            scratch, Vh, v, hy):
-    """Velocities ``v`` and impulses ``lam`` from (q, p*): eqs. (H1)-(H2)."""
+def _phase1(mk, ca, ix, tm, q, p, bw1, tw, phi, tol, hy):
+    """Velocities ``v`` (``bw1.vdot``) and impulses ``lam`` (``tw.lam``) from (q, p*):
+    eqs. (H1)-(H2), with phase 1's bodies' arrays ``bw1`` (:class:`HDCAWorkspace`)."""
     nb = ix.nb
     row_adr = ix.row_adr
+    x, R, P, S, V0, c0 = bw1.x, bw1.R, bw1.P, bw1.S, bw1.V, bw1.c
+    impulses = bw1.Fext
+    G = tw.G
+    g0 = tw.g0
     fk_positions(mk, q, x, R, P)
     motion_subspace(mk, q, R, S)
     # constraint rows: positions only (zero twists and velocity products), homogeneous
-    tree_rows(mk, perp_pred, R, S, c0, G[0], G[1], g0, row_adr)
-    if ncut > 0:
-        cut_rows(ca, nb, x, R, V0, P, G[0], G[1], g0, phi, row_adr, 0.0, 0.0)
+    tree_rows(mk, tm.perp_pred, R, S, c0, G[0], G[1], g0, row_adr)
+    if tm.ncut > 0:
+        cut_rows(ca, nb, x, R, V0, P, G[0], G[1], g0, phi, row_adr, Baumgarte(0.0, 0.0))
     for r in range(g0.shape[0]):
         g0[r] = 0.0
-    _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, impulses)
-    leaves(ix, mass, inertia, inertia_inv, x, R, V0, impulses, P, Phi, bv, impulses, Jinv_w, scratch,
-            np.bool_(False), np.bool_(True), hy)
-    tree.assemble_matrices6(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, 0.0, 1.0, tol, hy)
-    tree.assemble_biases6(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, 1.0, hy)
-    tree.disassemble6(ix, Fh, G, sel, lam, Y, y0, hy)
+    _known_impulses(ix, nb, x, P, S, tm.v_adr, tm.nv_j, p, impulses)
+    leaves(ix, tm.mass, tm.inertia, tm.inertia_inv, bw1, tw.Phi, tw.bv, np.bool_(False), np.bool_(True), hy)
+    tree.assemble_matrices6(ix, tw, 0.0, 1.0, tol, hy)
+    tree.assemble_biases6(ix, tw, g0, 1.0, hy)
+    tree.disassemble6(ix, tw, hy)
     # body twists about the COM and joint velocities (the DCA recovery, no c term)
-    accelerations(ix, mk, x, P, S, c0, Fh, impulses, mass, Jinv_w, Vh, v, hy)
+    accelerations(ix, mk, tm.mass, bw1, tw.Fh, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -152,9 +187,10 @@ def _cut_loads(ca, nb, x, R, V, lam, row_adr, Wcut, Wdot):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot):
-    """Eq. (H3) for tree joint k."""
+def _momentum_rate(k, mk, nv_j, bw, p, lam, G1, row_adr, rows, Qbar, pdot):
+    """Eq. (H3) for tree joint k, with phase 2's bodies' arrays ``bw`` (:class:`HDCAWorkspace`)."""
     parent, jtype, v_adr = mk.parent, mk.jtype, mk.v_adr
+    x, P, S, V = bw.x, bw.P, bw.S, bw.V
     pk = parent[k]
     # articulated momentum: impulse through joint k about P_k = S p + (constraint impulse)
     Pb0 = Pb1 = Pb2 = Pb3 = Pb4 = Pb5 = 0.0
@@ -211,16 +247,17 @@ def _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdo
 
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot, parallel_from):
-    """Eq. (H3) for every tree joint (independent of each other); a parallel loop from
+def _momentum_rates(mk, nv_j, bw, p, lam, G1, row_adr, rows, Qbar, pdot, parallel_from):
+    """Eq. (H3) for every tree joint (independent of each other) into ``pdot`` (an array,
+    not a tuple's field: the parallel loop writes it); a parallel loop from
     ``parallel_from`` bodies on (``ix.body_parallel_from``)."""
-    nb = x.shape[0]
+    nb = bw.x.shape[0]
     if nb >= parallel_from:
         for k in prange(nb):
-            _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
+            _momentum_rate(k, mk, nv_j, bw, p, lam, G1, row_adr, rows, Qbar, pdot)
     else:
         for k in range(nb):
-            _momentum_rate(k, mk, nv_j, x, P, S, V, p, lam, G1, row_adr, rows, Qbar, pdot)
+            _momentum_rate(k, mk, nv_j, bw, p, lam, G1, row_adr, rows, Qbar, pdot)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -246,24 +283,23 @@ def _evaluate(desc, proto, y, out):
 
     ``y`` = (q, p) is the state; the right-hand side (qdot, pdot) goes to ``out`` if it
     is as long as ``y`` (as dca's).  Returns whether v and pdot are all finite."""
-    (mk, ca, fa, ix, perp_pred, mass, inertia, inertia_inv, q_adr, v_adr, nv_j, ncut, spring_tree, spring_cut, x, R,
-     P, S, V0, c0, V, c, Fext, jq, jq_ref, G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol,
-     impulses, Jinv_w, scratch, Vh, v, Wcut, Wdot, Q, Qbar, pdot, hy) = unpack(desc, proto)
+    mk, ca, fa, tm, ix, bw1, bw, tw, hy, jq, jq_ref, phi, tol, Wcut, Wdot, Q, Qbar, pdot = unpack(desc, proto)
     nb = ix.nb
     nq = y.shape[0] - pdot.shape[0]
     q = y[:nq]
     p = y[nq:]
-    _phase1(mk, ca, ix, perp_pred, mass, inertia, inertia_inv, v_adr, nv_j, ncut, q, p, x, R, P, S, V0, c0,
-            G, g0, phi, Phi, bv, Fh, lam, sel, Kf, Kp, Kr, Ks, Y, E, r0, y0, scr, tol, impulses, Jinv_w,
-            scratch, Vh, v, hy)
+    _phase1(mk, ca, ix, tm, q, p, bw1, tw, phi, tol, hy)
     # phase 2: velocities, applied loads, articulated external loads, eq. (H3)
+    x, R, P, S, V, c, Fext = bw.x, bw.R, bw.P, bw.S, bw.V, bw.c, bw.Fext
+    v = bw1.vdot
+    lam = tw.lam
     fk_velocities(mk, x, P, S, v, V, c)
-    tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
-    if ncut > 0:
+    tree_applied_forces(fa, q, tm.q_adr, tm.spring_tree, tm.spring_cut, x, R, V, jq, jq_ref, Fext)
+    if tm.ncut > 0:
         _cut_loads(ca, nb, x, R, V, lam, ix.row_adr, Wcut, Wdot)
     _loads(nb, Fext, Wcut, Wdot, V, Q)
     subtree_sums(mk.parent, x, P, Q, Qbar)
-    _momentum_rates(mk, nv_j, x, P, S, V, p, lam, G[1], ix.row_adr, ix.rows, Qbar, pdot, ix.body_parallel_from)
+    _momentum_rates(mk, tm.nv_j, bw, p, lam, tw.G[1], ix.row_adr, ix.rows, Qbar, pdot, ix.body_parallel_from)
     if out.shape[0] != y.shape[0]:
         return True
     return ode_rates(mk, q, v, pdot, out)
@@ -313,6 +349,12 @@ class HDCAFormulation(TreeFormulation):
         self.rhs_body = np.zeros((m.nb, 6))  # DCA bias wrench (reactions), leaves
         self.A = np.zeros((m.nb, 6))  # accelerations (reactions pass)
         self.vdot = np.zeros(m.nv)
+        # the kernels' bodies' arrays: phase 1's (its loads and right-hand side the impulses,
+        # its "accelerations" the twists and joint velocities), and phase 2's and the reactions'
+        self.bw1 = BodyWork(self.x, self.R, self.P, self.S, self.V0, self.c0, self.impulses, self.impulses,
+                            self.Jinv_w, self._scratch, self.Vh, self.v)
+        self.bw = BodyWork(self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.rhs_body, self.Jinv_w,
+                           self._scratch, self.A, self.vdot)
         self._kernel = StateKernel(_evaluate, self._workspace())
         self._decide_ranks()
 
@@ -342,15 +384,12 @@ class HDCAFormulation(TreeFormulation):
         return np.concatenate([q, p])
 
     # ---------------------------------------------------------------- passes
-    def _workspace(self) -> tuple:
-        """``_evaluate``'s workspace, in the order it unpacks it, gathered once (as dca's)."""
-        m, lay = self.model, self.lay
-        return (self.mk, self.ca, self.fa, lay.ix, m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.v_adr,
-                m.nv_j, m.ncut, self.spring_tree, self.cut_spring, self.x, self.R, self.P, self.S, self.V0, self.c0,
-                self.V, self.c, self.Fext, self.jq, self.jq_ref, lay.G, lay.g0, self.phi, lay.Phi, lay.bv, lay.Fh,
-                lay.lam, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y, lay.E, lay.r0, lay.y0, lay.scr,
-                config.PIVOT_RTOL, self.impulses, self.Jinv_w, self._scratch, self.Vh, self.v, self.Wcut, self.Wdot,
-                self.Q, self.Qbar, self.pdot, self.hy)
+    def _workspace(self) -> HDCAWorkspace:
+        """``_evaluate``'s workspace, gathered once (as dca's)."""
+        return HDCAWorkspace(
+            mk=self.mk, ca=self.ca, fa=self.fa, tm=self.tm, ix=self.lay.ix, bw1=self.bw1, bw=self.bw,
+            tw=self.lay.work, hy=self.hy, jq=self.jq, jq_ref=self.jq_ref, phi=self.phi, tol=config.PIVOT_RTOL, Wcut=self.Wcut, Wdot=self.Wdot,
+            Q=self.Q, Qbar=self.Qbar, pdot=self.pdot)
 
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
@@ -378,14 +417,11 @@ class HDCAFormulation(TreeFormulation):
         tree_rows(self.mk, m.perp_pred, self.R, self.S, self.c, lay.G[0], lay.G[1], lay.g0, row_adr)
         if m.ncut:
             cut_rows(self.ca, m.nb, self.x, self.R, self.V, self.P, lay.G[0], lay.G[1], lay.g0, self.phi,
-                      row_adr, 0.0, 0.0)
-        leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.x, self.R, self.V, self.Fext, self.P, lay.Phi,
-                lay.bv, self.rhs_body, self.Jinv_w, self._scratch, True, False, self.hy)
-        tree.assemble_biases6(lay.ix, lay.bv, lay.G, lay.sel, lay.g0, lay.Kf, lay.Kp, lay.Kr, lay.Y, lay.r0,
-                                  lay.y0, lay.scr, 1.0, self.hy)
-        tree.disassemble6(lay.ix, lay.Fh, lay.G, lay.sel, lay.lam, lay.Y, lay.y0, self.hy)
-        accelerations(lay.ix, self.mk, self.x, self.P, self.S, self.c, lay.Fh, self.rhs_body, m.mass,
-                       self.Jinv_w, self.A, self.vdot, self.hy)
+                      row_adr, Baumgarte(0.0, 0.0))
+        leaves(lay.ix, m.mass, m.inertia, m.inertia_inv, self.bw, lay.Phi, lay.bv, True, False, self.hy)
+        tree.assemble_biases6(lay.ix, lay.work, lay.g0, 1.0, self.hy)
+        tree.disassemble6(lay.ix, lay.work, self.hy)
+        accelerations(lay.ix, self.mk, m.mass, self.bw, lay.Fh, self.hy)
 
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay

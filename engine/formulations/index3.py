@@ -52,8 +52,7 @@ from ..assembly import index3_tree, stiff_elements
 from . import index3_kernels as K
 from . import index3_newton as N
 from . import tree
-from .index3_kernels import (BodyState, JointRows, LeafWork, ModelArrays, NewtonSettings, ProjectionSettings,
-                             TreeWork)
+from .index3_kernels import BodyState, JointRows, LeafWork, ModelArrays, NewtonSettings, ProjectionSettings
 from .base import Evaluation, Formulation
 
 #: A step has failed (diverged) when, after the Newton iterations, the position
@@ -190,7 +189,7 @@ class Index3Formulation(Formulation):
         self.leaf = LeafWork(Mcc=np.zeros((nb, 7, 7)), D=np.zeros((nb, 7, 7)), pst=np.zeros((nb, 4)),
                              ok=np.zeros(nb, dtype=np.int64), base=np.zeros((nb, 7)), rhs=np.zeros((nb, 7)),
                              bl=np.zeros((nb, 7)), out=np.zeros((nb, 7)))
-        self.tree_work = TreeWork.of(self.lay)
+        self.tree_work = self.lay.work
         #: scale k of the exact solves' leaf blocks (M + k p p^T): the largest eigenvalue of the
         #: rotational blocks 4 G^T J G (any k > 0 gives the same solution; this keeps them balanced)
         self.k_exact = 4.0 * float(np.linalg.eigvalsh(m.inertia).max())
@@ -495,8 +494,7 @@ class Index3Formulation(Formulation):
         lay = self.lay
         lay.G[:] = self.rows.G7
         if self.linear == "tree":
-            tree.assemble_matrices7(lay.ix, lay.Phi, lay.G, lay.sel, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
-                                        lay.E, lay.scr, 0.0, 1.0, config.PIVOT_RTOL)
+            tree.assemble_matrices7(lay.ix, lay.work, 0.0, 1.0, config.PIVOT_RTOL)
 
     # ------------------------------------------------------------------ output
     def evaluate(self, t, y) -> Evaluation:

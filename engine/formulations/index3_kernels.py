@@ -19,7 +19,7 @@ The Euler-parameter normalisation is ``Psi = (p^T p - 1) / 2`` (``Psi_q = [0, p^
 The kernels' arrays come in named tuples, built once by ``Index3Formulation`` and
 holding the very arrays the kernels write in place: :class:`ModelArrays` (the model),
 :class:`BodyState` (per body), :class:`JointRows` (per constraint row), :class:`LeafWork`
-(the tree's leaves), :class:`TreeWork` (the tree's merges, from its layout) and the
+(the tree's leaves), :class:`~.tree.TreeWork` (the tree's merges: its layout's ``work``) and the
 settings :class:`NewtonSettings`, :class:`ProjectionSettings`.  A field read ``body.x``
 compiles to the same code as a tuple item.  The classes are module-level so that numba's
 cache can pickle them.  Three rules keep numba's parallel passes (``parallel=True`` kernels
@@ -127,34 +127,6 @@ class LeafWork(NamedTuple):
     rhs: np.ndarray  # (nb, 7) the biases' right-hand side, newton_rhs / projection_rhs
     bl: np.ndarray  # (nb, 7) b_i = base_i + D_i rhs_i, leaf_biases
     out: np.ndarray  # (nb, 7) the solution x_i, leaf_results
-
-
-class TreeWork(NamedTuple):
-    """The merges' workspace: the arrays of the tree's layout (``tree.TreeLayout`` says
-    what each holds) that its passes ``assemble_matrices7``, ``assemble_biases7`` and
-    ``disassemble7`` take: the merge formulas (eqs. 35-39)."""
-
-    Phi: np.ndarray  # (n_pairs, 7, 7) the nodes' blocks Phi_hk (a body's: D_i)
-    bv: np.ndarray  # (n_slots, 7) the nodes' biases b_h
-    Fh: np.ndarray  # (n_slots, 7) the handles' forces F_h, disassembly
-    G: np.ndarray  # (2, n_rows, 7) the rows of the solve: Phi_q (and the force elements')
-    sel: np.ndarray  # (n_rows,) a signed unit row's column, else -1 (index3's rows: all -1)
-    lam: np.ndarray  # (n_rows,) the multipliers Lambda, disassembly
-    Kf: np.ndarray  # the merges' factors of K = G Phi G^T - eps 1
-    Kp: np.ndarray  # their pivot order
-    Kr: np.ndarray  # their ranks and rank bounds
-    Ks: np.ndarray  # scratch of the factorisation
-    Y: np.ndarray  # K^-1 E per external handle, matrix pass
-    E: np.ndarray  # E per external handle, matrix pass
-    r0: np.ndarray  # the merges' constant terms, bias pass
-    y0: np.ndarray  # K^-1 r0, bias pass
-    scr: np.ndarray  # per-merge scratch
-
-    @classmethod
-    def of(cls, lay) -> "TreeWork":
-        """The workspace of the layout ``lay`` (its arrays, not copies)."""
-        return cls(lay.Phi, lay.bv, lay.Fh, lay.G, lay.sel, lay.lam, lay.Kf, lay.Kp, lay.Kr, lay.Ks, lay.Y,
-                   lay.E, lay.r0, lay.y0, lay.scr)
 
 
 class NewtonSettings(NamedTuple):
@@ -390,7 +362,7 @@ def stiffness_rows(model, dt, alpha, body, G):
       make the tangent indefinite).
 
     ``model.s_pred[k]``: the body of the element's pred end (-1 = ground); ``body``: the poses
-    and twists (``x``, ``R``, ``V``, ``E``); ``G``: the tree's rows (:class:`TreeWork`)."""
+    and twists (``x``, ``R``, ``V``, ``E``); ``G``: the tree's rows (:class:`~.tree.TreeWork`)."""
     s_elem, s_row, s_pred, fa = model.s_elem, model.s_row, model.s_pred, model.fa
     x, R, V, E = body.x, body.R, body.V, body.E
     mass, gravity, f_type, f_body, f_point, f_joint, f_params, jtype, pred, succ, rev, anchor_pred, \

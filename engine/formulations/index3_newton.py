@@ -4,7 +4,7 @@ Newton-Raphson loop (eqs. 15-39) and the mass-orthogonal projections (eqs. 40-69
 one numba call.  Coordinates, notation and the named tuples of arrays they take
 (``model``: :class:`~.index3_kernels.ModelArrays`, ``body``: :class:`~.index3_kernels.BodyState`,
 ``rows``: :class:`~.index3_kernels.JointRows`, ``leaf``: :class:`~.index3_kernels.LeafWork`,
-``work``: :class:`~.index3_kernels.TreeWork`, ``settings``) are :mod:`.index3_kernels`'s.
+``work``: :class:`~.tree.TreeWork`, ``settings``) are :mod:`.index3_kernels`'s.
 """
 
 from __future__ import annotations
@@ -382,15 +382,12 @@ def tree_solve(ix, leaf, work, g0, eps, sgn, tol, matrices):
     Kernels pass ``matrices`` as ``np.bool_(False)``, not the literal ``False``: numba
     compiles a separate specialisation for a literal argument, and this kernel is large
     (docs/performance.md, "Compile time")."""
-    Phi, bv, Fh, G, sel, lam = work.Phi, work.bv, work.Fh, work.G, work.sel, work.lam
-    Kf, Kp, Kr, Ks, Y, E = work.Kf, work.Kp, work.Kr, work.Ks, work.Y, work.E
-    r0, y0, scr = work.r0, work.y0, work.scr
-    leaf_biases(ix, leaf, bv)
+    leaf_biases(ix, leaf, work.bv)
     if matrices:
-        tree.assemble_matrices7(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
-    tree.assemble_biases7(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
-    tree.disassemble7(ix, Fh, G, sel, lam, Y, y0)
-    leaf_results(ix, leaf, Fh)
+        tree.assemble_matrices7(ix, work, eps, sgn, tol)
+    tree.assemble_biases7(ix, work, g0, sgn)
+    tree.disassemble7(ix, work)
+    leaf_results(ix, leaf, work.Fh)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -467,14 +464,12 @@ def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work):
             if ok[i] == 0:
                 return np.nan, sgn, kp
         G[:] = rows.G7
-        tree.assemble_matrices7(ix, work.Phi, G, work.sel, work.Kf, work.Kp, work.Kr, work.Ks, work.Y, work.E,
-                                work.scr, eps, sgn, pivot_tol)
+        tree.assemble_matrices7(ix, work, eps, sgn, pivot_tol)
     else:
         eps, sgn, kp = 1.0 / settings.alpha, -1.0, settings.alpha
         if n_joint_rows < G.shape[1]:
             G[:, n_joint_rows:] = 0.0
-            tree.assemble_matrices7(ix, work.Phi, G, work.sel, work.Kf, work.Kp, work.Kr, work.Ks, work.Y,
-                                    work.E, work.scr, eps, sgn, pivot_tol)
+            tree.assemble_matrices7(ix, work, eps, sgn, pivot_tol)
     nu = body.nu
     nu[:] = 0.0
     projection_rhs(pst, qd, nu, kp, leaf.base, leaf.rhs)

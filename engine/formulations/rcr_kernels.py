@@ -25,7 +25,7 @@ from ..kinematics import fk_accelerations, fk_positions, fk_velocities, motion_s
 from ..model import SPHERICAL
 from ..spatial import quat_mul
 from .rcr_articulated import body_terms, cluster_maps, solve_articulated
-from .tree_kernels import cut_rows
+from .tree_kernels import Baumgarte, cut_rows
 from .workspace import unpack
 
 
@@ -269,7 +269,7 @@ def position_rows(mk, ca, lx, nb, nv_j, q, poses, V0, rows, Kval, pos):
     motion_subspace(mk, q, R, S)
     _origin_columns(v_adr, nv_j, P, S, S6)
     if nj > nb:
-        cut_rows(ca, nb, x, R, V0, P, GA, GB, g0, phi, lx.row_adr, 0.0, 0.0)
+        cut_rows(ca, nb, x, R, V0, P, GA, GB, g0, phi, lx.row_adr, Baumgarte(0.0, 0.0))
         _origin_rows(nb, nj, lx.row_adr, ca.nc_j, P, GA, GB)
     block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos)
 
@@ -339,7 +339,7 @@ def dynamics(desc, proto, q, v_in, out):
     fk_accelerations(mk, x, P, S, c, zero_v, Ab)
     _to_origin(x, P, Ab, c, Ao, co)
     if nj > nb:
-        cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, lx.row_adr, 0.0, 0.0)
+        cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, lx.row_adr, Baumgarte(0.0, 0.0))
         _origin_rows(nb, nj, lx.row_adr, ca.nc_j, P, GA, GB)
         _loop_rhs(nb, nj, lx.row_adr, ca.nc_j, pred, succ, GA, GB, g0, Ao, gam)
     # particular solution of eq. (35) with zero independent accelerations, and the

@@ -16,7 +16,7 @@ from ..threads import DCA_CHAIN_SERIAL_BELOW
 from . import tree
 from .base import Formulation
 from .stabilise import LoopProjection
-from .tree_kernels import tree_row_constants
+from .tree_kernels import TreeModel, tree_row_constants
 
 
 def unbranched_chain(model: Model) -> bool:
@@ -89,6 +89,8 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
         self.spring_joints = spring_joints(m)
         self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
         self.spring_tree = np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64)
+        self.tm = TreeModel(m.perp_pred, m.mass, m.inertia, m.inertia_inv, m.q_adr, m.v_adr, m.nv_j, m.ncut,
+                            self.spring_tree, self.cut_spring)  # the kernels' model arrays
         self.jq_ref = np.zeros(m.nj)
         self.jq = np.full(m.nj, np.nan)
         self.x = np.zeros((m.nb, 3))  # COM, fk_positions

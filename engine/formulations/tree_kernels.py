@@ -5,12 +5,62 @@ accelerations from the handle forces (docs/derivations.md, "DCA"; paper 001 eqs.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from ..constraints import joint_constraint
 from ..model import CYLINDRICAL, FIXED, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..spatial import shift_force_by, shift_motion, shift_motion_by
+
+
+class TreeModel(NamedTuple):
+    """The model's arrays that dca's and hdca's kernels read besides ``mk``, ``ca`` and
+    ``fa`` (:class:`~linkwork.engine.model.Model` says what each holds), gathered once by
+    :class:`~.tree_formulation.TreeFormulation` (``tm``)."""
+
+    perp_pred: np.ndarray  # (nj, 3, 3) each joint's constraint directions in the pred frame
+    mass: np.ndarray  # (nb,)
+    inertia: np.ndarray  # (nb, 3, 3) about the COM, body frame
+    inertia_inv: np.ndarray  # (nb, 3, 3)
+    q_adr: np.ndarray  # (nj,) first coordinate of each joint
+    v_adr: np.ndarray  # (nj,) first freedom of each joint
+    nv_j: np.ndarray  # (nj,) freedoms of each joint
+    ncut: np.int64  # cut joints
+    spring_tree: np.ndarray  # tree joints with a joint spring
+    spring_cut: np.ndarray  # cut joints with a joint spring
+
+
+class BodyWork(NamedTuple):
+    """The bodies' arrays of one dca or hdca evaluation, position -> velocity ->
+    acceleration, as the leaves (:func:`leaves`) and the accelerations
+    (:func:`accelerations`) read and write them; allocated once by the formulation (``bw``).
+    hdca's velocity phase has a tuple of its own over the same poses (``HDCAWorkspace.bw1``:
+    zero twists, the joints' known impulses as the bodies' loads, the twists and joint
+    velocities where this has the accelerations).  Nothing else: numba passes a tuple to
+    a kernel it calls member by member, the members it does not read too."""
+
+    x: np.ndarray  # (nb, 3) centres of mass, fk_positions
+    R: np.ndarray  # (nb, 3, 3) orientations, fk_positions
+    P: np.ndarray  # (nj, 3) joint points, fk_positions
+    S: np.ndarray  # (nv, 6) motion subspace columns, motion_subspace
+    V: np.ndarray  # (nb, 6) twists about the COM, fk_velocities
+    c: np.ndarray  # (nb, 6) velocity-product terms, fk_velocities
+    Fext: np.ndarray  # (nb, 6) applied wrenches at the COM, tree_applied_forces
+    rhs_body: np.ndarray  # (nb, 6) each body's wrench as a leaf, F_ext - V x* I V (body_rhs), leaves
+    Jinv_w: np.ndarray  # (nb, 3, 3) world inverse inertias, leaves
+    scratch: np.ndarray  # (nb, 3, 3) per-body scratch of the leaves
+    A: np.ndarray  # (nb, 6) spatial accelerations about the COM, accelerations
+    vdot: np.ndarray  # (nv,) joint accelerations, accelerations
+
+
+class Baumgarte(NamedTuple):
+    """Baumgarte's terms in the cut joints' rows, ``2 alpha Phi_dot + beta^2 Phi``
+    (:func:`cut_rows`; dca's ``baumgarte`` setting; (0, 0): none)."""
+
+    alpha: float
+    beta: float
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -54,11 +104,14 @@ def body_rhs(i, mass, inertia, R, V, Fext, rhs_body):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks):
+def leaf_blocks(i, ix, mass, inertia_inv, bw, Phi, bv, blocks):
     """Body i as a leaf of the tree solve: the handle biases ``b_h = X_h^T D w`` for the
-    body wrench (or impulse) ``w = rhs_body[i]`` and, if ``blocks``, the mobility
+    body wrench (or impulse) ``w = bw.rhs_body[i]`` and, if ``blocks``, the mobility
     blocks ``Phi_hk = X_h^T D X_k`` and the world inverse inertia."""
     node_nh, node_h_start, node_pair_start, h_joint = ix.node_nh, ix.node_h_start, ix.node_pair_start, ix.h_joint
+    x, R, P, rhs_body = bw.x, bw.R, bw.P, bw.rhs_body
+    Jinv_w = bw.Jinv_w
+    scratch = bw.scratch
     if blocks:
         world_inertia(R[i], inertia_inv[i], Jinv_w[i])
     Ji = Jinv_w[i]
@@ -182,38 +235,39 @@ BODY_CHUNKS = 16
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def leaves_over(i0, i1, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch,
-                 dca_rhs, blocks, hy):
+def leaves_over(i0, i1, ix, mass, inertia, inertia_inv, bw, Phi, bv, dca_rhs, blocks, hy):
     """:func:`leaves` for bodies ``i0 .. i1 - 1``."""
     in_region = hy.in_region
+    x, R, V, Fext, P = bw.x, bw.R, bw.V, bw.Fext, bw.P
+    rhs_body = bw.rhs_body
     for i in range(i0, i1):
         if dca_rhs:
             body_rhs(i, mass, inertia, R, V, Fext, rhs_body)
         if in_region[i] >= 0:
             region_leaf(i, mass, inertia, x, R, P, rhs_body, blocks, hy)
         else:
-            leaf_blocks(i, ix, mass, inertia_inv, x, R, P, Phi, bv, rhs_body, Jinv_w, scratch, blocks)
+            leaf_blocks(i, ix, mass, inertia_inv, bw, Phi, bv, blocks)
 
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def leaves(ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs,
-            blocks, hy):
-    """Every body as a leaf (in parallel for large mechanisms); with ``dca_rhs`` the body
-    wrench is DCA's ``F_ext - V x* I V``, otherwise ``rhs_body`` is taken as given.  A
-    body in an articulated-body region gets its inertia and bias wrench about its joint
-    point instead of mobility blocks (:func:`region_leaf`).
+def leaves(ix, mass, inertia, inertia_inv, bw, Phi, bv, dca_rhs, blocks, hy):
+    """Every body as a leaf (in parallel for large mechanisms): its blocks and biases into
+    the tree's ``Phi`` and ``bv`` (``TreeWork``), or into the regions' ``hy``, from the
+    bodies' arrays ``bw``; with ``dca_rhs`` the body wrench ``bw.rhs_body`` is DCA's
+    ``F_ext - V x* I V``, otherwise it is taken as given.  A body in an articulated-body
+    region gets its inertia and bias wrench about its joint point instead of mobility
+    blocks (:func:`region_leaf`).
 
     The flags are runtime bools: kernels pass ``np.bool_(...)``, never the literals, so
     dca, hdca's two phases and its Python-side reaction pass share one specialisation
     (numba compiles one per literal value; docs/performance.md, "Compile time")."""
     nb = ix.nb
-    if nb >= ix.body_parallel_from:
+    if nb >= ix.body_parallel_from:  # the tuples handed on, never written through here
         for k in prange(BODY_CHUNKS):
-            leaves_over(k * nb // BODY_CHUNKS, (k + 1) * nb // BODY_CHUNKS, ix, mass, inertia, inertia_inv, x, R,
-                         V, Fext, P, Phi, bv, rhs_body, Jinv_w, scratch, dca_rhs, blocks, hy)
+            leaves_over(k * nb // BODY_CHUNKS, (k + 1) * nb // BODY_CHUNKS, ix, mass, inertia, inertia_inv, bw, Phi,
+                        bv, dca_rhs, blocks, hy)
     else:  # 0 * nb: an int64 as in the chunks (one specialisation)
-        leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, x, R, V, Fext, P, Phi, bv, rhs_body, Jinv_w,
-                     scratch, dca_rhs, blocks, hy)
+        leaves_over(0 * nb, nb, ix, mass, inertia, inertia_inv, bw, Phi, bv, dca_rhs, blocks, hy)
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -351,10 +405,12 @@ def tree_rows(mk, perp_pred, R, S, c, GA, GB, g0, row_adr):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, alpha, beta):
+def cut_rows(ca, nb, x, R, V, P, GA, GB, g0, phi, row_adr, bg):
     """Closure rows of the cut joints, re-expressed at the joint point P_j for
-    spatial accelerations: G^P = G [[1, -~l], [0, 1]], g0 = g + G_lin (w x v_C)."""
+    spatial accelerations: G^P = G [[1, -~l], [0, 1]], g0 = g + G_lin (w x v_C), with
+    Baumgarte's terms ``bg`` (:class:`Baumgarte`)."""
     jtype, pred, succ, c_adr, nc_j = ca.jtype, ca.pred, ca.succ, ca.c_adr, ca.nc_j
+    alpha, beta = bg.alpha, bg.beta
     nj = jtype.shape[0]
     x0 = np.zeros(3)
     R0 = np.eye(3)
@@ -475,13 +531,16 @@ def region_acceleration(i, x, P, xa, A):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def accelerations_over(phase, i0, i1, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy):
+def accelerations_over(phase, i0, i1, ix, mk, mass, bw, Fh, hy):
     """:func:`accelerations` for bodies ``i0 .. i1 - 1``: phase 0 the bodies'
     accelerations, phase 1 (every body's done) their joints'."""
     nb = ix.nb
     parent, v_adr = mk.parent, mk.v_adr
     in_region = hy.in_region
     xa = hy.xa
+    x, P, S, c, rhs_body, Jinv_w = bw.x, bw.P, bw.S, bw.c, bw.rhs_body, bw.Jinv_w
+    A = bw.A
+    vdot = bw.vdot
     for i in range(i0, i1):
         if phase == 1:
             joint_acceleration(i, nb, parent, v_adr, x, P, S, c, A, vdot)
@@ -492,17 +551,17 @@ def accelerations_over(phase, i0, i1, ix, mk, x, P, S, c, Fh, rhs_body, mass, Ji
 
 
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-def accelerations(ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy):
-    """Body spatial accelerations about the COM from the handle forces (in a region: from
-    its recursion), then vdot."""
+def accelerations(ix, mk, mass, bw, Fh, hy):
+    """Body spatial accelerations about the COM (``bw.A``) from the handle forces ``Fh``
+    (``TreeWork``; in a region: from its recursion), then the joints' (``bw.vdot``)."""
     nb = ix.nb
     for phase in range(2):
-        if nb >= ix.body_parallel_from:
+        if nb >= ix.body_parallel_from:  # the tuples handed on, never written through here
             for k in prange(BODY_CHUNKS):
-                accelerations_over(phase, k * nb // BODY_CHUNKS, (k + 1) * nb // BODY_CHUNKS, ix, mk, x, P, S, c,
-                                    Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+                accelerations_over(phase, k * nb // BODY_CHUNKS, (k + 1) * nb // BODY_CHUNKS, ix, mk, mass, bw, Fh,
+                                    hy)
         else:
-            accelerations_over(phase, 0 * nb, nb, ix, mk, x, P, S, c, Fh, rhs_body, mass, Jinv_w, A, vdot, hy)
+            accelerations_over(phase, 0 * nb, nb, ix, mk, mass, bw, Fh, hy)
 
 
 @njit(cache=True, nogil=True, _nrt=True)

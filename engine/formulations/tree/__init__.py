@@ -45,22 +45,22 @@ The passes exist once per block size (``assemble_matrices6`` ... for dca/hdca,
 The modules, in the order the data flows:
 
 - :mod:`.layout` -- the flat data the kernels read: :class:`TreeIndex`, :class:`Regions`,
-  :class:`TreeLayout` and :func:`build_layout`;
-- :mod:`.factor` -- one merge's pivoted Cholesky factor and its solves;
+  :class:`TreeWork` (the passes' workspace), :class:`TreeLayout` and :func:`build_layout`;
+- :mod:`.factor` -- one merge's pivoted Cholesky factor (:class:`~.factor.Factor`) and its solves;
 - :mod:`.merge` -- eqs. (3)-(4) for one merge: matrix, bias and disassembly kernels;
 - :mod:`.regions` -- articulated-body regions assembled by their recursion;
 - :mod:`.passes` -- the three passes over the whole tree, for blocks of 6 and of 7;
 - :mod:`.singular` -- where the loops close, and the watch for singular configurations.
 """
 
-from .layout import Regions, TreeIndex, TreeLayout, build_layout
+from .layout import Regions, TreeIndex, TreeLayout, TreeWork, build_layout
 from .passes import (assemble_biases6, assemble_biases7, assemble_matrices6, assemble_matrices7, disassemble6,
                      disassemble7)
 from .regions import bias_step, down_step, matrix_step, region_biases, region_down, region_matrices
 from .singular import SingularityWatch, closing_merges, loop_conditioning
 
 __all__ = [
-    "Regions", "SingularityWatch", "TreeIndex", "TreeLayout", "assemble_biases6", "assemble_biases7",
+    "Regions", "SingularityWatch", "TreeIndex", "TreeLayout", "TreeWork", "assemble_biases6", "assemble_biases7",
     "assemble_matrices6", "assemble_matrices7", "bias_step", "build_layout", "closing_merges", "disassemble6",
     "disassemble7", "down_step", "loop_conditioning", "matrix_step", "region_biases", "region_down",
     "region_matrices",

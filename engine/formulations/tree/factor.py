@@ -4,9 +4,24 @@ squares where the factor has lower rank (docs/derivations.md, "Redundant rows").
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
+
+class Factor(NamedTuple):
+    """One merge's pivoted Cholesky factor where :func:`pchol` left it, as the solves read
+    it: ``K[piv][:, piv] = L L^T`` on the leading ``rank`` rows.  Built by the merge
+    kernels from the tree's workspace (``TreeWork.Kf``, ``Kp``, ``Kr``), a tuple of
+    references: no copy."""
+
+    L: np.ndarray  # the factors, flat: this one's n x n at L[kb:] (TreeWork.Kf)
+    P: np.ndarray  # the pivot orders: this one's at P[rb:rb+n] (TreeWork.Kp)
+    kb: np.int64  # its offset in L (TreeIndex.m_K)
+    rb: np.int64  # its offset in P (TreeIndex.m_R)
+    n: np.int64  # the rows of K
+    rank: np.int64  # the factor's rank (below n: null_factor has completed it)
 
 
 
@@ -185,9 +200,11 @@ def pinv_solve(L, kb, n, rank, v, o, w, wo):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
-    """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] (basic solution; minimum-norm least squares where
-    the rank is below n, :func:`pinv_solve`); ``scr[m, t0:t0+2n]`` is scratch."""
+def psolve_vec(f, b, x, vb, sgn, scr, m, t0):
+    """x[vb:vb+n] = sgn K^-1 b[vb:vb+n] with the factor ``f`` (:class:`Factor`; basic
+    solution, minimum-norm least squares where the rank is below n, :func:`pinv_solve`);
+    ``scr[m, t0:t0+2n]`` is scratch."""
+    L, P, kb, rb, n, rank = f
     if rank < n:
         for k in range(n):
             scr[m, t0 + k] = b[vb + P[rb + k]]
@@ -212,10 +229,11 @@ def psolve_vec(L, P, kb, rb, n, rank, b, x, vb, sgn, scr, m, t0):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def psolve_rows(L, P, kb, rb, n, rank, B, X, base, ncol, sgn, scr, m, t0):
-    """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] (basic solution; minimum-norm
-    least squares where the rank is below n, :func:`pinv_solve`); ``scr[m, t0:t0+2n]``
-    is scratch."""
+def psolve_rows(f, B, X, base, ncol, sgn, scr, m, t0):
+    """X[base:base+n, :ncol] = sgn K^-1 B[base:base+n, :ncol] with the factor ``f``
+    (:class:`Factor`; basic solution, minimum-norm least squares where the rank is below n,
+    :func:`pinv_solve`); ``scr[m, t0:t0+2n]`` is scratch."""
+    L, P, kb, rb, n, rank = f
     for d in range(ncol):
         if rank < n:
             for k in range(n):

@@ -1,6 +1,7 @@
 """The tree solve's flat data: :class:`TreeIndex` (the assembly tree and the constraint
-rows as the passes read them), :class:`Regions` (the articulated-body regions' workspace)
-and :class:`TreeLayout` (both with the passes' workspace), built by :func:`build_layout`."""
+rows as the passes read them), :class:`Regions` (the articulated-body regions' workspace),
+:class:`TreeWork` (the passes' workspace) and :class:`TreeLayout` (all of them), built by
+:func:`build_layout`."""
 
 from __future__ import annotations
 
@@ -73,28 +74,28 @@ class Regions(NamedTuple):
     unit_first: np.ndarray  # (nb,) the joint's rows are e_0, e_1, e_2 first (TreeLayout.unit_first)
 
 
-@dataclass(eq=False)
-class TreeLayout:
-    """Flat index arrays (``ix``) and workspace (``ws``) of one tree solve."""
+class TreeWork(NamedTuple):
+    """The tree solve's workspace, grouped by pass, as the passes read and write it
+    (``TreeLayout.work``, built once with the layout: its arrays are the layout's).  ``nd``
+    is the block size; ``n_pairs``, ``n_slots`` the nodes' handle pairs and handles
+    (:class:`~linkwork.engine.assembly.AssemblyTree`); a merge has ``nr`` interface rows
+    and ``ne`` external handles (``TreeIndex.m_nr``, ``node_nh``)."""
 
-    nd: int
-    ix: TreeIndex
-    n_rows: int  # total constraint rows (all joints)
-    tree: AssemblyTree
-    # workspace, grouped by pass
     Phi: np.ndarray  # (n_pairs, nd, nd) node blocks, filled by the leaf kernel + matrix pass
     bv: np.ndarray  # (n_slots, nd) node biases, leaf kernel + bias pass
     Fh: np.ndarray  # (n_slots, nd) handle forces, disassembly
     G: np.ndarray  # (2, n_rows, nd) constraint rows on the pred (0) and succ (1) ends, formulation
-    g0: np.ndarray  # (n_rows,) constant term of each constraint row, formulation
+    #: (n_rows,) constant term of each constraint row, formulation (dca, hdca; index-3's
+    #: solves bring their own to the bias pass)
+    g0: np.ndarray
     lam: np.ndarray  # (n_rows,) multipliers, disassembly
     #: (2 sum nr^2,) pivoted Cholesky factor of each merge's K, matrix pass; then, for a
     #: factor of lower rank, its null space and the Cholesky factor of that space's Gram matrix (null_factor)
     Kf: np.ndarray
-    Kp: np.ndarray  # (sum nr,) its pivot order
-    #: (2 nm,) its rank, then each merge's rank bound: the rank of its closure rows where the
-    #: loops close (:meth:`cap_ranks`), its row count until then.  The pivoting keeps at most
-    #: that many pivots, so redundant rows stay dropped off the closure too.
+    Kp: np.ndarray  # (sum nr,) its pivot order, matrix pass
+    #: (2 nm,) its rank, matrix pass; then each merge's rank bound: the rank of its closure
+    #: rows where the loops close (:meth:`TreeLayout.cap_ranks`), its row count until then.
+    #: The pivoting keeps at most that many pivots, so redundant rows stay dropped off the closure too.
     Kr: np.ndarray
     Ks: np.ndarray  # (sum nr^2,) scratch for the factorisation
     Y: np.ndarray  # (sum ne*nr, nd) K^-1 E_e per external handle, matrix pass
@@ -106,6 +107,17 @@ class TreeLayout:
     #: joints' translational parts), else -1: G Phi is then a signed row copy.
     #: Set by the formulation when it knows its rows' structure; -1 is always safe.
     sel: np.ndarray
+
+
+@dataclass(eq=False)
+class TreeLayout:
+    """Flat index arrays (``ix``) and workspace (``work``) of one tree solve."""
+
+    nd: int
+    ix: TreeIndex
+    n_rows: int  # total constraint rows (all joints)
+    tree: AssemblyTree
+    work: TreeWork  # the passes' workspace (also by name: ``lay.Phi`` is ``lay.work.Phi``)
     # articulated-body regions (dca, hdca; docs/derivations.md, "The articulated-body regions")
     IA: np.ndarray  # (nb, 6, 6) articulated inertia of the body's subtree about its joint point
     W: np.ndarray  # (nb, 6) its bias wrench
@@ -161,6 +173,24 @@ class TreeLayout:
     def GB(self) -> np.ndarray:  # view: rows on the succ end
         return self.G[1]
 
+    # the workspace's arrays by name (:class:`TreeWork` says what each holds)
+    Phi = property(lambda self: self.work.Phi)
+    bv = property(lambda self: self.work.bv)
+    Fh = property(lambda self: self.work.Fh)
+    G = property(lambda self: self.work.G)
+    g0 = property(lambda self: self.work.g0)
+    lam = property(lambda self: self.work.lam)
+    Kf = property(lambda self: self.work.Kf)
+    Kp = property(lambda self: self.work.Kp)
+    Kr = property(lambda self: self.work.Kr)
+    Ks = property(lambda self: self.work.Ks)
+    Y = property(lambda self: self.work.Y)
+    E = property(lambda self: self.work.E)
+    r0 = property(lambda self: self.work.r0)
+    y0 = property(lambda self: self.work.y0)
+    scr = property(lambda self: self.work.scr)
+    sel = property(lambda self: self.work.sel)
+
 
 def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.ndarray,
                  threads: int | None = None, regions: bool = False, grounded: bool = False) -> TreeLayout:
@@ -209,8 +239,7 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     )
     nv = int(model.nv_j[:nb].sum()) if regions_list else 0
     nbr = nb if regions_list else 0
-    return TreeLayout(
-        nd=nd, ix=ix, n_rows=n_rows, tree=tree,
+    work = TreeWork(
         Phi=np.zeros((tree.n_pairs, nd, nd)), bv=np.zeros((tree.n_slots, nd)),
         Fh=np.zeros((tree.n_slots, nd)), G=np.zeros((2, n_rows, nd)),
         g0=np.zeros(n_rows), lam=np.zeros(n_rows), Kf=np.zeros(2 * nK), Kp=np.zeros(nR, dtype=np.int64),
@@ -219,6 +248,9 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
         r0=np.zeros(nR), y0=np.zeros(nR),
         scr=np.zeros((max(nm, 1), nd + 3 * int(m_nr.max(initial=0)) + nd * nd)),
         sel=np.full(n_rows, -1, dtype=np.int64),
+    )
+    return TreeLayout(
+        nd=nd, ix=ix, n_rows=n_rows, tree=tree, work=work,
         IA=np.zeros((nbr, 6, 6)), W=np.zeros((nbr, 6)), U=np.zeros((nv, 6)), Dinv=np.zeros((nbr, 3, 3)),
         sz=np.zeros(nv), cperp=np.zeros((nbr, 6)), xa=np.zeros((nbr, 6)), LA=np.zeros((len(regions_list), 6, 6)),
         reg=_region_arrays(model, tree, region_of, regions_list), unit_first=np.zeros(nbr, dtype=np.bool_),

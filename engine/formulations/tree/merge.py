@@ -9,13 +9,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .factor import null_factor, pchol, pinv_solve, psolve_rows, psolve_vec
+from .factor import Factor, null_factor, pchol, pinv_solve, psolve_rows, psolve_vec
 
 
 # The per-merge functions below that the level loops call are ``inline='always'``:
 # they take the layout's tuple of 24 index arrays, and called out of line each call
 # cost more than a merge's arithmetic (docs/index3.md, "Timing").  The per-body
-# kernels of dca, hdca and index3 are inlined for the same reason.
+# kernels of dca, hdca and index3 are inlined for the same reason.  The matrix and bias
+# kernels take the passes' workspace as ``tw`` (:class:`~.layout.TreeWork`), each array
+# they write read from it on a line of its own; the disassembly's take its six arrays
+# (``passes._passes``); a merge's factor goes to the solves as a :class:`~.factor.Factor`
+# (a tuple of references).
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline='always')
@@ -32,10 +36,12 @@ def gphi(Gs, w, r, nr, Phi, blk, out, nd):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline='always')
-def psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z, nd, w):
-    """X[base:base+n, :nd] = sgn K^-1 B[base:base+n, :nd], all nd columns at once
-    (basic solution of the pivoted factor, minimum-norm least squares where the rank is
-    below n: :func:`pinv_solve`; ``Z`` is (>= n, nd) scratch, ``w`` (>= 2n,) scratch)."""
+def psolve_cols(f, B, X, base, sgn, Z, nd, w):
+    """X[base:base+n, :nd] = sgn K^-1 B[base:base+n, :nd], all nd columns at once, with the
+    factor ``f`` (:class:`Factor`; basic solution of the pivoted factor, minimum-norm least
+    squares where the rank is below n: :func:`pinv_solve`; ``Z`` is (>= n, nd) scratch,
+    ``w`` (>= 2n,) scratch)."""
+    L, P, kb, rb, n, rank = f
     if rank < n:
         for d in range(nd):
             for k in range(n):
@@ -73,11 +79,20 @@ def psolve_cols(L, P, kb, rb, n, rank, B, X, base, sgn, Z, nd, w):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd):
+def merge_matrices_one(m, ix, tw, eps, sgn, tol, nd):
     """:func:`merge_matrices` for one interface joint (every merge of a chain or tree):
     the same equations in axpy form over the ``nd`` (= Phi.shape[2], a compile-time
     constant of the calling pass: :func:`_passes`) columns, which the compiler unrolls and
     vectorises, and zero entries of G skipped."""
+    Phi = tw.Phi
+    Kf = tw.Kf
+    Kp = tw.Kp
+    Kr = tw.Kr
+    Ks = tw.Ks
+    Y = tw.Y
+    E = tw.E
+    scr = tw.scr
+    G = tw.G
     nb, left, right, node_nh, node_h_start = ix.nb, ix.left, ix.right, ix.node_nh, ix.node_h_start
     node_pair_start, h_side, h_src, if_start = ix.node_pair_start, ix.h_side, ix.h_src, ix.if_start
     if_joint = ix.if_joint
@@ -123,6 +138,7 @@ def merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 
     Kr[m] = rank
     if rank < nr:
         null_factor(Kf, kb, nr, rank)
+    fac = Factor(Kf, Kp, kb, rb, nr, rank)
     n_h = node_nh[n]
     sN = node_h_start[n]
     eb = m_E[m]
@@ -136,7 +152,7 @@ def merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, 
         for a in range(nr):
             for d in range(nd):
                 E[base + a, d] = T[a, d]
-        psolve_cols(Kf, Kp, kb, rb, nr, rank, E, Y, base, sgn, T, nd, scr[m])
+        psolve_cols(fac, E, Y, base, sgn, T, nd, scr[m])
     pN = node_pair_start[n]
     for e in range(n_h):
         se = h_src[sN + e]
@@ -184,7 +200,7 @@ def gphi7(G, w, r, a, P, S, o):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline='always')
-def merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+def merge_matrices_leaf3(m, ix, tw, eps, sgn, tol):
     """:func:`merge_matrices_one` for 7 x 7 blocks, a joint of three rows (spherical) and a
     merged node whose one handle comes from a leaf child whose ``Phi`` blocks are all the
     same (index-3's ``delta_i``): every merge but the last of a spherical chain assembled
@@ -195,6 +211,15 @@ def merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
     "Timing").  Returns False where this does not apply or ``K`` needs a pivot (the
     general kernel then runs and overwrites what this wrote); the same results to
     round-off otherwise (``Kp`` the identity, ``Kr`` 3, as the general kernel's)."""
+    Phi = tw.Phi
+    Kf = tw.Kf
+    Kp = tw.Kp
+    Kr = tw.Kr
+    Ks = tw.Ks
+    Y = tw.Y
+    E = tw.E
+    scr = tw.scr
+    G = tw.G
     nb, left, right, node_nh = ix.nb, ix.left, ix.right, ix.node_nh
     node_h_start, node_pair_start, h_side, h_src = ix.node_h_start, ix.node_pair_start, ix.h_side, ix.h_src
     if_start, if_joint, if_left, if_right = ix.if_start, ix.if_joint, ix.if_left, ix.if_right
@@ -290,7 +315,18 @@ def merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol):
+def merge_matrices(m, ix, tw, eps, sgn, tol):
+    """Eqs. (3)-(4) of :mod:`.tree` for merge ``m`` over any number of interface joints:
+    ``K``, its factor, ``E``, ``Y = K^-1 E`` and the merged node's blocks ``Phi^C``."""
+    Phi = tw.Phi
+    Kf = tw.Kf
+    Kp = tw.Kp
+    Kr = tw.Kr
+    Ks = tw.Ks
+    Y = tw.Y
+    E = tw.E
+    scr = tw.scr
+    G, sel = tw.G, tw.sel
     nb, left, right, node_nh, node_h_start = ix.nb, ix.left, ix.right, ix.node_nh, ix.node_h_start
     node_pair_start, h_side, h_src, if_start = ix.node_pair_start, ix.h_side, ix.h_src, ix.if_start
     if_joint = ix.if_joint
@@ -364,6 +400,7 @@ def merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
     Kr[m] = rank
     if rank < nr:
         null_factor(Kf, kb, nr, rank)
+    fac = Factor(Kf, Kp, kb, rb, nr, rank)
     # ---- E_e (rows of G Phi coupling interface constraints to handle e), Y_e = K^-1 E_e
     n_h = node_nh[n]
     sN = node_h_start[n]
@@ -394,7 +431,7 @@ def merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
                         for c in range(nd):
                             t += G[w1, r1 + a, c] * Phi[blk, c, d]
                         E[row, d] = t
-        psolve_rows(Kf, Kp, kb, rb, nr, rank, E, Y, eb + e * nr, nd, sgn, scr, m, nd)
+        psolve_rows(fac, E, Y, eb + e * nr, nd, sgn, scr, m, nd)
     # ---- Phi^C[e, f] = [same side] Phi^X[e, f] - E_e^T Y_f  (upper blocks, mirrored)
     pN = node_pair_start[n]
     for e in range(n_h):
@@ -448,9 +485,14 @@ def one_joint(m, ix):
 
 
 @njit(cache=True, nogil=True, inline='always')
-def merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd):
+def merge_bias_one(m, ix, tw, g0, sgn, nd):
     """:func:`merge_bias` for one interface joint (axpy form; ``nd`` = bv.shape[1], a
     constant of the calling pass)."""
+    bv = tw.bv
+    r0 = tw.r0
+    y0 = tw.y0
+    scr = tw.scr
+    G, Kf, Kp, Kr, Y = tw.G, tw.Kf, tw.Kp, tw.Kr, tw.Y
     Rn, nL, sL, sR, r, nr, rb, wl, bl, br, sN, eb, n_h = one_joint(m, ix)
     wr = 1 - wl
     h_src, m_K = ix.h_src, ix.m_K
@@ -464,7 +506,7 @@ def merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd):
         r0[rb + a] = t
     # scratch after the first nd entries; bv.shape[1] (= nd, not the literal): the one
     # specialisation of psolve_vec that merge_bias uses too
-    psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, bv.shape[1])
+    psolve_vec(Factor(Kf, Kp, m_K[m], rb, nr, Kr[m]), r0, y0, rb, sgn, scr, m, bv.shape[1])
     for e in range(n_h):
         src = h_src[sN + e]
         slot = sL + src if src < nL else sR + (src - nL)
@@ -509,7 +551,14 @@ def merge_down_one(m, ix, Fh, G, lam, Y, y0, nd):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
+def merge_bias(m, ix, tw, g0, sgn):
+    """Eqs. (3)-(4) of :mod:`.tree` for merge ``m`` over any number of interface joints:
+    ``r0``, ``y0 = K^-1 r0`` and the merged node's biases ``b^C``."""
+    bv = tw.bv
+    r0 = tw.r0
+    y0 = tw.y0
+    scr = tw.scr
+    G, sel, Kf, Kp, Kr, Y = tw.G, tw.sel, tw.Kf, tw.Kp, tw.Kr, tw.Y
     nb, left, right, node_nh, node_h_start = ix.nb, ix.left, ix.right, ix.node_nh, ix.node_h_start
     h_side, h_src, if_start, if_joint, if_left = ix.h_side, ix.h_src, ix.if_start, ix.if_joint, ix.if_left
     if_right, if_roff, m_nr, m_K, m_R = ix.if_right, ix.if_roff, ix.m_nr, ix.m_K, ix.m_R
@@ -545,7 +594,7 @@ def merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
                     for c in range(nd):
                         t += G[wr, r + a, c] * bv[br, c]
             r0[rb + o + a] = t
-    psolve_vec(Kf, Kp, m_K[m], rb, nr, Kr[m], r0, y0, rb, sgn, scr, m, nd)
+    psolve_vec(Factor(Kf, Kp, m_K[m], rb, nr, Kr[m]), r0, y0, rb, sgn, scr, m, nd)
     sN = node_h_start[n]
     eb = m_E[m]
     for e in range(node_nh[n]):
@@ -560,6 +609,8 @@ def merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def merge_down(m, ix, Fh, G, sel, lam, Y, y0):
+    """Eq. (3) of :mod:`.tree` for merge ``m`` over any number of interface joints: the
+    interface multipliers ``Lambda`` and the children's handle forces."""
     nb, left, right, node_nh, node_h_start = ix.nb, ix.left, ix.right, ix.node_nh, ix.node_h_start
     h_side, h_src, if_start, if_joint, if_left = ix.h_side, ix.h_src, ix.if_start, ix.if_joint, ix.if_left
     if_right, if_roff, m_nr, m_R, m_E = ix.if_right, ix.if_roff, ix.m_nr, ix.m_R, ix.m_E

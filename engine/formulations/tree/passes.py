@@ -48,44 +48,45 @@ def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
     matrix pass takes :func:`merge_matrices_leaf3` where it applies."""
 
     @njit(cache=True, nogil=True, _nrt=False)
-    def matrices_over(merges, k0, k1, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy):
+    def matrices_over(merges, k0, k1, ix, tw, eps, sgn, tol, hy):
         """The matrix pass over ``merges[k0:k1]``, in order (a region by its head)."""
         for k in range(k0, k1):
             m = merges[k]
             rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
                 if regions:
-                    region_matrices(rg, ix, Phi, hy)
+                    region_matrices(rg, ix, tw.Phi, hy)
             elif rg == -2:
                 continue
             elif one_joint_merge(m, ix, nd):
                 done = False
                 if leaf_blocks:  # a closure constant: the other passes do not compile it
-                    done = merge_matrices_leaf3(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                    done = merge_matrices_leaf3(m, ix, tw, eps, sgn, tol)
                 if not done:
-                    merge_matrices_one(m, ix, Phi, G, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, nd)
+                    merge_matrices_one(m, ix, tw, eps, sgn, tol, nd)
             else:
-                merge_matrices(m, ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol)
+                merge_matrices(m, ix, tw, eps, sgn, tol)
 
     @njit(cache=True, nogil=True, _nrt=False)
-    def biases_over(merges, k0, k1, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy):
+    def biases_over(merges, k0, k1, ix, tw, g0, sgn, hy):
         """The bias pass over ``merges[k0:k1]``, in order."""
         for k in range(k0, k1):
             m = merges[k]
             rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
                 if regions:
-                    region_biases(rg, ix, bv, G, g0, hy)
+                    region_biases(rg, ix, tw.bv, tw.G, g0, hy)
             elif rg == -2:
                 continue
             elif one_joint_merge(m, ix, nd):
-                merge_bias_one(m, ix, bv, G, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, nd)
+                merge_bias_one(m, ix, tw, g0, sgn, nd)
             else:
-                merge_bias(m, ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn)
+                merge_bias(m, ix, tw, g0, sgn)
 
     @njit(cache=True, nogil=True, _nrt=False)
     def down_over(merges, k0, k1, ix, Fh, G, sel, lam, Y, y0, hy):
-        """The disassembly over ``merges[k0:k1]``, in reverse order."""
+        """The disassembly over ``merges[k0:k1]``, in reverse order: the six arrays of
+        ``TreeWork`` it reads or writes, not the tuple (:func:`_passes`)."""
         for k in range(k1 - 1, k0 - 1, -1):
             m = merges[k]
             rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
@@ -113,8 +114,14 @@ def _passes(nd: int):
     nd loops with constant trip counts and unrolls and vectorises them (index-3's matrix
     pass at 128 links in 0.6 of the time with the size a variable).  One set
     per size, so a formulation compiles only its own; merges over several joints take the
-    general kernels.  The loops are :func:`_loops`'s (dca's and hdca's take the regions'
-    workspace ``hy``, :meth:`TreeLayout.hybrid`)."""
+    general kernels.  The loops are :func:`_loops`'s.  Each pass takes the tree's index
+    ``ix``, the passes' workspace ``tw`` (:class:`~.layout.TreeWork`, ``TreeLayout.work``)
+    and, dca's and hdca's, the regions' workspace ``hy`` (:meth:`TreeLayout.hybrid`).  The
+    parallel loops only hand ``tw`` on to the loops they call, which write through it:
+    numba may drop a write through a tuple's field made in a parallel loop's own body.
+    The disassembly takes its six arrays out of ``tw`` before its loop and hands those
+    on: numba passes a tuple to a kernel it calls member by member, the ones it does not
+    read too, and the disassembly reads few."""
     six = nd == 6
 
     # Each pass calls its loop once per subtree and once for the top (from
@@ -123,7 +130,7 @@ def _passes(nd: int):
     # body and again in the serial loop (docs/performance.md, "What a cold compile costs, and why").
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def assemble_matrices(ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E, scr, eps, sgn, tol, hy=None):
+    def assemble_matrices(ix, tw, eps, sgn, tol, hy=None):
         """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
         subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
         ``G Phi G^T - eps`` is positive semi-definite (DCA, HDCA), -1 when it is negative
@@ -132,41 +139,37 @@ def _passes(nd: int):
         if sub_start.shape[0] > 1:  # no parallel region at all for small trees
             for s in prange(sub_start.shape[0] - 1):
                 if six:
-                    _matrices_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y,
-                                    E, scr, eps, sgn, tol, hy)
+                    _matrices_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, tw, eps, sgn, tol, hy)
                 else:
-                    _matrices_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y,
-                                    E, scr, eps, sgn, tol, hy)
+                    _matrices_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, tw, eps, sgn, tol, hy)
         if six:
-            _matrices_over6(top_merges, sub_start[0], top_merges.shape[0], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E,
-                            scr, eps, sgn, tol, hy)
+            _matrices_over6(top_merges, sub_start[0], top_merges.shape[0], ix, tw, eps, sgn, tol, hy)
         else:
-            _matrices_over7(top_merges, sub_start[0], top_merges.shape[0], ix, Phi, G, sel, Kf, Kp, Kr, Ks, Y, E,
-                            scr, eps, sgn, tol, hy)
+            _matrices_over7(top_merges, sub_start[0], top_merges.shape[0], ix, tw, eps, sgn, tol, hy)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def assemble_biases(ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0, scr, sgn, hy=None):
-        """Bias pass, leaves to root (the leaves' bv already filled)."""
+    def assemble_biases(ix, tw, g0, sgn, hy=None):
+        """Bias pass, leaves to root (the leaves' bv already filled), for the rows' constant
+        terms ``g0`` (dca, hdca: ``tw.g0``; index-3's solves bring their own)."""
         sub_start, sub_merges, top_merges = ix.sub_start, ix.sub_merges, ix.top_merges
         if sub_start.shape[0] > 1:
             for s in prange(sub_start.shape[0] - 1):
                 if six:
-                    _biases_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0,
-                                  y0, scr, sgn, hy)
+                    _biases_over6(sub_merges, sub_start[s], sub_start[s + 1], ix, tw, g0, sgn, hy)
                 else:
-                    _biases_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0,
-                                  y0, scr, sgn, hy)
+                    _biases_over7(sub_merges, sub_start[s], sub_start[s + 1], ix, tw, g0, sgn, hy)
         if six:
-            _biases_over6(top_merges, sub_start[0], top_merges.shape[0], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
-                          scr, sgn, hy)
+            _biases_over6(top_merges, sub_start[0], top_merges.shape[0], ix, tw, g0, sgn, hy)
         else:
-            _biases_over7(top_merges, sub_start[0], top_merges.shape[0], ix, bv, G, sel, g0, Kf, Kp, Kr, Y, r0, y0,
-                          scr, sgn, hy)
+            _biases_over7(top_merges, sub_start[0], top_merges.shape[0], ix, tw, g0, sgn, hy)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
-    def disassemble(ix, Fh, G, sel, lam, Y, y0, hy=None):
+    def disassemble(ix, tw, hy=None):
         """Root to leaves: every joint's multipliers and every handle's force."""
         sub_start, sub_merges, top_merges = ix.sub_start, ix.sub_merges, ix.top_merges
+        Fh = tw.Fh  # out of the tuple before the parallel loop, one a line (:func:`_passes`)
+        lam = tw.lam
+        G, sel, Y, y0 = tw.G, tw.sel, tw.Y, tw.y0
         if six:
             _down_over6(top_merges, sub_start[0], top_merges.shape[0], ix, Fh, G, sel, lam, Y, y0, hy)
         else:

@@ -117,11 +117,12 @@ def test_merge_solves_are_minimum_norm(n, r):
     b = rng.normal(size=n)  # in the range of K or not: least squares
     x = np.zeros(n)
     scr = np.zeros((1, 3 * n + 6))
-    factor.psolve_vec(L, P, 0, 0, n, rank, b, x, 0, -1.0, scr, 0, 0)
+    f = factor.Factor(L, P, 0, 0, n, rank)
+    factor.psolve_vec(f, b, x, 0, -1.0, scr, 0, 0)
     np.testing.assert_allclose(x, -np.linalg.pinv(K) @ b, atol=1e-12)
     B = rng.normal(size=(n, 6))
     X = np.zeros((n, 6))
-    factor.psolve_rows(L, P, 0, 0, n, rank, B, X, 0, 6, 1.0, scr, 0, 0)
+    factor.psolve_rows(f, B, X, 0, 6, 1.0, scr, 0, 0)
     np.testing.assert_allclose(X, np.linalg.pinv(K) @ B, atol=1e-12)
 
 
