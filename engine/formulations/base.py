@@ -60,6 +60,8 @@ class StateKernel:
         self._head = (typeof(self.desc), typeof(self.proto))
         self._entries = {}  # the state's types -> compiled entry point
         self.entry = None  # the entry for plain states, once bound
+        if not hasattr(kernel, "overloads"):  # NUMBA_DISABLE_JIT: the kernel is plain Python
+            self.entry = kernel
 
     def __reduce__(self):
         """Copied or pickled, a kernel is built again from its workspace (the copy's
@@ -93,6 +95,8 @@ class StateKernel:
         first time (compiled through the dispatcher if need be)."""
         from numba import typeof
 
+        if not hasattr(self.kernel, "overloads"):  # NUMBA_DISABLE_JIT
+            return self.kernel(self.desc, self.proto, *state)
         plain = all(_plain(a) for a in state)
         types = tuple(typeof(a) for a in state)
         entry = self._entries.get(types)  # keyed without the head: hashing proto's type costs 40 us

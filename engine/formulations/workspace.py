@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 from llvmlite import ir
 from numba import types, typeof
-from numba.core import cgutils
+from numba.core import cgutils, config
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
@@ -112,3 +112,13 @@ def unpack(typingctx, desc, proto):
     if not isinstance(target, types.BaseTuple):
         return None
     return target(desc, proto), codegen
+
+
+if config.DISABLE_JIT:  # kernels run as plain Python: the table is the values themselves
+    def pack(values: tuple) -> tuple[tuple, None]:  # noqa: F811
+        """Under ``NUMBA_DISABLE_JIT``: ``(values, None)``."""
+        return values, None
+
+    def unpack(desc, proto):  # noqa: F811
+        """Under ``NUMBA_DISABLE_JIT``: the values :func:`pack` was given."""
+        return desc
