@@ -10,13 +10,18 @@ and the folder receives
   application's own plot exporter (Qt's ``offscreen`` platform: no display needed);
 - ``mechanism.png``: the mechanism at the end of the run over a faint picture of
   it at t = 0, with the paths of the centres of mass;
-- ``mechanism.gif``: the motion, animated.
+- ``mechanism.gif``: the motion, animated;
+- with ``--video FILE.mp4``: the motion in real time as an H.264 MP4, rendered by the
+  application's 3-D view (vispy on EGL's surfaceless platform: no display needed),
+  each frame stamped with the run's label and its time (app/session/video.py).
 
 The pictures are a 2-D projection drawn with QPainter (the 3-D view needs OpenGL,
 which a machine without a display may not have): planar mechanisms are seen
 square-on to their plane, spatial ones from an oblique viewpoint, gravity down.
-Exit status as ``linkwork run``: 0, 2 refused, 3 the simulation failed (the rows
-computed before the failure are still written and drawn), 130 interrupted.
+Where EGL cannot render, the video falls back to those 2-D pictures (and says so).
+Exit status as ``linkwork run``: 0, 2 refused (also: ``--video`` without PyAV), 3 the
+simulation failed (the rows computed before the failure are still written and drawn),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -48,7 +53,87 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--integrator", metavar="NAME", help="[the formulation's default]")
     p.add_argument("--dt", type=float_arg, metavar="S", help="[the mechanism's default]")
     p.add_argument("--t-end", type=float_arg, metavar="S", help="[the mechanism's default]")
+    p.add_argument("--video", metavar="FILE.mp4",
+                   help="also write the motion in real time as an H.264 MP4 (needs pip install 'linkwork[video]')")
+    p.add_argument("--fps", type=float_arg, metavar="N", help="the video's frames a second [60]")
+    p.add_argument("--size", metavar="WxH", help="the video's size in pixels, even [1280x720]")
     return p
+
+
+def _video_options(args) -> tuple[Path, float, tuple[int, int]] | str:
+    """(path, fps, size) of ``--video``, or the reason it is refused."""
+    from .session import video
+
+    if args.video is None:
+        return "--fps and --size go with --video FILE.mp4" if args.fps is not None or args.size is not None else ""
+    ok, why = video.video_available()
+    if not ok:
+        return why
+    path = Path(args.video)
+    if path.suffix.lower() != ".mp4":
+        return f"--video {args.video}: the file name must end in .mp4"
+    if not path.resolve().parent.is_dir():
+        return f"--video {args.video}: the folder {path.parent} does not exist"
+    try:
+        fps = video.check_fps(args.fps if args.fps is not None else video.DEFAULT_FPS)
+        size = video.parse_size(args.size) if args.size is not None else video.DEFAULT_SIZE
+    except ValueError as exc:
+        return f"--{'fps' if 'frame rate' in str(exc) else 'size'}: {exc}"
+    return path, fps, video.even_size(size)
+
+
+def _stderr_progress(what: str):
+    """progress(done, total) for long jobs: a live line on a terminal, quarters in a log."""
+    tty = sys.stderr.isatty()
+    last = [-1]
+
+    def progress(done: int, total: int) -> None:
+        if tty:
+            if done == total or done % 10 == 0:
+                print(f"\r  {what}: {done} / {total} frames {100 * done / total:5.1f} %", end="",
+                      file=sys.stderr, flush=True)
+            if done == total:
+                print("", file=sys.stderr)
+        else:
+            q = 4 * done // total
+            if q > last[0]:
+                last[0] = q
+                print(f"  {what}: {done} / {total} frames", file=sys.stderr, flush=True)
+    return progress
+
+
+def write_video(session, spec, path: Path, fps: float, size: tuple[int, int], label: str) -> Path:
+    """The current run as an MP4 from the 3-D view rendered headless (EGL); where that
+    cannot render, from the 2-D pictures of :class:`Painter2D`."""
+    from .session import video
+
+    run = session.history.current
+    t0 = time.perf_counter()
+    try:
+        from .vispy.scene import MechanismScene
+
+        scene = MechanismScene(session, size=size, headless=True)
+    except Exception as exc:  # no EGL here (no libEGL, no Mesa driver): say so, draw in 2-D
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        print(f"linkwork: the 3-D view cannot render without a display here ({reason}); "
+              f"the video shows the 2-D drawing", file=sys.stderr)
+        scene = None
+    times = video.frame_times(float(run.t[0]), run.t_last, fps)
+    print(f"linkwork: video: {len(times)} frames, {fps:g} fps, {size[0]}x{size[1]}, "
+          f"{'3-D view' if scene is not None else '2-D drawing'}", file=sys.stderr)
+    progress = _stderr_progress("video")
+    if scene is not None:
+        try:
+            out = video.export_video(session, scene, path, fps=fps, size=size, label=label, progress=progress)
+        finally:
+            scene.close()
+    else:
+        rows = run.data
+        painter = Painter2D(spec, rows, size=size)
+        frames = (np.asarray(_to_pil(painter.image(rows, run.row_at(float(t)), label))) for t in times)
+        out = video.write_mp4(path, frames, len(times), fps, progress)
+    print(f"linkwork: video written in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return out
 
 
 # ------------------------------------------------------------------ projection
@@ -304,6 +389,10 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"linkwork: cannot open {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_REFUSED
+    video_opts = _video_options(args)
+    if isinstance(video_opts, str) and video_opts:
+        print(f"linkwork: {video_opts}", file=sys.stderr)
+        return EXIT_REFUSED
     overrides = {k: getattr(args, k) for k in ("formulation", "integrator", "dt", "t_end")
                  if getattr(args, k) is not None}
     try:
@@ -354,6 +443,16 @@ def main(argv: list[str]) -> int:
     title = f"{spec.name or stem} -- {s.formulation}/{s.integrator}"
     if run.n_rows >= 2:
         written += list(write_pictures(spec, run.data, out, title))
+    if video_opts and run.n_rows >= 2:
+        path, fps, size = video_opts
+        try:
+            written.append(write_video(session, spec, path, fps, size, f"{spec.name or stem} -- {run.label}"))
+        except (OSError, ValueError, RuntimeError) as exc:
+            print(f"linkwork: the video was not written: {exc}", file=sys.stderr)
+            status = status or EXIT_REFUSED
+        except KeyboardInterrupt:
+            print("\nlinkwork: interrupted; the video was not written", file=sys.stderr)
+            status = EXIT_INTERRUPTED
     print(f"linkwork: {run.summary()}", file=sys.stderr)
     for p in written:
         print(p)

@@ -14,6 +14,7 @@ axes, and an optional trail of a body's centre of mass or a joint.  The view sub
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -65,17 +66,34 @@ def use_backend() -> None:
         pass  # already selected
 
 
+def use_headless_backend() -> None:
+    """Select vispy's EGL backend on Mesa's surfaceless platform (before any canvas exists):
+    a canvas that renders with no display, no X server and no Qt window (the videos of
+    ``linkwork report --video``).  Raises RuntimeError where EGL cannot be loaded."""
+    os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+    vispy.use(app="egl")
+
+
 class MechanismScene:
     """Owns the ``SceneCanvas``; ``canvas.native`` is the Qt widget to embed."""
 
-    def __init__(self, session: Session, parent=None, size=(640, 480), offscreen: bool = False):
+    def __init__(self, session: Session, parent=None, size=(640, 480), offscreen: bool = False,
+                 headless: bool = False):
         """``offscreen``: the canvas is never put on screen; :meth:`render_frame` draws into a
         framebuffer and ``on_update`` (set by the owner) is called whenever the view needs
         a new frame.  A window that holds an on-screen OpenGL widget is composed through
         OpenGL on every repaint of any widget, which on a software renderer costs ~10 ms
         per plot update; rendering off screen keeps the rest of the window raster-painted.
+
+        ``headless``: no Qt at all -- the canvas is vispy's EGL one (:func:`use_headless_backend`),
+        drawn only by :meth:`render`; for rendering videos without a display.
         """
-        use_backend()
+        if headless and offscreen:
+            raise ValueError("a headless scene has no Qt widget to keep off screen")
+        if headless:
+            use_headless_backend()
+        else:
+            use_backend()
         self.session = session
         self.offscreen = offscreen
         self.on_update = None
