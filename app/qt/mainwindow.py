@@ -16,7 +16,7 @@ from linkwork.engine import __version__
 from linkwork.engine.errors import MechanismError
 from linkwork.engine.paths import examples_dir
 
-from linkwork.app.session import Session, Subscriptions
+from linkwork.app.session import Session, Subscriptions, video
 from linkwork.app.session.generators import GENERATORS
 from linkwork.app.session.plotdata import PLOT_TITLES, PLOTS
 from linkwork.app.session.solver import INTEGRATOR_TITLES
@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         self._dialogs: list = []
         self._closed = False
         self._gif = exporting.gif_available()
+        self._mp4 = video.video_available()
 
         self._make_actions()
         # ---------------------------------------------------------------- central
@@ -204,6 +205,8 @@ class MainWindow(QMainWindow):
           "The current run's results in the contract's CSV format (as `linkwork run --out`)")
         A("export_view", "3D view as &PNG…", self.export_view_dialog, None)
         A("export_gif", "&Animation as GIF…", self.export_gif_dialog, None)
+        A("export_mp4", "Animation as &MP4…", self.export_mp4_dialog, None,
+          "The current run as an H.264 video from the 3-D view, at the playback speed, 60 frames a second")
         A("guide", "&Formulation guide", self.show_guide, QKeySequence.HelpContents)
         A("user_guide", "&User guide", self.show_user_guide)
         A("about", "&About Linkwork", self.show_about)
@@ -279,6 +282,7 @@ class MainWindow(QMainWindow):
                 self.actions[f"export_{kind}_{fmt.lower()}"] = a
         x.addAction(self.actions["export_view"])
         x.addAction(self.actions["export_gif"])
+        x.addAction(self.actions["export_mp4"])
         h = mb.addMenu("&Help")
         h.addAction(self.actions["guide"])
         h.addAction(self.actions["user_guide"])
@@ -680,6 +684,36 @@ class MainWindow(QMainWindow):
                         f"Wrote {Path(path).name}")
         dlg.close()
 
+    def export_mp4_dialog(self) -> None:
+        scene = self.view_panel.scene
+        ok, why = video.video_available()
+        if scene is None or not ok:
+            self.session.notifications.error(why or "The 3-D view is not available on this display.",
+                                             source="export")
+            return
+        if self._current_run() is None:
+            return
+        path = self._export_path("Export video", ".mp4", "MP4 video (*.mp4)")
+        if not path:
+            return
+        dlg = QProgressDialog("Rendering video…", "Cancel", 0, 100, self)
+        dlg.setWindowModality(Qt.WindowModal)
+        dlg.setMinimumDuration(300)
+
+        def progress(done, total):
+            dlg.setMaximum(total)
+            dlg.setValue(done)
+            QApplication.processEvents()
+            return not dlg.wasCanceled()
+
+        try:
+            self._do_export(lambda: video.export_video(self.session, scene, path, speed=self.session.playback.speed,
+                                                       progress=progress), f"Wrote {Path(path).name}")
+        except video.ExportCancelled:
+            self.session.notifications.info("Video export cancelled: nothing was written.", source="export")
+        finally:
+            dlg.close()
+
     def _do_export(self, fn, done_text: str) -> bool:
         try:
             fn()
@@ -759,11 +793,12 @@ class MainWindow(QMainWindow):
         has_run = self.session.history.current is not None and self.session.history.current.n_rows > 0
         for k, act in self.actions.items():
             if k.startswith("export_"):
-                act.setEnabled(has_run and not (k in ("export_view", "export_gif") and self.view_panel.scene is None))
-        ok, why_gif = self._gif
-        if not ok:
-            self.actions["export_gif"].setEnabled(False)
-            self.actions["export_gif"].setToolTip(why_gif)
+                act.setEnabled(has_run and not (k in ("export_view", "export_gif", "export_mp4")
+                                                and self.view_panel.scene is None))
+        for k, (ok, why) in (("export_gif", self._gif), ("export_mp4", self._mp4)):
+            if not ok:
+                self.actions[k].setEnabled(False)
+                self.actions[k].setToolTip(why)
         for k in ("new", "open", "generate", "save", "save_as"):
             self.actions[k].setEnabled(not busy or k in ("save", "save_as"))
         self.gen_menu.setEnabled(not busy)
