@@ -38,6 +38,9 @@ COMMANDS = {
     "compile": ("[--formulations A,B] [--force]", "compile the numerical kernels ahead, so first runs start at once"),
     "sweep": ("FILE.sweep.json --out DIR [options]",
               "parameter sweep on Dask: summary.parquet and every run (docs/sweeps.md)"),
+    "import": ("FILE.xml|FILE.urdf [options]",
+               "an MJCF or URDF model as a mechanism file (MuJoCo's compiler; docs/import.md)"),
+    "export": ("FILE.mech.json --mjcf OUT.xml", "a mechanism as an MJCF model for MuJoCo (docs/import.md)"),
 }
 SUBCOMMANDS = tuple(COMMANDS)
 
@@ -600,6 +603,10 @@ def _dispatch(argv: list[str], front_ends=None) -> int:
         return compile_main(argv[1:])
     if cmd == "sweep":
         return cmd_sweep(argv[1:])
+    if cmd in ("import", "export"):
+        from .interop import cli as interop_cli
+
+        return (interop_cli.cmd_import if cmd == "import" else interop_cli.cmd_export)(argv[1:])
     if cmd == "study":
         from .studies import main as study_main
 
