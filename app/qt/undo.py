@@ -24,4 +24,5 @@ def install_undo_stack(doc: MechanismDocument, stack: QUndoStack) -> None:
     doc.push_command = lambda cmd: stack.push(QtEditCommand(cmd))
     doc.clear_history = stack.clear
     doc.mark_clean = stack.setClean
+    doc.mark_unclean = stack.resetClean
     stack.cleanChanged.connect(lambda clean: doc.set_dirty_from_undo(clean))

@@ -115,6 +115,11 @@ class UndoStack:
         self._clean = self._index
         self.changed.emit()
 
+    def reset_clean(self) -> None:
+        """No state is the saved one any more (QUndoStack.resetClean)."""
+        self._clean = -1
+        self.changed.emit()
+
     def is_clean(self) -> bool:
         return self._clean == self._index
 
@@ -142,6 +147,8 @@ class MechanismDocument:
         #: called to clear the undo history when a new mechanism replaces this one
         self.clear_history: Callable[[], None] = self._undo.clear
         self.mark_clean: Callable[[], None] = self._undo.set_clean
+        #: no state of the undo history is the saved one (a restored recovery copy)
+        self.mark_unclean: Callable[[], None] = self._undo.reset_clean
         self._undo.changed.connect(self._qtfree_undo_changed)
 
     def _qtfree_undo_changed(self) -> None:
@@ -256,10 +263,11 @@ class MechanismDocument:
             self.select(None)
 
     # ------------------------------------------------------------- files / replace
-    def replace(self, spec: MechanismSpec, path: Path | None = None, pristine: bool = False) -> None:
+    def replace(self, spec: MechanismSpec, path: Path | None = None, pristine: bool = False,
+                pivots=()) -> None:
         """Load a different mechanism: clears the undo history and the selection."""
         self._pristine = spec if pristine else None
-        self._state = DocState(spec)
+        self._state = DocState(spec, tuple(tuple(p) for p in pivots))
         self._selection = None
         self._revalidate_force()
         self.clear_history()
@@ -273,6 +281,13 @@ class MechanismDocument:
     def _revalidate_force(self) -> None:
         self._validation = validate(self.spec, pristine=self.spec is self._pristine)
         self.validation_changed.emit(self._validation)
+
+    def restore(self, spec: MechanismSpec, path: Path | None = None, pivots=()) -> None:
+        """Load a recovered copy of unsaved edits: like :meth:`replace`, but modified,
+        since what it holds is in no file; Save writes to ``path`` (asks if None)."""
+        self.replace(spec, path, pivots=pivots)
+        self.mark_unclean()
+        self._set_dirty(True)
 
     def new(self) -> None:
         self.replace(EMPTY_SPEC)
