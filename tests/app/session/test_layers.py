@@ -15,7 +15,8 @@ def _imports(code: str) -> set[str]:
 
 
 @pytest.mark.parametrize("package", ["linkwork.engine", "linkwork.engine.simulation", "linkwork.engine.cli", "linkwork.app.session",
-                                     "linkwork.app.session.session", "linkwork.app.session.sketch", "linkwork.app.session.export"])
+                                     "linkwork.app.session.session", "linkwork.app.session.sketch", "linkwork.app.session.export",
+                                     "linkwork.app.session.video"])
 def test_qt_free_layers_import_no_gui_toolkit(package):
     mods = _imports(f"import {package}")
     bad = sorted(m for m in mods if m.split(".")[0] in QT_MODULES)
