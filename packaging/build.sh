@@ -14,7 +14,8 @@
 # 4. packs dist/linkwork-VERSION-linux-x86_64.tar.gz and prints its path and size.
 #
 # Environment: PYTHON (default python3, >= 3.10); LINKWORK_SKIP_COMPILE=1 ships no
-# kernels (each formulation then compiles at its first run).
+# kernels (each formulation then compiles at its first run); LINKWORK_VIDEO=1 also
+# bundles the `video` extra (PyAV with its FFmpeg: MP4 export).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -55,8 +56,11 @@ fi
 # installed from this checkout (not editable: its engine/ and app/ become linkwork.engine
 # and linkwork.app only in an installed copy, which is what the spec analyses)
 "$VENV/bin/python" - "$ROOT/pyproject.toml" > "$ROOT/build/requirements.txt" <<'EOF'
-import sys, tomllib
-print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
+import os, sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("\n".join(project["dependencies"]))
+if os.environ.get("LINKWORK_VIDEO"):
+    print("\n".join(project["optional-dependencies"]["video"]))
 print("pyinstaller>=6.10,<7")
 EOF
 say "installing the build's Python packages (build/requirements.txt)"
