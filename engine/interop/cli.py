@@ -33,6 +33,10 @@ def _warn(warnings) -> None:
         print(f"linkwork: warning: {w}", file=sys.stderr)
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def mujoco_missing() -> bool:
     """Whether MuJoCo (the ``import`` extra) cannot be imported."""
     try:
@@ -75,8 +79,8 @@ def cmd_import(argv: list[str]) -> int:
         sys.stdout.write(text)
     s = result.spec
     loops = sum(1 for j in s.joints if j.cut)
-    print(f"linkwork: {args.file}: {len(s.bodies)} bodies, {len(s.joints)} joints ({loops} closing loops), "
-          f"{len(s.couplings)} gears, {len(s.forces)} joint springs"
+    print(f"linkwork: {args.file}: {_count(len(s.bodies), 'body', 'bodies')}, {_count(len(s.joints), 'joint')} "
+          f"({loops} closing loops), {_count(len(s.couplings), 'gear')}, {_count(len(s.forces), 'joint spring')}"
           + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_OK
 

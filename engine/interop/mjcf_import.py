@@ -231,7 +231,7 @@ class _Importer:
             types = [int(m.jnt_type[j]) for j in jnts]
             jn = [self._name("joint", j) or f"{child}.joint{k + 1}" for k, j in enumerate(jnts)]
             if FREE in types:
-                self.floating.append(child)
+                self.floating.append(f"{jn[types.index(FREE)]} (body {child})")
                 continue
             js = self._joint_of(b, child, parent, jnts, types, jn)
             if js.name in names:
