@@ -327,9 +327,14 @@ class _Exporter:
         self._warn("joint springs on loop-closing joints (MJCF's equalities have no spring): not exported", on_cuts)
         res = {}
         for name, elems in out.items():
+            if len(elems) == 1:
+                res[name] = elems[0]
+                continue
             k = sum(e[0] for e in elems)
             rest = sum(e[0] * e[2] for e in elems) / k if k else 0.0
             res[name] = (k, sum(e[1] for e in elems), rest)
+        self._warn("several joint springs on one joint (written as one spring of their summed stiffness "
+                   "about their stiffness-weighted rest)", [n for n, e in out.items() if len(e) > 1])
         return res
 
     def _other_forces(self) -> None:

@@ -204,8 +204,9 @@ class _Importer:
             h = float(size[1]) * Rg[:, 2]
             if t == int(G.mjGEOM_CYLINDER) and np.linalg.norm(c - d.xipos[b]) <= GEOM_TOL:
                 return ShapeSpec("cylinder", radius=float(size[0]), length=2.0 * float(size[1]),
-                                 axis=tuple(float(x) for x in Rg[:, 2]))
-            return ShapeSpec("rod", p_from=tuple(float(x) for x in c - h), p_to=tuple(float(x) for x in c + h),
+                                 axis=tuple(-float(x) for x in Rg[:, 2]))
+            # MuJoCo turns a geom given by fromto so that its z axis points from 'to' to 'from'
+            return ShapeSpec("rod", p_from=tuple(float(x) for x in c + h), p_to=tuple(float(x) for x in c - h),
                              radius=float(size[0]))
         if t == int(G.mjGEOM_SPHERE):
             return ShapeSpec("sphere", radius=float(size[0]))

@@ -1,0 +1,207 @@
+"""``linkwork export --mjcf`` (engine/interop/mjcf_export.py): every bundled example
+written as MJCF and read back through MuJoCo's compiler is the example again -- bodies,
+joints, gears and joint springs to 1e-15 -- except what docs/import.md ("Round trip")
+lists: a fixed tree joint's name, the ``cut`` marks, the rates of loop-closing joints,
+and the forces MJCF cannot say."""
+
+import numpy as np
+import pytest
+
+from linkwork.engine.interop.common import RATES_KEYFRAME, InteropError
+from linkwork.engine.interop.mjcf_export import export_mjcf
+from linkwork.engine.mechfile import GROUND, JointSpec, load
+
+from ..conftest import EXAMPLES
+
+TOL = 1e-15
+
+
+def _flat(x):
+    return np.atleast_1d(np.asarray(x, dtype=float)).ravel()
+
+
+def _diff(a, b) -> float:
+    if a is None and b is None:
+        return 0.0
+    a = _flat(a) if a is not None else np.zeros(_flat(b).size)
+    b = _flat(b) if b is not None else np.zeros(a.size)
+    return float(np.max(np.abs(a - b))) if a.size == b.size else np.inf
+
+
+def round_trip_differences(spec, back) -> tuple[float, list[str]]:
+    """(largest numeric difference, what differs beyond TOL or in kind) between a spec and
+    its round trip; the documented exceptions (module docstring) are not differences."""
+    worst, bad = 0.0, []
+    if {b.name for b in spec.bodies} != {b.name for b in back.bodies}:
+        bad.append(f"bodies {[b.name for b in spec.bodies]} != {[b.name for b in back.bodies]}")
+        return np.inf, bad
+    for b in spec.bodies:
+        c = back.body(b.name)
+        for field in ("mass", "inertia", "position", "orientation"):
+            d = _diff(getattr(b, field), getattr(c, field))
+            worst = max(worst, d)
+            if d > TOL:
+                bad.append(f"{b.name}.{field}: {d:.3g}")
+        if (b.shape is None) != (c.shape is None) or (b.shape and b.shape.kind != c.shape.kind
+                                                      and b.shape.kind != "mesh"):
+            bad.append(f"{b.name}.shape: {b.shape} -> {c.shape}")
+        elif b.shape is not None and b.shape.kind != "mesh":
+            for field in ("p_from", "p_to", "radius", "size", "length", "axis"):
+                if _diff(getattr(b.shape, field), getattr(c.shape, field)) > 1e-12:
+                    bad.append(f"{b.name}.shape.{field}")
+    loop_rates = _loop_joints(spec)
+    for j in spec.joints:
+        name = f"{j.child}.fixed" if j.type == "fixed" and j.name not in loop_rates else j.name
+        try:
+            k = back.joint(name)
+        except KeyError:
+            bad.append(f"joint {j.name!r} missing")
+            continue
+        if (j.type, j.parent, j.child) != (k.type, k.parent, k.child):
+            bad.append(f"joint {j.name}: {(j.type, j.parent, j.child)} -> {(k.type, k.parent, k.child)}")
+            continue
+        for field in ("anchor", "axis", "axes") + (() if j.name in loop_rates else ("rate",)):
+            d = _diff(getattr(j, field), getattr(k, field))
+            worst = max(worst, d)
+            if d > TOL:
+                bad.append(f"{j.name}.{field}: {d:.3g}")
+    if len(back.joints) != len(spec.joints):
+        bad.append(f"{len(spec.joints)} joints -> {len(back.joints)}")
+    for c in spec.couplings:
+        k = back.coupling(c.name)
+        if (c.driver, c.driven, c.ratio) != (k.driver, k.driven, k.ratio):
+            bad.append(f"coupling {c.name}: {c} -> {k}")
+    springs = lambda s: sorted((f.joint, f.stiffness, f.damping, f.rest) for f in s.forces  # noqa: E731
+                               if f.type == "joint-spring")
+    if springs(spec) != springs(back):
+        bad.append(f"joint springs {springs(spec)} -> {springs(back)}")
+    if _diff(spec.gravity, back.gravity) > 0:
+        bad.append("gravity")
+    return worst, bad
+
+
+def _loop_joints(spec) -> set[str]:
+    from linkwork.engine.interop.mjcf_export import spanning_tree
+
+    _, cuts = spanning_tree(spec)
+    return {spec.joints[k].name for k in cuts}
+
+
+def _round_trip(spec, tmp_path):
+    from linkwork.engine.interop.mjcf_import import import_file
+
+    out = export_mjcf(spec)
+    path = tmp_path / "model.xml"
+    path.write_text(out.xml)
+    keyframe = RATES_KEYFRAME if f'name="{RATES_KEYFRAME}"' in out.xml else None
+    return out, import_file(path, keyframe=keyframe).spec
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name.split(".")[0])
+def test_every_example_round_trips(path, tmp_path):
+    pytest.importorskip("mujoco")
+    spec = load(path)
+    out, back = _round_trip(spec, tmp_path)
+    worst, bad = round_trip_differences(spec, back)
+    print(f"{path.name}: largest difference {worst:.2e}; export warnings {len(out.warnings)}")
+    assert not bad, bad
+    assert worst <= TOL
+    # the joints marked "cut" on the way back are the loops MJCF closes by equalities
+    assert {j.name for j in back.joints if j.cut} <= {j.name for j in spec.joints} | {
+        f"{j.child}.fixed" for j in spec.joints}
+
+
+def test_what_the_export_leaves_out_is_named(tmp_path):
+    """joint-zoo's point spring and joint torques, slider-crank's rate on its loop-closing
+    joint: one warning per kind; the engine's initial velocities (rates of the tree,
+    projected onto the loop) are the same with and without the dropped rate."""
+    pytest.importorskip("mujoco")
+    from linkwork import Settings, Simulation
+    from linkwork.engine.model import build_model
+
+    zoo = export_mjcf(load(EXAMPLES[0].parent / "joint-zoo.mech.json"))
+    assert any(w.startswith("point springs") for w in zoo.warnings)
+    assert any(w.startswith("constant joint torques") and "'tube'" in w for w in zoo.warnings)
+    spec = load(EXAMPLES[0].parent / "slider-crank.mech.json")
+    out, back = _round_trip(spec, tmp_path)
+    (w,) = [w for w in out.warnings if w.startswith("rates of loop-closing joints")]
+    cut = [j.name for j in back.joints if j.cut]
+    assert cut and all(repr(n) in w for n in cut)
+    springs = [f for f in spec.forces if f.type == "spring"]
+    V = []
+    for s in (spec.with_(forces=tuple(springs)), back.with_(forces=tuple(springs))):
+        form = Simulation(build_model(s), Settings(formulation="dense", threads=1)).formulation
+        ev = form.evaluate(0.0, form.initial_state())
+        V.append({name: ev.V[i] for i, name in enumerate(form.model.body_names)})
+    for name, v in V[0].items():
+        assert np.max(np.abs(v - V[1][name])) <= 1e-12
+
+
+def test_a_changed_number_is_caught(tmp_path):
+    """The comparison can fail: a coupling ratio, a mass and an anchor changed in the
+    MJCF text by one part in 1e12 show up."""
+    pytest.importorskip("mujoco")
+    from linkwork.engine.interop.mjcf_import import import_file
+
+    spec = load(EXAMPLES[0].parent / "geared-arm.mech.json")
+    xml = export_mjcf(spec).xml
+    c = spec.couplings[0]
+    for old, new in ((f'mass="{spec.bodies[0].mass!r}"', f'mass="{spec.bodies[0].mass * (1 + 1e-12)!r}"'),
+                     (f'polycoef="0 {c.ratio!r}', f'polycoef="0 {c.ratio * (1 + 1e-12)!r}')):
+        assert old in xml, old
+        path = tmp_path / "changed.xml"
+        path.write_text(xml.replace(old, new, 1))
+        _, bad = round_trip_differences(spec, import_file(path).spec)
+        assert bad, old
+
+
+def test_a_prismatic_loop_closure_is_refused():
+    """MJCF has no equality for a prismatic joint: when the only joints of a loop that
+    could be cut are prismatic (marked cut), the export refuses in one line."""
+    spec = load(EXAMPLES[0].parent / "slider-crank.mech.json")
+    slider = [j for j in spec.joints if j.type == "prismatic"][0]
+    marked = spec.with_(joints=tuple(JointSpec(**{**j.__dict__, "cut": j is slider}) for j in spec.joints))
+    with pytest.raises(InteropError, match=f"joint '{slider.name}' \\(prismatic\\) closes a loop"):
+        export_mjcf(marked)
+
+
+def test_a_body_named_world_is_refused():
+    spec = load(EXAMPLES[0].parent / "parallelogram-fourbar.mech.json")
+    b = spec.bodies[0]
+    renamed = spec.with_(
+        bodies=(b.__class__(**{**b.__dict__, "name": "world"}),) + spec.bodies[1:],
+        joints=tuple(JointSpec(**{**j.__dict__, "parent": "world" if j.parent == b.name else j.parent,
+                                  "child": "world" if j.child == b.name else j.child}) for j in spec.joints))
+    assert GROUND != "world"
+    with pytest.raises(InteropError, match="named 'world'"):
+        export_mjcf(renamed)
+
+
+def test_joints_written_against_the_tree_keep_their_meaning(tmp_path):
+    """joint-zoo with every joint between two bodies written child -> parent (and its
+    rates kept): MJCF nests the bodies the other way, so the export turns those joints
+    round (axes negated, a universal's axes swapped, a spherical rate negated).  The
+    mechanism that comes back starts with the same body velocities and accelerations."""
+    pytest.importorskip("mujoco")
+    from linkwork import Settings, Simulation
+    from linkwork.engine.model import build_model
+
+    spec = load(EXAMPLES[0].parent / "joint-zoo.mech.json")
+    flipped = tuple(j if GROUND in (j.parent, j.child) else JointSpec(**{**j.__dict__, "parent": j.child,
+                                                                         "child": j.parent})
+                    for j in spec.joints)
+    assert sum(j.parent != k.parent for j, k in zip(flipped, spec.joints)) >= 3
+    spec = spec.with_(joints=flipped, forces=tuple(f for f in spec.forces if f.type == "joint-spring"))
+    _, back = _round_trip(spec, tmp_path)
+    turned = {j.name for j in back.joints} & {j.name for j in flipped if GROUND not in (j.parent, j.child)}
+    assert turned and all(back.joint(n).parent == spec.joint(n).child for n in turned)
+    states = []
+    for s in (spec, back):
+        form = Simulation(build_model(s), Settings(formulation="dense", threads=1)).formulation
+        ev = form.evaluate(0.0, form.initial_state())
+        states.append({name: np.concatenate([ev.x[i], ev.V[i], ev.acc[i]])
+                       for i, name in enumerate(form.model.body_names)})
+    scale = max(float(np.max(np.abs(v))) for v in states[0].values())
+    worst = max(float(np.max(np.abs(v - states[1][n]))) for n, v in states[0].items()) / scale
+    print(f"joint-zoo turned round: largest relative difference in x, V, acc at t = 0: {worst:.2e}")
+    assert worst <= 1e-12
