@@ -199,18 +199,20 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray], n_frames: int, fps
 
 # ------------------------------------------------------------- the 3-D view
 def scene_frames(session, scene, times: np.ndarray, size: tuple[int, int], label: str) -> Iterator[np.ndarray]:
-    """The 3-D view at each of ``times`` (through the session's playback time), stamped.
+    """The 3-D view at each of ``times`` (through the session's playback time), stamped
+    with the time of the row shown (the current run's row at or before each instant).
 
     Playback is paused while the frames are drawn, and its time and state are put
     back afterwards (also when the consumer stops early)."""
     pb = session.playback
+    run = session.history.current
     old_t, old_playing = pb.time, pb.playing
     pb.set_playing(False)
     try:
         for t in times:
             pb.set_time(float(t))
             scene._draw_now()
-            yield stamp(scene.render(size), label, float(t))
+            yield stamp(scene.render(size), label, float(run.t[run.row_at(float(t))]))
     finally:
         pb.set_time(old_t)
         pb.set_playing(old_playing)

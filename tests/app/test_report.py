@@ -108,3 +108,20 @@ def test_report_video_refuses_bad_options(tmp_path, extra, says):
                        env=_headless_env(), timeout=300)
     assert r.returncode == 2 and says in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_report_video_falls_back_to_the_2d_drawing_where_egl_cannot_render(tmp_path):
+    av = pytest.importorskip("av")
+    mp4 = tmp_path / "flat.mp4"
+    env = dict(_headless_env(), EGL_PLATFORM="no-such-platform")  # libEGL cannot initialise
+    r = subprocess.run([sys.executable, "-m", "linkwork", "report", str(example_path("parallelogram-fourbar")),
+                        "--t-end", "0.5", "--out", str(tmp_path / "out"), "--video", str(mp4), "--fps", "20",
+                        "--size", "400x300"], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "the video shows the 2-D drawing" in r.stderr
+    with av.open(str(mp4)) as c:
+        s = c.streams.video[0]
+        frames = [f.to_ndarray(format="rgb24") for f in c.decode(s)]
+        assert (s.width, s.height) == (400, 300) and s.average_rate == 20
+    assert len(frames) == 11
+    assert frames[5][40:].astype(float).std() > 10
