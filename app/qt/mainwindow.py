@@ -25,6 +25,7 @@ from . import exporting
 from .editor import EditorPanel, SummaryLabel
 from .generators import GeneratorDialog
 from .help import MarkdownDialog, about_text, docs_dir, formulation_guide
+from .interop_dialogs import export_mjcf_dialog, import_dialog
 from .messages import MessagesPanel
 from .plots import PlotPanel
 from .runner import RunController
@@ -176,6 +177,11 @@ class MainWindow(QMainWindow):
           "Chains, loops, ladders, four-bars, five-bars and the papers' test cases")
         A("open", "&Open…", self.open_dialog, QKeySequence.Open, "Open a mechanism file")
         A("save", "&Save", self.save, QKeySequence.Save, "Save the mechanism")
+        A("import_model", "&Import MJCF or URDF…", lambda: import_dialog(self), None,
+          "Read a MuJoCo (MJCF) or URDF model through MuJoCo's compiler as a new, unsaved mechanism "
+          "(docs/import.md; needs MuJoCo)")
+        A("mjcf_export", "Mechanism as &MJCF…", lambda: export_mjcf_dialog(self), None,
+          "Write the open mechanism as a MuJoCo model: nested bodies, loops as equalities (docs/import.md)")
         A("save_as", "Save &as…", self.save_as, QKeySequence.SaveAs, "Save under a new name")
         A("quit", "&Quit", self.close, QKeySequence.Quit)
         undo = self.undo_stack.createUndoAction(self, "&Undo")
@@ -233,6 +239,7 @@ class MainWindow(QMainWindow):
             self.gen_menu.addAction(a)
         f.addAction(self.actions["generate"])
         f.addAction(self.actions["open"])
+        f.addAction(self.actions["import_model"])
         self.recent_menu = f.addMenu("Open &recent")
         self.recent_menu.setObjectName("recentMenu")
         self.examples_menu = f.addMenu("&Examples")
@@ -241,6 +248,9 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         f.addAction(self.actions["save"])
         f.addAction(self.actions["save_as"])
+        file_export = f.addMenu("&Export")
+        file_export.setObjectName("fileExportMenu")
+        file_export.addAction(self.actions["mjcf_export"])
         f.addSeparator()
         f.addAction(self.actions["quit"])
         e = mb.addMenu("&Edit")
@@ -283,6 +293,8 @@ class MainWindow(QMainWindow):
         x.addAction(self.actions["export_view"])
         x.addAction(self.actions["export_gif"])
         x.addAction(self.actions["export_mp4"])
+        x.addSeparator()
+        x.addAction(self.actions["mjcf_export"])
         h = mb.addMenu("&Help")
         h.addAction(self.actions["guide"])
         h.addAction(self.actions["user_guide"])
