@@ -84,7 +84,12 @@ def import_file(path: str | Path, keyframe: str | None = None, name: str | None 
     """Read an MJCF (``.xml``) or URDF (``.urdf``) file as a mechanism at its initial pose
     (``qpos0``, or keyframe ``keyframe``'s ``qpos``/``qvel``); module docstring."""
     m = compile_file(path)
-    return import_model(m, keyframe=keyframe, name=name or Path(path).name.split(".")[0])
+    return import_model(m, keyframe=keyframe, name=name or _model_name(m) or Path(path).name.split(".")[0])
+
+
+def _model_name(m) -> str:
+    """The ``model`` attribute of the file (the first entry of MuJoCo's name buffer)."""
+    return bytes(m.names).split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
 def import_model(m, keyframe: str | None = None, name: str = "") -> Imported:
@@ -98,7 +103,7 @@ def _obj_name(mujoco, m, kind, i: int) -> str:
 
 class _Importer:
     def __init__(self, mujoco, m, keyframe: str | None, name: str):
-        self.mj, self.m, self.name = mujoco, m, name or _obj_name(mujoco, m, mujoco.mjtObj.mjOBJ_BODY, 0)
+        self.mj, self.m, self.name = mujoco, m, name or _model_name(m)
         self.warnings: list[str] = []
         self.d = mujoco.MjData(m)
         if keyframe is not None:
@@ -126,7 +131,7 @@ class _Importer:
         m = self.m
         self._bodies()
         self._tree_joints()
-        closures, couplings, forces = self._equalities(), [], []
+        closures = self._unique_names(self._equalities())
         couplings = self._couplings()
         forces = self._joint_springs()
         self._not_modelled()
@@ -159,6 +164,7 @@ class _Importer:
         self.body_joints = {b: [j for j in range(m.njnt) if m.jnt_bodyid[j] == b] for b in range(m.nbody)}
         self.own: dict[int, str] = {}  # MuJoCo body -> its Linkwork body, for the bodies that are one
         used = {GROUND}
+        renamed: list[str] = []
         for b in range(1, m.nbody):
             jnts = self.body_joints[b]
             mass = float(m.body_mass[b])
@@ -166,7 +172,8 @@ class _Importer:
                 self.owner[b] = self.owner[int(m.body_parentid[b])]
                 continue
             name = self._name("body", b) or f"body{b}"
-            if name in used:
+            if name in used:  # "ground" is Linkwork's name of the world
+                renamed.append(f"{name} -> {name}.{b}")
                 name = f"{name}.{b}"
             used.add(name)
             self.owner[b] = name
@@ -187,6 +194,7 @@ class _Importer:
                 orientation=tuple(float(x) for x in d.xquat[b]),
                 shape=self._shape(b, Rb)))
         self.body_index = {bs.name: k for k, bs in enumerate(self.bodies)}
+        self._warn("bodies renamed (Linkwork reserves 'ground' for the world; names are unique)", renamed)
 
     def _shape(self, b: int, Rb: np.ndarray) -> ShapeSpec | None:
         """The drawing of MuJoCo body ``b``: its first geom (capsule, cylinder -> rod, or a
@@ -375,6 +383,19 @@ class _Importer:
                 out.append(JointSpec(name, "fixed", o1, o2, vec(pts[0]), cut=True))
         for e, name, o1, o2 in welds:
             out.append(JointSpec(name, "fixed", o1, o2, vec(self._eq_bodies(e)[2]), cut=True))
+        return out
+
+    def _unique_names(self, closures: list[JointSpec]) -> list[JointSpec]:
+        """Loop closures named like a tree joint (MuJoCo names joints and equalities
+        apart) get the suffix ``.eq``."""
+        taken = {j.name for j in self.joints}
+        out = []
+        for j in closures:
+            name = j.name
+            while name in taken:
+                name += ".eq"
+            taken.add(name)
+            out.append(j if name == j.name else JointSpec(**{**j.__dict__, "name": name}))
         return out
 
     def _couplings(self) -> list[CouplingSpec]:
