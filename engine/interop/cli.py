@@ -80,7 +80,7 @@ def cmd_import(argv: list[str]) -> int:
     s = result.spec
     loops = sum(1 for j in s.joints if j.cut)
     print(f"linkwork: {args.file}: {_count(len(s.bodies), 'body', 'bodies')}, {_count(len(s.joints), 'joint')} "
-          f"({loops} closing loops), {_count(len(s.couplings), 'gear')}, {_count(len(s.forces), 'joint spring')}"
+          f"({loops} closing loops), {_count(len(s.couplings), 'gear')}, {_count(len(s.forces), 'force element')}"
           + (f" -> {args.out}" if args.out else ""), file=sys.stderr)
     return EXIT_OK
 

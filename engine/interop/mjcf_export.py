@@ -14,14 +14,15 @@ needed to write a file):
 * the joints left out of the tree close the loops: spherical -> ``connect``, revolute ->
   two ``connect`` s on its axis one metre apart, fixed -> ``weld``; gears -> ``joint``
   equalities ``polycoef="0 ratio 0 0 0"``;
-* joint springs -> the joint's ``stiffness``, ``damping``, ``springref``; shapes -> geoms
-  that neither collide nor weigh; initial joint rates -> the ``qvel`` of keyframe
-  :data:`~.common.RATES_KEYFRAME`.
+* joint springs -> the joint's ``stiffness``, ``damping``, ``springref``; point springs ->
+  spatial tendons between two sites; constant joint torques -> actuators of zero gain and
+  constant bias; shapes -> geoms that neither collide nor weigh; initial joint rates ->
+  the ``qvel`` of keyframe :data:`~.common.RATES_KEYFRAME`.
 
-Where MJCF has nothing to say it (a prismatic loop closure, a constant joint torque, a
-point spring, body velocities, a mesh drawing) the export says so in its warnings, or
-refuses (:class:`~.common.InteropError`) where leaving it out would change the motion of
-the mechanism's joints.
+Where MJCF has nothing to say it (a prismatic loop closure, a torque on a spherical
+joint, body velocities, a mesh drawing) the export says so in its warnings, or refuses
+(:class:`~.common.InteropError`) where leaving it out would change the motion of the
+mechanism's joints.
 """
 
 from __future__ import annotations
@@ -170,9 +171,12 @@ class _Exporter:
                 el = self._body(parent_el, parent, name, spec.joints[tree[name]])
                 add(el, name)
 
+        self.elements = {GROUND: world}
         add(world, GROUND)
         self._equalities(root, cuts)
-        self._other_forces()
+        self._springs_as_tendons(root)
+        self._torques_as_actuators(root)
+        self._warn("mesh drawings: not exported", self._mesh)
         moving = [b.name for b in spec.bodies if any(b.velocity) or any(b.angular_velocity)]
         self._warn("body velocities (MJCF's initial velocities are joint rates): not exported", moving)
         if any(self.qvel):
@@ -200,6 +204,7 @@ class _Exporter:
         rel = quat_mul(quat_conj(p_q), q)
         rel = rel / np.linalg.norm(rel)
         el = ET.SubElement(parent_el, "body", name=name, pos=_vec(pos))
+        self.elements[name] = el
         if not np.array_equal(rel, [1.0, 0.0, 0.0, 0.0]):
             el.set("quat", _vec(rel))
         self.frame[name] = (anchor, q, identity and p_exact and np.array_equal(rel, [1.0, 0.0, 0.0, 0.0]))
@@ -337,10 +342,49 @@ class _Exporter:
                    "about their stiffness-weighted rest)", [n for n, e in out.items() if len(e) > 1])
         return res
 
-    def _other_forces(self) -> None:
-        f = self.spec.forces
-        self._warn("point springs (two-point springs; a spatial tendon would carry them, not written): not exported",
-                   [f"{e.body1}-{e.body2}" for e in f if e.type == "spring"])
-        self._warn("constant joint torques (MJCF has no constant generalized force): not exported",
-                   [e.joint for e in f if e.type == "joint-torque"])
-        self._warn("mesh drawings: not exported", self._mesh)
+    def _springs_as_tendons(self, root) -> None:
+        """Point springs: spatial tendons between two sites with the spring's stiffness,
+        damping and rest length (MuJoCo's tendon spring pulls along the line between the
+        sites, as Linkwork's spring does)."""
+        tendons = ET.Element("tendon")
+        for k, f in enumerate(self.spec.forces):
+            if f.type != "spring":
+                continue
+            name = f"spring{k + 1}"
+            t = ET.SubElement(tendons, "spatial", name=name, stiffness=_num(f.stiffness), damping=_num(f.damping))
+            if f.rest_length is not None:
+                t.set("springlength", _num(f.rest_length))  # else MuJoCo's: the length at qpos0
+            for end, (body, point) in enumerate(((f.body1, f.point1), (f.body2, f.point2)), start=1):
+                ET.SubElement(self.elements[body], "site", name=f"{name}.{end}",
+                              pos=_vec(self._local(body, point)))
+                ET.SubElement(t, "site", site=f"{name}.{end}")
+        if len(tendons):
+            root.append(tendons)
+
+    def _torques_as_actuators(self, root) -> None:
+        """Constant joint torques: actuators of zero gain whose affine bias is the constant
+        (MuJoCo's actuator force ``gain * ctrl + biasprm[0]``), one per hinge or slide."""
+        actuators = ET.Element("actuator")
+        tree_joints = {self.spec.joints[k].name: (name, self.spec.joints[k]) for name, k in self.tree.items()}
+        lost = []
+        for f in self.spec.forces:
+            if f.type != "joint-torque":
+                continue
+            if f.joint not in tree_joints or tree_joints[f.joint][1].type == "spherical":
+                lost.append(f.joint)
+                continue
+            body, j = tree_joints[f.joint]
+            values = list(f.value)
+            if j.type in ("universal", "cylindrical"):
+                names = list(part_names(j.name))
+                if j.type == "universal" and j.child != body:  # turned round: a1 and a2 swap
+                    values = values[::-1]
+            else:
+                names = [j.name]
+            for jname, v in zip(names, values):
+                ET.SubElement(actuators, "general", name=f"{jname}.torque", joint=jname, gainprm="0",
+                              biastype="affine", biasprm=_vec([v, 0.0, 0.0]))
+        if len(actuators):
+            root.append(actuators)
+        self._warn("joint torques on spherical or loop-closing joints (a ball joint's generalized force is in "
+                   "the child's frame, Linkwork's in the parent's; an equality has no force): not exported", lost)

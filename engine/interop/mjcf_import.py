@@ -20,8 +20,9 @@ or a keyframe's ``qpos`` and ``qvel`` -- and read body by body:
   with a linear polynomial -> a gear (``ratio`` its linear coefficient); one naming a
   single joint locks it (a ``fixed`` joint).  Each must hold in the initial pose;
 * joint stiffness and damping -> ``joint-spring`` (``rest`` = ``springref`` less the
-  initial coordinate, since Linkwork measures joints from the initial pose); gravity;
-  each body's first geom -> its drawing shape.
+  initial coordinate, since Linkwork measures joints from the initial pose); a spatial
+  tendon spring between two sites -> ``spring``; an actuator of constant force ->
+  ``joint-torque``; gravity; each body's first geom -> its drawing shape.
 
 Everything else is named in one warning per kind (:attr:`Imported.warnings`); a file
 whose remainder is no mechanism is refused with one line (:class:`~.common.InteropError`).
@@ -133,14 +134,15 @@ class _Importer:
         self._tree_joints()
         closures = self._unique_names(self._equalities())
         couplings = self._couplings()
-        forces = self._joint_springs()
+        forces = self._joint_springs() + self._tendon_springs() + self._constant_actuators()
         self._not_modelled()
         gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(self.mj.mjtDisableBit.mjDSBL_GRAVITY) \
             else tuple(float(g) for g in m.opt.gravity)
         bodies, joints = self._connected(self.joints + closures)
         keep = {b.name for b in bodies}
         jkeep = {j.name for j in joints}
-        forces = [f for f in forces if f.joint in jkeep]
+        forces = [f for f in forces if (f.joint in jkeep if f.type != "spring"
+                                        else {f.body1, f.body2} <= keep | {GROUND})]
         couplings = [c for c in couplings if c.driver in jkeep and c.driven in jkeep]
         if not bodies:
             raise InteropError("nothing left to simulate: no body of the model is connected to the world by "
@@ -232,6 +234,8 @@ class _Importer:
         #: MuJoCo joint id -> (Linkwork joint name, its one freedom) for hinges and slides
         #: that are a revolute or prismatic joint of their own
         self.single: dict[int, str] = {}
+        #: MuJoCo hinge or slide id -> (Linkwork joint name, its freedom in that joint, the joint's freedoms)
+        self.part: dict[int, tuple[str, int, int]] = {}
         self.floating: list[str] = []
         names = set()
         for b, child in self.own.items():
@@ -268,6 +272,7 @@ class _Importer:
                 return JointSpec(jn[0], "spherical", parent, child, vec(d.xanchor[j]), rate=rate)
             rate = (self._rate(j),) if self._rate(j) else None
             self.single[j] = jn[0]
+            self.part[j] = (jn[0], 0, 1)
             return JointSpec(jn[0], "revolute" if t == HINGE else "prismatic", parent, child,
                              vec(d.xanchor[j]), axis=vec(ax[0]), rate=rate)
         if len(jnts) == 2:
@@ -275,6 +280,7 @@ class _Importer:
             same_point = np.linalg.norm(d.xanchor[j1] - d.xanchor[j2]) <= GEOM_TOL
             if t1 == t2 == HINGE and abs(float(ax[0] @ ax[1])) <= GEOM_TOL and same_point:
                 r = (self._rate(j1), self._rate(j2))
+                self.part.update({j1: (joined_name(*jn), 0, 2), j2: (joined_name(*jn), 1, 2)})
                 return JointSpec(joined_name(*jn), "universal", parent, child, vec(d.xanchor[j1]),
                                  axes=(vec(ax[0]), vec(ax[1])), rate=r if any(r) else None)
             if {t1, t2} == {HINGE, SLIDE} and np.linalg.norm(np.cross(ax[0], ax[1])) <= GEOM_TOL:
@@ -282,6 +288,7 @@ class _Importer:
                 axis = d.xaxis[h] / np.linalg.norm(d.xaxis[h])
                 if float(axis @ (d.xaxis[s] / np.linalg.norm(d.xaxis[s]))) > 0:
                     r = (self._rate(h), self._rate(s))
+                    self.part.update({h: (joined_name(*jn), 0, 2), s: (joined_name(*jn), 1, 2)})
                     return JointSpec(joined_name(*jn), "cylindrical", parent, child, vec(d.xanchor[h]),
                                      axis=vec(axis), rate=r if any(r) else None)
         kinds = ", ".join(f"{n} ({('free', 'ball', 'slide', 'hinge')[t]})" for n, t in zip(jn, types))
@@ -432,6 +439,7 @@ class _Importer:
                            for j in self.joints]
             for jid in [k for k, v in self.single.items() if v in locked]:
                 del self.single[jid]
+                del self.part[jid]
         return out
 
     # ------------------------------------------------------------------ forces
@@ -463,12 +471,75 @@ class _Importer:
         self._warn("non-linear joint stiffness or damping (its polynomial terms): ignored", nonlinear)
         return out
 
+    def _tendon_springs(self) -> list[ForceSpec]:
+        """Spatial tendons between two sites with a linear spring (no dead band) and no
+        armature or friction: a spring between the sites' bodies, ``rest_length`` the
+        tendon's spring length."""
+        mj, m, d = self.mj, self.m, self.d
+        self.springs: set[int] = set()
+        out = []
+        off_spring = m.opt.disableflags & int(mj.mjtDisableBit.mjDSBL_SPRING)
+        off_damper = m.opt.disableflags & int(mj.mjtDisableBit.mjDSBL_DAMPER)
+        site = int(mj.mjtWrap.mjWRAP_SITE)
+        for t in range(m.ntendon):
+            adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
+            k = 0.0 if off_spring else float(m.tendon_stiffness[t])
+            c = 0.0 if off_damper else float(m.tendon_damping[t])
+            lo, hi = (float(x) for x in m.tendon_lengthspring[t])
+            extra = [getattr(m, a)[t] for a in ("tendon_stiffnesspoly", "tendon_dampingpoly") if hasattr(m, a)]
+            if (num != 2 or any(int(m.wrap_type[adr + i]) != site for i in range(2)) or (k == 0.0 and c == 0.0)
+                    or lo != hi or any(np.any(x) for x in extra) or m.tendon_armature[t] or m.tendon_frictionloss[t]):
+                continue
+            s1, s2 = int(m.wrap_objid[adr]), int(m.wrap_objid[adr + 1])
+            o1, o2 = self.owner[int(m.site_bodyid[s1])], self.owner[int(m.site_bodyid[s2])]
+            self.springs.add(t)
+            if o1 == o2:
+                continue  # both ends on one rigid body: no force
+            out.append(ForceSpec("spring", body1=o1, point1=tuple(float(x) for x in d.site_xpos[s1]), body2=o2,
+                                 point2=tuple(float(x) for x in d.site_xpos[s2]), stiffness=k, damping=c,
+                                 rest_length=lo))
+        return out
+
+    def _constant_actuators(self) -> list[ForceSpec]:
+        """Actuators whose force is a constant -- on a joint, no activation dynamics, zero
+        gain, affine bias without length or velocity terms: MuJoCo's force is ``biasprm[0]``
+        (clamped to the actuator's and the joint's force ranges), times the gear: a
+        ``joint-torque`` on the Linkwork joint the hinge or slide belongs to."""
+        mj, m = self.mj, self.m
+        self.torques: set[int] = set()
+        if m.opt.disableflags & int(mj.mjtDisableBit.mjDSBL_ACTUATION):
+            return []
+        per_joint: dict[str, list[float]] = {}
+        for u in range(m.nu):
+            jid = int(m.actuator_trnid[u, 0])
+            if (int(m.actuator_trntype[u]) != int(mj.mjtTrn.mjTRN_JOINT) or jid not in self.part
+                    or int(m.actuator_dyntype[u]) != int(mj.mjtDyn.mjDYN_NONE)
+                    or int(m.actuator_gaintype[u]) != int(mj.mjtGain.mjGAIN_FIXED) or m.actuator_gainprm[u, 0] != 0
+                    or int(m.actuator_biastype[u]) != int(mj.mjtBias.mjBIAS_AFFINE)
+                    or np.any(m.actuator_biasprm[u, 1:3])):
+                continue
+            force = float(m.actuator_biasprm[u, 0])
+            if m.actuator_forcelimited[u]:
+                force = float(np.clip(force, *m.actuator_forcerange[u]))
+            name, k, dof = self.part[jid]
+            per_joint.setdefault(name, [0.0] * dof)[k] += force * float(m.actuator_gear[u, 0])
+            self.torques.add(u)
+        for jid, (name, k, _) in self.part.items():
+            if name in per_joint and m.jnt_actfrclimited[jid]:
+                per_joint[name][k] = float(np.clip(per_joint[name][k], *m.jnt_actfrcrange[jid]))
+        return [ForceSpec("joint-torque", joint=name, value=tuple(v)) for name, v in per_joint.items()]
+
     def _not_modelled(self) -> None:
         """One warning per kind of element Linkwork has no counterpart for."""
         mj, m = self.mj, self.m
         n = lambda kind, count: [self._name(kind, i) or f"{kind}{i}" for i in range(count)]  # noqa: E731
-        self._warn("actuators (Linkwork has no actuators): ignored", n("actuator", m.nu))
-        self._warn("tendons (Linkwork has no tendons): ignored", n("tendon", m.ntendon))
+        self._warn("actuators (Linkwork has no actuators; a constant one -- zero gain, constant bias -- is a "
+                   "joint torque): ignored", [x for i, x in enumerate(n("actuator", m.nu)) if i not in self.torques])
+        self._warn("tendons (Linkwork has no tendons; a spatial tendon between two sites with a linear "
+                   "spring is a spring): ignored", [x for i, x in enumerate(n("tendon", m.ntendon))
+                                                    if i not in self.springs])
+        self._warn("ranges of spring tendons (Linkwork's springs have no limits): not kept",
+                   [x for i, x in enumerate(n("tendon", m.ntendon)) if i in self.springs and m.tendon_limited[i]])
         self._warn("sensors: ignored", n("sensor", m.nsensor))
         self._warn("flexible bodies (flex): ignored", n("flex", m.nflex))
         jn = lambda js: [self._name("joint", j) or f"joint{j}" for j in js]  # noqa: E731

@@ -1,8 +1,8 @@
 """``linkwork export --mjcf`` (engine/interop/mjcf_export.py): every bundled example
 written as MJCF and read back through MuJoCo's compiler is the example again -- bodies,
-joints, gears and joint springs to 1e-15 -- except what docs/import.md ("Round trip")
-lists: a fixed tree joint's name, the ``cut`` marks, the rates of loop-closing joints,
-and the forces MJCF cannot say."""
+joints, gears and force elements to 1e-15 -- except what docs/import.md ("Round trip")
+lists: a fixed tree joint's name, the ``cut`` marks and the rates of loop-closing
+joints."""
 
 import numpy as np
 import pytest
@@ -71,13 +71,32 @@ def round_trip_differences(spec, back) -> tuple[float, list[str]]:
         k = back.coupling(c.name)
         if (c.driver, c.driven, c.ratio) != (k.driver, k.driven, k.ratio):
             bad.append(f"coupling {c.name}: {c} -> {k}")
-    springs = lambda s: sorted((f.joint, f.stiffness, f.damping, f.rest) for f in s.forces  # noqa: E731
-                               if f.type == "joint-spring")
-    if springs(spec) != springs(back):
-        bad.append(f"joint springs {springs(spec)} -> {springs(back)}")
+    for kind in ("joint-spring", "joint-torque", "spring"):
+        ours = [_force_numbers(f) for f in spec.forces if f.type == kind]
+        theirs = [_force_numbers(f) for f in back.forces if f.type == kind]
+        if sorted(k for k, _ in ours) != sorted(k for k, _ in theirs):
+            bad.append(f"{kind}: {ours} -> {theirs}")
+            continue
+        for (key, x), (_, y) in zip(sorted(ours, key=lambda e: e[0]), sorted(theirs, key=lambda e: e[0])):
+            d = _diff(x, y)
+            worst = max(worst, d)
+            if d > TOL:
+                bad.append(f"{kind} {key}: {d:.3g}")
     if _diff(spec.gravity, back.gravity) > 0:
         bad.append("gravity")
     return worst, bad
+
+
+def _force_numbers(f):
+    """(what a force element acts on, its numbers): a spring's rest length, where the file
+    leaves it to the distance at t = 0, is that distance."""
+    if f.type == "spring":
+        rest = f.rest_length if f.rest_length is not None else float(
+            np.linalg.norm(np.subtract(f.point2, f.point1)))
+        return (f.body1, f.body2), [*f.point1, *f.point2, f.stiffness, f.damping, rest]
+    if f.type == "joint-spring":
+        return f.joint, [f.stiffness, f.damping, f.rest]
+    return f.joint, list(f.value)
 
 
 def _loop_joints(spec) -> set[str]:
@@ -112,16 +131,19 @@ def test_every_example_round_trips(path, tmp_path):
 
 
 def test_what_the_export_leaves_out_is_named(tmp_path):
-    """joint-zoo's point spring and joint torques, slider-crank's rate on its loop-closing
-    joint: one warning per kind; the engine's initial velocities (rates of the tree,
-    projected onto the loop) are the same with and without the dropped rate."""
+    """joint-zoo's torque on its spherical joint and slider-crank's rate on its
+    loop-closing joint: one warning per kind; the engine's initial velocities (rates of
+    the tree, projected onto the loop) are the same with and without the dropped rate."""
     pytest.importorskip("mujoco")
     from linkwork import Settings, Simulation
+    from linkwork.engine.mechfile import ForceSpec
     from linkwork.engine.model import build_model
 
-    zoo = export_mjcf(load(EXAMPLES[0].parent / "joint-zoo.mech.json"))
-    assert any(w.startswith("point springs") for w in zoo.warnings)
-    assert any(w.startswith("constant joint torques") and "'tube'" in w for w in zoo.warnings)
+    zoo = load(EXAMPLES[0].parent / "joint-zoo.mech.json")
+    ball = [j.name for j in zoo.joints if j.type == "spherical"][0]
+    out = export_mjcf(zoo.with_(forces=zoo.forces + (ForceSpec("joint-torque", joint=ball, value=(0.1, 0, 0)),)))
+    (w,) = [w for w in out.warnings if w.startswith("joint torques on spherical")]
+    assert repr(ball) in w
     spec = load(EXAMPLES[0].parent / "slider-crank.mech.json")
     out, back = _round_trip(spec, tmp_path)
     (w,) = [w for w in out.warnings if w.startswith("rates of loop-closing joints")]
@@ -178,10 +200,11 @@ def test_a_body_named_world_is_refused():
 
 
 def test_joints_written_against_the_tree_keep_their_meaning(tmp_path):
-    """joint-zoo with every joint between two bodies written child -> parent (and its
-    rates kept): MJCF nests the bodies the other way, so the export turns those joints
-    round (axes negated, a universal's axes swapped, a spherical rate negated).  The
-    mechanism that comes back starts with the same body velocities and accelerations."""
+    """joint-zoo with every joint between two bodies written child -> parent (its rates,
+    springs and torques kept): MJCF nests the bodies the other way, so the export turns
+    those joints round (axes negated, a universal's axes, rates and torques swapped, a
+    spherical rate negated).  The mechanism that comes back starts with the same body
+    velocities and accelerations."""
     pytest.importorskip("mujoco")
     from linkwork import Settings, Simulation
     from linkwork.engine.model import build_model
@@ -191,7 +214,7 @@ def test_joints_written_against_the_tree_keep_their_meaning(tmp_path):
                                                                          "child": j.parent})
                     for j in spec.joints)
     assert sum(j.parent != k.parent for j, k in zip(flipped, spec.joints)) >= 3
-    spec = spec.with_(joints=flipped, forces=tuple(f for f in spec.forces if f.type == "joint-spring"))
+    spec = spec.with_(joints=flipped)
     _, back = _round_trip(spec, tmp_path)
     turned = {j.name for j in back.joints} & {j.name for j in flipped if GROUND not in (j.parent, j.child)}
     assert turned and all(back.joint(n).parent == spec.joint(n).child for n in turned)

@@ -17,7 +17,7 @@ from linkwork.engine.model import build_model  # noqa: E402
 from .conftest import MODELS, CoordinateMap, random_state  # noqa: E402
 
 #: what Linkwork does not model, switched off in MuJoCo for the comparison
-OFF = ("mjDSBL_CONTACT", "mjDSBL_LIMIT", "mjDSBL_EQUALITY", "mjDSBL_ACTUATION", "mjDSBL_FRICTIONLOSS")
+OFF = ("mjDSBL_CONTACT", "mjDSBL_LIMIT", "mjDSBL_EQUALITY", "mjDSBL_FRICTIONLOSS")
 RTOL = 1e-9
 STATES = 20
 
@@ -64,9 +64,13 @@ def _worst_relative_difference(path, keyframe=None, spec_change=None):
 @pytest.mark.parametrize("name, keyframe", [("arm7.xml", None), ("defaults_include.xml", "bent"),
                                             ("arm6.urdf", None)])
 def test_open_trees_accelerate_as_in_mujoco(name, keyframe):
-    """Seven turned hinges with full inertias; default classes, an included ball joint
-    and universal pair, joint springs about a rest away from the keyframe; a URDF arm:
-    Linkwork's joint accelerations are mj_forward's qacc at 20 random states."""
+    """Seven turned hinges with full inertias, a tendon spring and a constant actuator;
+    default classes, an included ball joint and universal pair, joint springs about a rest
+    away from the keyframe, a constant actuator on the universal's second hinge; a URDF
+    arm: Linkwork's joint accelerations are mj_forward's qacc at 20 random states."""
+    spec = import_file(MODELS / name, keyframe=keyframe).spec
+    if name != "arm6.urdf":
+        assert {f.type for f in spec.forces} >= {"joint-spring", "joint-torque"}
     worst = _worst_relative_difference(MODELS / name, keyframe)
     print(f"{name}: largest relative difference in qacc over {STATES} states {worst:.2e}")
     assert worst <= RTOL
