@@ -138,7 +138,7 @@ class _Importer:
         self._not_modelled()
         gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(self.mj.mjtDisableBit.mjDSBL_GRAVITY) \
             else tuple(float(g) for g in m.opt.gravity)
-        bodies, joints = self._connected(self.joints + closures)
+        bodies, joints = self._connected(self.joints + self._mark_cuts(closures))
         keep = {b.name for b in bodies}
         jkeep = {j.name for j in joints}
         forces = [f for f in forces if (f.joint in jkeep if f.type != "spring"
@@ -582,6 +582,30 @@ class _Importer:
         return [self._name("geom", g) or f"geom{g} of {self.owner[m.geom_bodyid[g]]}" for g in out]
 
     # ------------------------------------------------------------------ what stays
+    def _mark_cuts(self, closures: list[JointSpec]) -> list[JointSpec]:
+        """An equality closes a loop (``"cut": true``, MuJoCo's tree kept) only where the
+        tree joints, and the equalities before it, already connect its two bodies; one that
+        attaches a body on a free joint is that body's tree joint."""
+        comp = {b.name: b.name for b in self.bodies}
+        comp[GROUND] = GROUND
+
+        def find(a):
+            while comp[a] != a:
+                comp[a] = comp[comp[a]]
+                a = comp[a]
+            return a
+
+        for j in self.joints:
+            comp[find(j.parent)] = find(j.child)
+        out = []
+        for j in closures:
+            a, b = find(j.parent), find(j.child)
+            if a != b:
+                comp[a] = b
+                j = JointSpec(**{**j.__dict__, "cut": False})
+            out.append(j)
+        return out
+
     def _connected(self, joints: list[JointSpec]) -> tuple[list[BodySpec], list[JointSpec]]:
         """The bodies joints connect to ground, and the joints among them; the rest named."""
         adj: dict[str, list[str]] = {b.name: [] for b in self.bodies}

@@ -194,3 +194,16 @@ def test_an_equality_that_does_not_hold_is_refused(tmp_path):
     assert spec.couplings[0].ratio == -2.0
     with pytest.raises(InteropError, match="no keyframe 'nope'"):
         import_file(path, keyframe="nope")
+
+
+def test_a_free_body_tied_by_a_connect_is_a_spherical_pendulum():
+    """tethered.xml: the free joint is named in a warning, but the body stays: the
+    connect is its (tree) spherical joint at the tether point, not a loop closure."""
+    result = import_file(MODELS / "tethered.xml")
+    (joint,) = result.spec.joints
+    assert (joint.name, joint.type, joint.parent, joint.child, joint.cut) == (
+        "tether", "spherical", "ground", "bob", False)
+    assert joint.anchor == (0.0, 0.0, 1.0)
+    assert any(w.startswith("free joints") and "loose" in w for w in result.warnings)
+    assert not any("left out" in w for w in result.warnings)
+    build_model(result.spec)
