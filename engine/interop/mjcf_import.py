@@ -78,6 +78,9 @@ def compile_file(path: str | Path):
         return mujoco.MjSpec.from_file(str(p)).compile()
     except (ValueError, RuntimeError) as exc:  # MuJoCo's parser and compiler errors
         msg = " ".join(str(exc).split())
+        if "opening file" in msg and p.suffix.lower() not in msg:  # a mesh, an include, a texture
+            msg += (" (MuJoCo looks for the files a model names relative to it, or to its compiler's "
+                    "meshdir; URDF package:// paths are not resolved)")
         raise InteropError(f"MuJoCo cannot read {p.name}: {msg}") from None
 
 
