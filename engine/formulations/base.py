@@ -90,6 +90,18 @@ class StateKernel:
             return out, entry(self.desc, self.proto, y, out)
         return out, self._typed((y, out))
 
+    def native(self) -> int:
+        """The address of the kernel's machine code for plain states (``y`` and ``out``
+        float64, C-contiguous), compiled if need be: what :mod:`.rk4_kernel` calls."""
+        from numba import types
+
+        arr = types.Array(types.float64, 1, "C")
+        sig = (*self._head, arr, arr)
+        if sig not in self.kernel.overloads:
+            self.kernel.compile(sig)
+        cres = self.kernel.overloads[sig]
+        return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
     def _typed(self, state: tuple):
         """Call with the entry point for ``state``'s array types, typed and bound the
         first time (compiled through the dispatcher if need be)."""

@@ -14,7 +14,8 @@ from ..kinematics import kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
 from . import tree
-from .base import Formulation
+from .base import Formulation, StateKernel
+from .rk4_kernel import RK4Interval, normalize_state
 from .stabilise import LoopProjection
 from .tree_kernels import TreeModel, tree_row_constants
 
@@ -120,6 +121,40 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
         if not finite:
             raise SingularSystemError(t, self.not_finite)
         return out
+
+    def rk4_steps(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
+        """``n`` rk4 steps from ``(t0, y)`` to ``t1`` in one kernel call where a step is this
+        class's own (:mod:`.rk4_kernel`: the same arithmetic, bit for bit); the generic
+        loop where it is not (:meth:`_rk4`)."""
+        fast = self._rk4
+        if fast is None:
+            return super().rk4_steps(t0, t1, y, n)
+        out, count, t = fast(t0, t1, y, n)
+        self.nfev += count
+        if t == t:
+            raise SingularSystemError(t, self.not_finite)
+        return out
+
+    @property
+    def _rk4(self) -> RK4Interval | None:
+        """The compiled rk4 interval, made at its first use, or None where a step is more
+        than one state kernel's right-hand side and the quaternions' normalisation: a
+        projection onto the loops (Python), a right-hand side or post-step of a
+        subclass, ``dca``'s two roles on a chain (their ``rhs`` alternates kernels), or
+        kernels run as Python (``NUMBA_DISABLE_JIT``); nor where the step watches loops
+        for singular configurations (:class:`.tree.singular.SingularityWatch`)."""
+        fast = self.__dict__.get("_rk4_interval", False)
+        if fast is False:
+            cls = type(self)
+            own = (cls.rhs is TreeFormulation.rhs and cls.post_step is TreeFormulation.post_step
+                   and cls.watch_singular is tree.SingularityWatch.watch_singular and "rhs" not in vars(self))
+            own = own and self._closing.shape[0] == 0  # no loop to watch
+            fast = None
+            if own and not self._project and hasattr(self._kernel.kernel, "overloads"):
+                quaternions = self.model.nq > self.model.nv
+                fast = RK4Interval(self._kernel, StateKernel(normalize_state, (self.mk,)) if quaternions else None)
+            self.__dict__["_rk4_interval"] = fast
+        return fast
 
     def post_step(self, t, y):
         y = y.copy()

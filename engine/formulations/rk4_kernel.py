@@ -1,0 +1,139 @@
+"""The ``rk4`` integrator's inner loop in compiled code, for any formulation whose
+right-hand side is one state kernel (:class:`.base.StateKernel`: ``dca``, ``hdca``).
+
+A whole run of a small mechanism spent most of its time around the right-hand sides:
+the classical Runge-Kutta step's array arithmetic in numpy (four stages, a dozen small
+temporaries) and one call from Python per right-hand side.  :func:`rk4_interval` does
+an output interval's steps in one call and calls the right-hand side's compiled code
+directly, by the address of its machine code (:func:`call_state_kernel`): it is
+compiled once per workspace type, small, and does not link the right-hand side's code
+into its own (each kernel a caller calls by name is optimised into the caller again,
+which would double the formulation's compile time).
+
+The arithmetic is :func:`.base.rk4_step`'s and :meth:`.base.Formulation.rk4_steps`'s,
+operation for operation, so a run gives the same numbers bit for bit whichever path
+it takes (tests/engine/formulations/test_rk4_kernel.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+from ..kinematics import normalize_quaternions
+from .workspace import unpack
+
+
+@intrinsic
+def call_state_kernel(typingctx, address, desc, proto, y, out):
+    """Call the compiled state kernel at ``address`` -- numba's native entry of a kernel
+    ``kernel(desc, proto, y, out) -> bool`` compiled for exactly these argument types
+    (:meth:`.base.StateKernel.native`) -- and return what it returned (False if it
+    raised)."""
+    if not isinstance(address, types.Integer):
+        return None
+    sig = types.boolean(address, desc, proto, y, out)
+
+    def codegen(context, builder, signature, args):
+        argtys = signature.args[1:]
+        fnty = context.call_conv.get_function_type(types.boolean, argtys)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        status, res = context.call_conv.call_function(builder, fn, types.boolean, argtys, args[1:])
+        return builder.select(status.is_ok, res, context.get_constant(types.boolean, False))
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
+    """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1`` in place on ``y``
+    (``clock`` = (t0, t1, n)), each followed by the post-step kernel ``p`` (0: none), as
+    the generic loop does them.  ``f``, ``p``: the addresses of the right-hand side's and
+    the post-step's state kernels (:func:`call_state_kernel`), each with its table;
+    ``stages``: (5, len(y)) scratch for k1..k4 and the stage state.
+
+    Returns ``(right-hand sides evaluated, t)``: ``t`` is NaN when every one was finite,
+    else the time of the first that was not (the interval stops there)."""
+    t0, t1 = clock[0], clock[1]
+    n = np.int64(clock[2])
+    k1, k2, k3, k4, st = stages[0], stages[1], stages[2], stages[3], stages[4]
+    m = y.shape[0]
+    h = (t1 - t0) / n
+    count = 0
+    for i in range(n):
+        t = t0 + i * h
+        count += 1
+        if not call_state_kernel(f, f_desc, f_proto, y, k1):
+            return count, t
+        for k in range(m):
+            st[k] = y[k] + h / 2 * k1[k]
+        count += 1
+        if not call_state_kernel(f, f_desc, f_proto, st, k2):
+            return count, t + h / 2
+        for k in range(m):
+            st[k] = y[k] + h / 2 * k2[k]
+        count += 1
+        if not call_state_kernel(f, f_desc, f_proto, st, k3):
+            return count, t + h / 2
+        for k in range(m):
+            st[k] = y[k] + h * k3[k]
+        count += 1
+        if not call_state_kernel(f, f_desc, f_proto, st, k4):
+            return count, t + h
+        for k in range(m):
+            y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
+        if p != 0:
+            call_state_kernel(p, p_desc, p_proto, y, y)
+    return count, np.nan
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def normalize_state(desc, proto, y, out):
+    """The tree formulations' post-step as a state kernel: the spherical joints'
+    quaternions in ``y``'s coordinates renormalised in place (``out`` is ``y``); the
+    table holds the kinematic arrays."""
+    (mk,) = unpack(desc, proto)
+    normalize_quaternions(mk, y)
+    return True
+
+
+class RK4Interval:
+    """:func:`rk4_interval` bound to a formulation's right-hand side and post-step
+    state kernels (:class:`.base.StateKernel`; ``post`` None: none): called with
+    ``(t0, t1, y, n)``, it returns ``(y at t1, right-hand sides evaluated, t)`` as
+    :func:`rk4_interval` does, ``y`` untouched.  Calls the compiled entry for its
+    argument types directly (the dispatcher would type the tables' numba types in
+    Python on every call, :class:`.base.StateKernel`)."""
+
+    def __init__(self, rhs, post=None):
+        self.rhs, self.post = rhs, post
+        self._args = None
+        self._entry = None
+        self.clock = np.zeros(3)
+        self.stages = None
+
+    def __reduce__(self):
+        """Copied or pickled, bound again at its first call (addresses are this process's)."""
+        return RK4Interval, (self.rhs, self.post)
+
+    def _bind(self, m: int) -> None:
+        from numba import typeof
+
+        rhs, post = self.rhs, self.post or self.rhs
+        self._args = (rhs.native(), rhs.desc, rhs.proto, 0 if self.post is None else post.native(),
+                      post.desc, post.proto)
+        self.stages = np.zeros((5, m))
+        sig = tuple(typeof(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
+        if sig not in rk4_interval.overloads:
+            rk4_interval.compile(sig)
+        self._entry = rk4_interval.overloads[sig].entry_point
+
+    def __call__(self, t0: float, t1: float, y: np.ndarray, n: int) -> tuple[np.ndarray, int, float]:
+        out = np.array(y, dtype=np.float64)  # a copy: the integrator restarts from y on a retry
+        if self._entry is None or self.stages.shape[1] != out.shape[0]:
+            self._bind(out.shape[0])
+        clock = self.clock
+        clock[0], clock[1], clock[2] = t0, t1, n
+        count, t = self._entry(*self._args, clock, out, self.stages)
+        return out, count, t
