@@ -7,9 +7,17 @@ update of the engine compiles, every later one loads (docs/performance.md,
 "Compile time").  This command does that compiling ahead: it runs each registered
 formulation for two output steps on every bundled example, at the example's own
 default settings -- the kernels a first Run calls, with the types it calls them
-with -- plus the variants a formulation asks for (``Formulation.warm_variants``:
-``dca``'s two roles on a chain, which only a run on two threads calls), and shows a
-progress bar, formulation by formulation, with the elapsed time.
+with -- and shows a progress bar, formulation by formulation, with the elapsed time.
+``--variants`` also compiles the variants a formulation asks for
+(``Formulation.warm_variants``: ``dca``'s two roles on a chain of 512 bodies or more on
+two threads), which no bundled example calls at its defaults: a desktop bundle ships
+them, a plain install compiles them at the first run that calls them.
+
+Formulations share kernels (``dca`` and ``hdca`` project onto the loops with ``dense``'s
+kernels and assemble with the same tree passes; ``embedding`` reuses ``rcr``'s), and a
+kernel compiled in one process is loaded from the cache by the next.  So the
+formulations compile in processes of their own in the order of :data:`AFTER`, the
+longest chain of them first (:func:`schedule`): each shared kernel is compiled once.
 ``scripts/setup.sh`` calls it at the end of every set-up.
 
 A record in the cache directory (:data:`RECORD`) lists the formulations done for
@@ -38,6 +46,11 @@ TIMES = "compile-times.json"
 #: an empty cache; docs/performance.md, "Compile time"), used by :func:`compile_notice`
 #: until this machine has measured its own
 TYPICAL_SECONDS = {"dense": 20.0, "dca": 60.0, "hdca": 80.0, "index3": 100.0, "rcr": 30.0, "embedding": 65.0}
+#: formulation -> the formulations whose kernels it calls too, compiled before it
+#: (:func:`schedule`): ``dca`` and ``hdca`` project onto the loops with ``dense``
+#: (``stabilise.LoopProjection``) and share the 6-vector tree passes; ``embedding`` calls
+#: ``rcr``'s kernels
+AFTER = {"dca": ("dense",), "hdca": ("dense", "dca"), "embedding": ("rcr",)}
 
 
 def cache_dir() -> Path | None:
@@ -82,16 +95,16 @@ def engine_root() -> str:
     return str(Path(engine.__file__).resolve().parent)
 
 
-def compiled() -> set[str]:
+def compiled(variants: bool = False) -> set[str]:
     """The formulations whose kernels are in the cache for these sources (at this place)
-    and this numba."""
+    and this numba (with ``variants``: compiled with ``--variants``)."""
     d = cache_dir()
     if d is None or not any(d.rglob("*.nbi")):
         return set()
     rec = _read_json(d / RECORD)
     if rec.get("numba") != _numba_version() or rec.get("root", engine_root()) != engine_root():
         return set()
-    return set(rec.get("formulations", {}))
+    return {n for n, r in rec.get("formulations", {}).items() if r.get("variants", False) or not variants}
 
 
 def measured_seconds() -> dict[str, float]:
@@ -103,7 +116,26 @@ def measured_seconds() -> dict[str, float]:
     return out
 
 
-def _record(name: str, seconds: float, examples: int) -> None:
+def schedule(names: list[str], expect: dict[str, float]) -> list[str]:
+    """``names`` in an order that compiles each one after those of :data:`AFTER` among
+    ``names``, and, of those ready, the one heading the longest chain of expected
+    seconds first (a process pool takes them in this order as processes come free)."""
+    todo = list(names)
+
+    def chain(n: str) -> float:  # expected seconds of n and of the longest chain after it
+        after = [m for m in todo if n in AFTER.get(m, ())]
+        return expect.get(n, 0.0) + max((chain(m) for m in after), default=0.0)
+
+    order: list[str] = []
+    while todo:
+        ready = [n for n in todo if not any(d in todo for d in AFTER.get(n, ()))]
+        best = max(ready, key=chain)
+        order.append(best)
+        todo.remove(best)
+    return order
+
+
+def _record(name: str, seconds: float, examples: int, variants: bool = False) -> None:
     d = cache_dir()
     if d is None:
         return
@@ -111,7 +143,7 @@ def _record(name: str, seconds: float, examples: int) -> None:
     if rec.get("numba") != _numba_version() or rec.get("root", engine_root()) != engine_root():
         rec = {"numba": _numba_version(), "formulations": {}}
     rec["root"] = engine_root()
-    rec["formulations"][name] = {"seconds": round(seconds, 1), "examples": examples}
+    rec["formulations"][name] = {"seconds": round(seconds, 1), "examples": examples, "variants": variants}
     _write_json(d / RECORD, rec)
     times = _read_json(d.parent / TIMES)
     times[name] = round(seconds, 1)
@@ -135,10 +167,10 @@ def examples() -> list[Path]:
     return sorted(examples_dir().glob("*.mech.json"))
 
 
-def warm(name: str, files: list[Path], on_file=None) -> tuple[int, list[str]]:
+def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> tuple[int, list[str]]:
     """Run formulation ``name`` for two output steps on each mechanism file, at the
-    file's own default settings and at the formulation's ``warm_variants`` of them
-    (dca: two threads on a long chain).  Returns how many ran and the errors of those that
+    file's own default settings and, with ``variants``, at the formulation's
+    ``warm_variants`` of them (dca: two threads on a long chain).  Returns how many ran and the errors of those that
     could not: files the formulation refuses are skipped quietly, a run that fails
     numerically has compiled its kernels all the same, anything else is reported
     (the warm-up never stops a set-up; the kernels then compile at first use)."""
@@ -153,7 +185,7 @@ def warm(name: str, files: list[Path], on_file=None) -> tuple[int, list[str]]:
             model = load_model(path)
             s = file_defaults(model, name)
             s = s.replace(formulation=name, t_end=2 * s.dt)
-            for settings in [s, *REGISTRY[name].warm_variants(model, s)]:
+            for settings in [s, *(REGISTRY[name].warm_variants(model, s) if variants else [])]:
                 for _chunk in Simulation(model, settings).run():
                     pass
             done += 1
@@ -238,29 +270,30 @@ class _Progress:
             self._thread.join()
 
 
-def _worker(name: str, files: list[str], progress) -> tuple[str, float, int, list[str]]:
+def _worker(name: str, files: list[str], progress, variants: bool) -> tuple[str, float, int, list[str]]:
     """One formulation's warm-up in a process of its own (:func:`compile_all`): sends
     ``(name, files done)`` to ``progress`` as it goes."""
     progress.put((name, 0))
     t0 = time.perf_counter()
-    n, errors = warm(name, [Path(f) for f in files], lambda k: progress.put((name, k)))
+    n, errors = warm(name, [Path(f) for f in files], lambda k: progress.put((name, k)), variants)
     return name, time.perf_counter() - t0, n, errors
 
 
 def compile_all(names: list[str], force: bool = False, files: list[Path] | None = None, stream=None,
-                jobs: int | None = None):
-    """Compile (or load) the kernels of each formulation in ``names``; returns
+                jobs: int | None = None, variants: bool = False):
+    """Compile (or load) the kernels of each formulation in ``names`` (with ``variants``,
+    their :meth:`~.formulations.base.Formulation.warm_variants` too); returns
     ``({name: seconds} of those compiled now, [names with failed examples])``.
     Already compiled ones are skipped unless ``force``.  The formulations compile in
-    ``jobs`` processes at once (every core when None), the longest first, each with its
-    progress bar; one job compiles them in this process, one after the other."""
+    ``jobs`` processes at once (every core when None) in :func:`schedule`'s order, each
+    with its progress bar; one job compiles them in this process, one after the other."""
     stream = stream or sys.stderr
     files = examples() if files is None else files
-    have = set() if force else compiled()
+    have = set() if force else compiled(variants)
     for name in names:
         if name in have:
             print(f"  {name:<9} already compiled", file=stream, flush=True)
-    todo = [n for n in names if n not in have]
+    todo = schedule([n for n in names if n not in have], measured_seconds())
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     out, failed = {}, []
     board = _Progress(len(files), stream)
@@ -272,34 +305,44 @@ def compile_all(names: list[str], force: bool = False, files: list[Path] | None 
         if errors:
             failed.append(name)
         else:
-            _record(name, seconds, n)
+            _record(name, seconds, n, variants)
 
     try:
         if jobs == 1:
             for name in todo:
                 board.start(name)
                 t0 = time.perf_counter()
-                n, errors = warm(name, files, lambda k, name=name: board.update(name, k))
+                n, errors = warm(name, files, lambda k, name=name: board.update(name, k), variants)
                 done(name, time.perf_counter() - t0, n, errors)
         else:
-            _compile_in_processes(todo, files, jobs, board, done)
+            _compile_in_processes(todo, files, jobs, board, done, variants)
     finally:
         board.close()
     return out, failed
 
 
-def _compile_in_processes(todo: list[str], files: list[Path], jobs: int, board: _Progress, done) -> None:
-    """:func:`compile_all`'s formulations in ``jobs`` processes, the longest first (so the
-    last to start are the short ones)."""
+def _compile_in_processes(todo: list[str], files: list[Path], jobs: int, board: _Progress, done,
+                          variants: bool) -> None:
+    """:func:`compile_all`'s formulations in ``jobs`` processes, in the order of ``todo``
+    (:func:`schedule`), none before those it comes :data:`AFTER` have finished."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    expect = measured_seconds()
-    todo = sorted(todo, key=lambda n: -expect.get(n, 0.0))
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no numba state inherited
+    waiting = list(todo)
     with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         progress = manager.Queue()
-        pending = {pool.submit(_worker, name, [str(f) for f in files], progress): name for name in todo}
+        pending = {}
+
+        def submit():  # the next ones whose predecessors are done, as processes come free
+            for name in list(waiting):
+                if len(pending) >= jobs:
+                    return
+                if not any(d in waiting or d in pending.values() for d in AFTER.get(name, ())):
+                    waiting.remove(name)
+                    pending[pool.submit(_worker, name, [str(f) for f in files], progress, variants)] = name
+
+        submit()
         while pending:
             finished, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             while not progress.empty():
@@ -311,6 +354,7 @@ def _compile_in_processes(todo: list[str], files: list[Path], jobs: int, board: 
                 except Exception as exc:  # noqa: BLE001 - a crashed worker: reported like a failed example
                     seconds, n, errors = 0.0, 0, [f"{type(exc).__name__}: {exc}"]
                 done(name, seconds, n, errors)
+            submit()
 
 
 def _compile_for(path: str) -> int:
@@ -347,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--formulations", metavar="A,B", default=",".join(REGISTRY),
                    help="which formulations [%(default)s]")
     p.add_argument("--force", action="store_true", help="compile again even if the cache has them")
+    p.add_argument("--variants", action="store_true",
+                   help="also the variants no bundled example calls at its defaults (dca's two roles on a chain "
+                        "of 512 bodies or more on two threads; a desktop bundle ships them)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="formulations compiled at once, each in a process of its own [every core]")
     p.add_argument("--for", dest="for_file", metavar="FILE",
@@ -368,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs is not None and args.jobs < 1:
         print(f"linkwork compile: --jobs must be >= 1 (got {args.jobs})", file=sys.stderr)
         return 2
-    done, failed = compile_all(names, force=args.force, jobs=args.jobs)
+    done, failed = compile_all(names, force=args.force, jobs=args.jobs, variants=args.variants)
     ok = [n for n in done if n not in failed]
     if ok:
         print(f"linkwork compile: {len(ok)} formulation(s) compiled in {time.perf_counter() - t0:.0f} s; "

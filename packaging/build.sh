@@ -98,7 +98,7 @@ if [ -z "${LINKWORK_SKIP_COMPILE:-}" ]; then
   rm -rf "$CACHE" && mkdir -p "$CACHE"
   say "compiling every formulation's kernels with the bundle (x86-64-v3; several minutes)"
   bare env NUMBA_CACHE_DIR="$CACHE" NUMBA_CPU_NAME=x86-64-v3 NUMBA_CPU_FEATURES= \
-    OMP_WAIT_POLICY=PASSIVE "$BUNDLE/linkwork" compile
+    OMP_WAIT_POLICY=PASSIVE "$BUNDLE/linkwork" compile --variants
   "$VENV/bin/python" - "$CACHE" "$INTERNAL" <<'EOF'
 import sys
 from pathlib import Path

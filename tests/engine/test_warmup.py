@@ -173,7 +173,8 @@ def test_record_keeps_this_machines_times_across_source_versions(tmp_path, monke
     cache = _fake_cache(tmp_path, monkeypatch)
     warmup._record("hdca", 12.34, 19)
     assert json.loads((cache / warmup.RECORD).read_text())["formulations"]["hdca"] == {"seconds": 12.3,
-                                                                                         "examples": 19}
+                                                                                         "examples": 19,
+                                                                                         "variants": False}
     assert warmup.measured_seconds()["hdca"] == 12.3
     # another version of the sources: a new keyed directory, the machine's times stay
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba" / "other"))
@@ -217,18 +218,18 @@ def test_a_record_of_another_checkout_does_not_count(tmp_path, monkeypatch):
 
 def test_compile_with_a_failing_formulation_exits_1_and_does_not_claim_it(monkeypatch, capsys):
     """A formulation whose examples fail is named, and not counted among the compiled."""
-    monkeypatch.setattr(warmup, "compile_all", lambda names, force=False, jobs=None: ({"dense": 1.0, "dca": 2.0},
-                                                                                  ["dca"]))
+    monkeypatch.setattr(warmup, "compile_all", lambda names, force=False, jobs=None, variants=False: (
+        {"dense": 1.0, "dca": 2.0}, ["dca"]))
     assert warmup.main(["--formulations", "dense,dca"]) == 1
     err = capsys.readouterr().err
     assert "1 formulation(s) compiled" in err
     assert "dca failed on the examples above" in err
 
 
-def test_compile_also_warms_dca_two_roles_on_a_long_chain():
-    """``linkwork compile`` runs dca a second time on an unbranched chain of 64 bodies or
-    more, on two threads: the two roles (``_evaluate_chain``) are a kernel of their own,
-    which took 52 s to compile at the start of such a run.  Nowhere else."""
+def test_compile_variants_warm_dca_two_roles_on_a_long_chain():
+    """``linkwork compile --variants`` runs dca a second time on an unbranched chain of 64
+    bodies or more, on two threads: the two roles (``evaluate_chain``) are a kernel of
+    their own, which took 52 s to compile at the start of such a run.  Nowhere else."""
     import numba
 
     from linkwork.engine.formulations import REGISTRY
@@ -247,3 +248,26 @@ def test_compile_also_warms_dca_two_roles_on_a_long_chain():
         assert REGISTRY["dca"].warm_variants(model, file_defaults(model, "dca")) == []
     for other in ("dense", "hdca", "index3", "rcr", "embedding"):
         assert REGISTRY[other].warm_variants(chain, file_defaults(chain, other)) == []
+
+
+def test_schedule_compiles_shared_kernels_once_and_the_longest_chain_first():
+    """Each formulation comes after those whose kernels it calls (dense before dca and
+    hdca, dca before hdca, rcr before embedding); of those ready, the longest chain first."""
+    expect = dict(warmup.TYPICAL_SECONDS)
+    order = warmup.schedule(["embedding", "hdca", "rcr", "dca", "index3", "dense"], expect)
+    assert sorted(order) == sorted(expect)
+    for name, before in warmup.AFTER.items():
+        for b in before:
+            assert order.index(b) < order.index(name), (b, name, order)
+    assert order[0] == "dense"  # heads dense -> dca -> hdca, the longest chain
+    expect["index3"] = 1000.0
+    assert warmup.schedule(["dense", "index3", "dca"], expect)[0] == "index3"
+    assert warmup.schedule(["hdca", "embedding"], expect) in (["hdca", "embedding"], ["embedding", "hdca"])
+
+
+def test_a_compile_without_variants_does_not_count_for_one_with_them(tmp_path, monkeypatch):
+    ver = warmup._numba_version()
+    _fake_cache(tmp_path, monkeypatch, {"numba": ver, "root": warmup.engine_root(),
+                                        "formulations": {"dca": {"seconds": 3}, "dense": {"variants": True}}})
+    assert warmup.compiled() == {"dca", "dense"}
+    assert warmup.compiled(variants=True) == {"dense"}
