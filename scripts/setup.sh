@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what Linkwork needs and is missing: the system libraries Qt and OpenGL
 # need on Debian/Ubuntu (and Xvfb for headless tests), a virtual environment in
-# .venv, and the linkwork package with its test tools and the sweep extra (Dask).  Safe to run repeatedly.
+# .venv, and the linkwork package with its test tools and the extras the application and the
+# tests use: sweep (Dask), import (MuJoCo's MJCF/URDF compiler), video (PyAV's MP4).  Safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,10 +32,10 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
 fi
-if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ] || [ scripts/setup.sh -nt .venv/.installed ]; then
   echo "setup: installing linkwork and its dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[dev,sweep]"
+  .venv/bin/python -m pip install -q -e ".[dev,sweep,import,video]"
   touch .venv/.installed
 fi
 
