@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     configure_application(app)
     win = create_window(argv[0] if argv else None)
     win.show()
+    from .qt.recovery import offer_recovery
+
+    offer_recovery(win)  # edits left by a Linkwork that did not close normally
     return int(app.exec())
 
 

@@ -28,6 +28,7 @@ from .help import MarkdownDialog, about_text, docs_dir, formulation_guide
 from .interop_dialogs import export_mjcf_dialog, import_dialog
 from .messages import MessagesPanel
 from .plots import PlotPanel
+from .recovery import AutosaveTimer
 from .runner import RunController
 from .runs_panel import RunsPanel
 from .sketch import SketchPanel
@@ -63,6 +64,8 @@ class MainWindow(QMainWindow):
         self.undo_stack = QUndoStack(self)
         install_undo_stack(doc, self.undo_stack)
         self.runner = RunController(self.session, self)
+        #: writes the unsaved document to a recovery file (docs/user-guide.md, "Autosave and recovery")
+        self.autosave = AutosaveTimer(self.session, self)
         self._dialogs: list = []
         self._closed = False
         self._gif = exporting.gif_available()
@@ -870,6 +873,7 @@ class MainWindow(QMainWindow):
             ev.ignore()
             return
         self.runner.shutdown()
+        self.autosave.close()  # a normal close: the recovery file goes
         self.save_window_state()
         self.shutdown()
         super().closeEvent(ev)

@@ -3,7 +3,7 @@
 - the environment the application sets up (single-threaded BLAS, the PySide6
   reference-count work-around) before anything else loads;
 - settings isolated in a temporary folder, under an organisation name only
-  tests use;
+  tests use; autosave's recovery files in a fresh temporary folder per test;
 - ``make_window``: main windows that are closed after the test, failing the
   test if a top-level widget leaks (napari's ``make_napari_viewer``);
 - the ``gl`` marker: skipped cleanly where no OpenGL display exists (run the
@@ -45,6 +45,16 @@ def _compiled_kernels():
 
     for spec, formulation in ((gen.chain(3, "revolute"), "dca"), (gen.fourbar(), "dense")):
         Simulation(build_model(spec), Settings(formulation=formulation, t_end=0.02, dt=0.01)).run_all()
+
+
+@pytest.fixture(autouse=True)
+def _recovery_dir(tmp_path_factory, monkeypatch):
+    """Autosave's recovery files of each test go to a fresh temporary folder, never the user's."""
+    from linkwork.app.session.recovery import ENV_DIR
+
+    folder = tmp_path_factory.mktemp("recovery")
+    monkeypatch.setenv(ENV_DIR, str(folder))
+    return folder
 
 
 @pytest.fixture(scope="session")
