@@ -5,11 +5,13 @@
 (NAME: only those pictures, e.g. ``sweep-dialog``.)  Each picture is a real state of the application at 1280x800: the four-bar
 example loaded and run (the README's walkthrough), a run in progress with live
 plots, the sketch editor, a generator dialog, the 3-D view, and a comparison
-of two integrators.  Settings go to a temporary folder, not the user's.
+of two integrators, the offer to restore after a crash.  Settings and
+recovery files go to temporary folders, not the user's.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -47,6 +49,9 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     QCoreApplication.setOrganizationName("LinkworkScreenshots")
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tmp)
+    from .session.recovery import ENV_DIR
+
+    os.environ[ENV_DIR] = tempfile.mkdtemp(prefix="linkwork-shots-recovery-")
     app = QApplication.instance() or QApplication([sys.argv[0]])
     from .main import configure_application
 
@@ -74,6 +79,8 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     if only:
         if "sweep-dialog" in only:
             _sweep_dialog(app, win, grab)
+        if "recovery-offer" in only:
+            _recovery_offer(app, win, shots, out)
         win.session.document.set_dirty_from_undo(True)
         win.close()
         app.processEvents()
@@ -197,6 +204,9 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     # 9. a two-parameter sweep of the slider-crank, its result as an image
     _sweep_dialog(app, win, grab)
 
+    # 10. the restore offer after a crash
+    _recovery_offer(app, win, shots, out)
+
     win.session.document.set_dirty_from_undo(True)
     win.close()
     app.processEvents()
@@ -227,6 +237,54 @@ def _sweep_dialog(app, win, grab) -> None:
     _wait(app, 0.5)
     grab(dlg, "sweep-dialog.png")
     dlg.reject()
+    _wait(app, 0.2)
+
+
+def _recovery_offer(app, win, shots, out: Path) -> None:
+    """The offer at start-up after Linkwork was killed with unsaved edits of the
+    slider-crank: a Linkwork process edits it, waits for the autosave and is killed
+    (SIGKILL); the window then offers what it left."""
+    import os
+    import signal
+    import subprocess
+
+    from linkwork.engine.paths import examples_dir
+
+    from .qt.recovery import offer_recovery
+
+    win.session.document.set_dirty_from_undo(True)
+    win.session.document.new()  # as at start-up: an empty window
+    win.tabs.setCurrentIndex(0)
+    work = Path(tempfile.mkdtemp(prefix="linkwork-recovery-shot-"))
+    original = work / "slider-crank.mech.json"
+    original.write_bytes((examples_dir() / "slider-crank.mech.json").read_bytes())
+    folder = win.autosave.store.folder
+    code = ("import sys, time\n"
+            "from linkwork.app.session import Session, edits\n"
+            "from linkwork.app.session.recovery import Autosave, RecoveryStore\n"
+            "s = Session(); s.document.open(sys.argv[1])\n"
+            "auto = Autosave(s.document, RecoveryStore(sys.argv[2]), s.notifications)\n"
+            "d = s.document\n"
+            "d.edit('name', edits.set_mechanism(d.spec, name='slider-crank, longer crank'))\n"
+            "d.edit('mass', edits.set_body(d.spec, d.spec.bodies[0].name, mass=2.0))\n"
+            "auto.save_now(); print('saved', flush=True); time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(original), str(folder)], stdout=subprocess.PIPE,
+                            text=True)
+    proc.stdout.readline()
+    _wait(app, 6.0)  # killed 6 s after the last edit, like a crash
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    dlg = offer_recovery(win)
+    if dlg is None:
+        print("warning: no recovery offer to take a picture of", file=sys.stderr)
+        return
+    _wait(app, 0.6)
+    p = out / "recovery-offer.png"
+    screen = app.primaryScreen()
+    screen.grabWindow(0, win.x(), win.y(), win.frameGeometry().width(), win.frameGeometry().height()).save(str(p))
+    shots.append(p)
+    dlg.discard_button.click()
     _wait(app, 0.2)
 
 

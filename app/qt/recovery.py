@@ -88,19 +88,22 @@ class RecoveryDialog(QDialog):
         head.setWordWrap(True)
         lay.addWidget(head)
         spec = rec.spec
-        orig = (f"<code>{_html(str(rec.original_path))}</code>" if rec.original_path is not None
-                else "none: the mechanism was never saved (Save will ask for a name)")
+        if rec.original_path is not None:
+            orig = (f"<b>{_html(rec.original_path.name)}</b><br>"
+                    f"<span style='color:#555'>in {_html(str(rec.original_path.parent))}</span>")
+        else:
+            orig = "none: the mechanism was never saved"
         n_b, n_j = len(spec.bodies), len(spec.joints)
         rows = [("Saved at", _html(_when(rec.saved_at))),
                 ("Original file", orig),
-                ("Mechanism", f"{_html(spec.name or 'untitled')}: {n_b} {'body' if n_b == 1 else 'bodies'}, "
-                              f"{n_j} {'joint' if n_j == 1 else 'joints'}"),
-                ("Recovery file", f"<code>{_html(str(rec.file))}</code>")]
-        details = QLabel("<table cellspacing='4'>" + "".join(
+                ("Mechanism", f"{_html(spec.name or 'untitled')}<br>{n_b} {'body' if n_b == 1 else 'bodies'}, "
+                              f"{n_j} {'joint' if n_j == 1 else 'joints'}")]
+        details = QLabel("<table cellspacing='5'>" + "".join(
             f"<tr><td><i>{k}</i></td><td>{v}</td></tr>" for k, v in rows) + "</table>")
         details.setObjectName("recoveryDetails")
         details.setTextInteractionFlags(Qt.TextSelectableByMouse)
         details.setWordWrap(True)
+        details.setAlignment(Qt.AlignLeft | Qt.AlignTop)
         body = QHBoxLayout()
         body.addWidget(details, 1)
         preview = _preview(spec)
@@ -108,14 +111,20 @@ class RecoveryDialog(QDialog):
             body.addWidget(preview)
         lay.addLayout(body, 1)
         note = ("<b>Restore</b> opens these edits as an unsaved, modified mechanism: Save writes them to "
-                "the original file" + (" (or asks for a name)" if rec.original_path is None else "") +
-                ". <b>Discard</b> deletes the recovery copy; the original file stays as it was.")
+                + ("the original file." if rec.original_path is not None else "a file it asks you to name.") +
+                " <b>Discard</b> deletes the recovery copy; the original file stays as it was.")
         if more:
             note += f" {more} further recovery {'copy is' if more == 1 else 'copies are'} offered next."
         tail = QLabel(note)
         tail.setObjectName("recoveryNote")
         tail.setWordWrap(True)
         lay.addWidget(tail)
+        where = QLabel(f"Recovery copy: {_html(str(rec.file))}")
+        where.setObjectName("recoveryFile")
+        where.setStyleSheet("color: #666; font-size: 8pt;")
+        where.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        where.setWordWrap(True)
+        lay.addWidget(where)
         box = QDialogButtonBox()
         self.restore_button = box.addButton("Restore", QDialogButtonBox.AcceptRole)
         self.restore_button.setObjectName("recoveryRestore")
@@ -125,7 +134,9 @@ class RecoveryDialog(QDialog):
         self.restore_button.clicked.connect(lambda: self._choose("restore"))
         self.discard_button.clicked.connect(lambda: self._choose("discard"))
         lay.addWidget(box)
-        self.resize(640, 300)
+        # a thin border where no window manager frames the dialog (kiosk set-ups, Xvfb)
+        self.setStyleSheet("QDialog#RecoveryDialog { border: 1px solid #8a8f99; }")
+        self.setMinimumWidth(720)
 
     def _choose(self, choice: str) -> None:
         self.choice = choice
@@ -146,7 +157,8 @@ def _preview(spec):
 
     w = MechanismPreview()
     w.setObjectName("recoveryPreview")
-    w.setMinimumSize(200, 170)
+    w.setMinimumSize(300, 200)
+    w.setMaximumWidth(360)
     w.set_spec(spec)
     return w
 
