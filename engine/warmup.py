@@ -11,22 +11,7 @@ with -- and shows a progress bar, formulation by formulation, with the elapsed t
 ``--variants`` also compiles the variants a formulation asks for
 (``Formulation.warm_variants``: ``dca``'s two roles on a chain of 512 bodies or more on
 two threads), which no bundled example calls at its defaults: a desktop bundle ships
-them, a plain install compiles them at the first run that calls them.
-
-Formulations share kernels (``dca`` and ``hdca`` project onto the loops with ``dense``'s
-kernels and assemble with the same tree passes; ``embedding`` reuses ``rcr``'s), and a
-kernel compiled in one process is loaded from the cache by the next.  So the
-formulations compile in processes of their own in the order of :data:`AFTER`, the
-longest chain of them first (:func:`schedule`): each shared kernel is compiled once.
-``scripts/setup.sh`` calls it at the end of every set-up.
-
-A record in the cache directory (:data:`RECORD`) lists the formulations done for
-this version of the sources and of numba; they are skipped unless ``--force``.
-The measured seconds also go to :data:`TIMES` next to the keyed directories, so
-the application can tell how long a compile it still has to wait for takes on
-this machine (:func:`compile_notice`).  Nothing here imports numba before a
-formulation runs: :func:`compile_notice` is safe for the GUI thread.
-"""
+them, a plain install compiles them at the first run that calls them."""
 
 from __future__ import annotations
 
@@ -46,11 +31,6 @@ TIMES = "compile-times.json"
 #: an empty cache; docs/performance.md, "Compile time"), used by :func:`compile_notice`
 #: until this machine has measured its own
 TYPICAL_SECONDS = {"dense": 20.0, "dca": 60.0, "hdca": 80.0, "index3": 100.0, "rcr": 30.0, "embedding": 65.0}
-#: formulation -> the formulations whose kernels it calls too, compiled before it
-#: (:func:`schedule`): ``dca`` and ``hdca`` project onto the loops with ``dense``
-#: (``stabilise.LoopProjection``) and share the 6-vector tree passes; ``embedding`` calls
-#: ``rcr``'s kernels
-AFTER = {"dca": ("dense",), "hdca": ("dense", "dca"), "embedding": ("rcr",)}
 
 
 def cache_dir() -> Path | None:
@@ -114,25 +94,6 @@ def measured_seconds() -> dict[str, float]:
     if d is not None:
         out.update({k: float(v) for k, v in _read_json(d.parent / TIMES).items()})
     return out
-
-
-def schedule(names: list[str], expect: dict[str, float]) -> list[str]:
-    """``names`` in an order that compiles each one after those of :data:`AFTER` among
-    ``names``, and, of those ready, the one heading the longest chain of expected
-    seconds first (a process pool takes them in this order as processes come free)."""
-    todo = list(names)
-
-    def chain(n: str) -> float:  # expected seconds of n and of the longest chain after it
-        after = [m for m in todo if n in AFTER.get(m, ())]
-        return expect.get(n, 0.0) + max((chain(m) for m in after), default=0.0)
-
-    order: list[str] = []
-    while todo:
-        ready = [n for n in todo if not any(d in todo for d in AFTER.get(n, ()))]
-        best = max(ready, key=chain)
-        order.append(best)
-        todo.remove(best)
-    return order
 
 
 def _record(name: str, seconds: float, examples: int, variants: bool = False) -> None:
@@ -285,15 +246,15 @@ def compile_all(names: list[str], force: bool = False, files: list[Path] | None 
     their :meth:`~.formulations.base.Formulation.warm_variants` too); returns
     ``({name: seconds} of those compiled now, [names with failed examples])``.
     Already compiled ones are skipped unless ``force``.  The formulations compile in
-    ``jobs`` processes at once (every core when None) in :func:`schedule`'s order, each
-    with its progress bar; one job compiles them in this process, one after the other."""
+    ``jobs`` processes at once (every core when None), the longest first, each with its
+    progress bar; one job compiles them in this process, one after the other."""
     stream = stream or sys.stderr
     files = examples() if files is None else files
     have = set() if force else compiled(variants)
     for name in names:
         if name in have:
             print(f"  {name:<9} already compiled", file=stream, flush=True)
-    todo = schedule([n for n in names if n not in have], measured_seconds())
+    todo = [n for n in names if n not in have]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
     out, failed = {}, []
     board = _Progress(len(files), stream)
@@ -323,26 +284,17 @@ def compile_all(names: list[str], force: bool = False, files: list[Path] | None 
 
 def _compile_in_processes(todo: list[str], files: list[Path], jobs: int, board: _Progress, done,
                           variants: bool) -> None:
-    """:func:`compile_all`'s formulations in ``jobs`` processes, in the order of ``todo``
-    (:func:`schedule`), none before those it comes :data:`AFTER` have finished."""
+    """:func:`compile_all`'s formulations in ``jobs`` processes, the longest first (so the
+    last to start are the short ones)."""
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+    expect = measured_seconds()
+    todo = sorted(todo, key=lambda n: -expect.get(n, 0.0))
     ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no numba state inherited
-    waiting = list(todo)
     with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         progress = manager.Queue()
-        pending = {}
-
-        def submit():  # the next ones whose predecessors are done, as processes come free
-            for name in list(waiting):
-                if len(pending) >= jobs:
-                    return
-                if not any(d in waiting or d in pending.values() for d in AFTER.get(name, ())):
-                    waiting.remove(name)
-                    pending[pool.submit(_worker, name, [str(f) for f in files], progress, variants)] = name
-
-        submit()
+        pending = {pool.submit(_worker, name, [str(f) for f in files], progress, variants): name for name in todo}
         while pending:
             finished, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             while not progress.empty():
@@ -354,7 +306,6 @@ def _compile_in_processes(todo: list[str], files: list[Path], jobs: int, board: 
                 except Exception as exc:  # noqa: BLE001 - a crashed worker: reported like a failed example
                     seconds, n, errors = 0.0, 0, [f"{type(exc).__name__}: {exc}"]
                 done(name, seconds, n, errors)
-            submit()
 
 
 def _compile_for(path: str) -> int:

@@ -250,21 +250,6 @@ def test_compile_variants_warm_dca_two_roles_on_a_long_chain():
         assert REGISTRY[other].warm_variants(chain, file_defaults(chain, other)) == []
 
 
-def test_schedule_compiles_shared_kernels_once_and_the_longest_chain_first():
-    """Each formulation comes after those whose kernels it calls (dense before dca and
-    hdca, dca before hdca, rcr before embedding); of those ready, the longest chain first."""
-    expect = dict(warmup.TYPICAL_SECONDS)
-    order = warmup.schedule(["embedding", "hdca", "rcr", "dca", "index3", "dense"], expect)
-    assert sorted(order) == sorted(expect)
-    for name, before in warmup.AFTER.items():
-        for b in before:
-            assert order.index(b) < order.index(name), (b, name, order)
-    assert order[0] == "dense"  # heads dense -> dca -> hdca, the longest chain
-    expect["index3"] = 1000.0
-    assert warmup.schedule(["dense", "index3", "dca"], expect)[0] == "index3"
-    assert warmup.schedule(["hdca", "embedding"], expect) in (["hdca", "embedding"], ["embedding", "hdca"])
-
-
 def test_a_compile_without_variants_does_not_count_for_one_with_them(tmp_path, monkeypatch):
     ver = warmup._numba_version()
     _fake_cache(tmp_path, monkeypatch, {"numba": ver, "root": warmup.engine_root(),
