@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -126,7 +127,9 @@ def test_killed_application_offers_every_edit_back(make_window, qtbot, tmp_path,
     details = dlg.findChild(QLabel, "recoveryDetails")
     saved = time.strftime("%H:%M:%S", time.localtime(read_record(files[0]).saved_at))
     assert "did not close normally" in head.text() and original.name in head.text()
-    assert saved in details.text() and str(original.resolve()) in details.text()
+    assert saved in details.text() and re.search(r"\(\d+ s ago\)", details.text())
+    assert original.name in details.text() and str(original.resolve().parent) in details.text()
+    assert str(files[0]) in dlg.findChild(QLabel, "recoveryFile").text()
     assert read_record(files[0]).owner == this_process()  # claimed while it is offered
 
     qtbot.mouseClick(dlg.restore_button, Qt.LeftButton)
