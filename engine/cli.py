@@ -451,9 +451,44 @@ def _sweep_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads-per-worker", type=_int, default=1, metavar="N",
                    help="numba threads for each worker's case (NUMBA_NUM_THREADS in the worker "
                         "environment; each worker runs one case at a time) [%(default)s]")
+    p.add_argument("--case-timeout", type=_seconds_or_none, default=argparse.SUPPRESS, metavar="SECONDS",
+                   help="stop a case after this many seconds of wall time (numba's compiling not counted) and "
+                        "record it failed; 'none': no limit [the sweep file's case_timeout, else none]")
+    p.add_argument("--inject-fault", action="append", type=_injection, default=[], metavar="CASE:KIND",
+                   help="make case CASE stall ('stall'), kill its process ('kill') or its Dask worker "
+                        "('kill-worker') halfway through its run, to check how a deployment handles faults "
+                        "(docs/sweeps.md, 'Faults'); repeatable")
     p.add_argument("--restart", action="store_true", help="compute every case again, ignoring DIR's results")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
     return p
+
+
+def _seconds_or_none(text: str) -> float | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds (or 'none'): {text!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds (or 'none'): {text!r}")
+    return v
+
+
+#: the faults ``--inject-fault`` knows (engine/sweep/runner.py ``INJECTIONS``; listed here so
+#: that parsing the options does not import the sweep package)
+_INJECTIONS = ("stall", "kill", "kill-worker")
+
+
+def _injection(text: str) -> tuple[int, str]:
+    case, _, kind = text.partition(":")
+    try:
+        index = int(case)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected CASE:KIND with CASE a case index: {text!r}") from None
+    if kind not in _INJECTIONS:
+        raise argparse.ArgumentTypeError(f"unknown fault {kind!r} in {text!r} (one of: {', '.join(_INJECTIONS)})")
+    return index, kind
 
 
 def _duration(s: float | None) -> str:
@@ -483,6 +518,11 @@ def cmd_sweep(argv: list[str]) -> int:
         spec = sweep.load_sweep(args.file)
     except sweep.SweepError as exc:
         return _refuse(f"{args.file}: {exc}")
+    inject = dict(args.inject_fault)
+    bad = sorted(i for i in inject if not 0 <= i < len(spec.cases))
+    if bad:
+        return _refuse(f"--inject-fault: no case {bad[0]} (the sweep has cases 0..{len(spec.cases) - 1})")
+    case_timeout = getattr(args, "case_timeout", spec.case_timeout)  # the option, else the file
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return _refuse(f"--out {out}: not a directory")
@@ -533,7 +573,7 @@ def cmd_sweep(argv: list[str]) -> int:
                 return _refuse(f"cannot connect to the Dask scheduler at {args.scheduler}: {exc}")
         df = sweep.run_sweep(spec, client=client, out=out, workers=args.workers,
                              threads_per_worker=args.threads_per_worker, resume=not args.restart,
-                             progress=progress, on_start=on_start)
+                             progress=progress, on_start=on_start, case_timeout=case_timeout, inject=inject)
     except KeyboardInterrupt:
         print(f"\nlinkwork: interrupted; finished cases are in {out / 'summary.parquet'} "
               "(the same command resumes)", file=sys.stderr)

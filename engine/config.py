@@ -168,3 +168,16 @@ FIXED_STEP_MAX_LEVEL = 5
 #: after one that did not halve the drift's rate (index3 on chain-6-universal-spatial: its
 #: drift of 6e-4 is its Newton iterations' and penalty's, the same at dt / 32).
 FIXED_STEP_PACE_LEVELS = 3
+
+#: Sweeps (engine/sweep/runner.py): a case runs in a runner process, a child of its Dask
+#: worker, that hands its rows over at least every SWEEP_CHUNK_INTERVAL seconds of wall
+#: time -- so a case stopped at the per-case time limit or killed keeps its rows up to
+#: that moment, and the message names the simulated time reached.  A new runner that has
+#: not imported the engine within SWEEP_RUNNER_START_TIMEOUT seconds is given up (a
+#: loaded 2-core machine takes a few seconds).  A runner raises its oom_score_adj by
+#: SWEEP_RUNNER_OOM_SCORE_ADJ (of 1000): the out-of-memory killer then chooses the runner
+#: of a case that exhausts the memory, not its Dask worker, nanny or the sweep's client,
+#: unless another process uses more than half the machine's memory more than the runner.
+SWEEP_CHUNK_INTERVAL = 0.5
+SWEEP_RUNNER_START_TIMEOUT = 300.0
+SWEEP_RUNNER_OOM_SCORE_ADJ = 500

@@ -185,7 +185,7 @@ class SweepModel:
         if self.result is None:
             return []
         df = self.result.summary
-        skip = ("case", "exit_status", "rows", "finished_at")
+        skip = ("case", "exit_status", "rows", "finished_at", "case_timeout")
         return [c for c in df.columns if not c.startswith("param.") and c not in skip
                 and df[c].dtype.kind == "f" and df[c].notna().any()]
 

@@ -14,11 +14,14 @@ quantities to keep from every run.
   settings and validates each through the same loader and settings check as
   ``linkwork run``: a case they refuse is reported with its index and their message
   and is not submitted; the others run;
-* :mod:`.task` -- :func:`run_case`, one task: the engine's
+* :mod:`.task` -- :func:`run_case`, one case: the engine's
   :class:`~engine.simulation.Simulation`, exactly as ``linkwork run`` drives it,
   returning its rows and the kept quantities (:mod:`.quantities`).  A simulation
   failure (exit 3 of ``linkwork run``) is a result (``status = "failed"``), not a task
   error;
+* :mod:`.runner` -- :func:`run_isolated`, a sweep's task: the case in a runner process
+  of the worker, so the per-case time limit stops it wherever it is and a case that
+  kills its process is run again, then recorded ``failed`` naming the signal;
 * :mod:`.storage` -- the results directory: trajectories in ``DIR/runs/``,
   ``DIR/summary.parquet``, each file written to a temporary name and renamed, so a
   killed sweep never leaves a torn file; the complete rows a resumed sweep keeps;
@@ -37,17 +40,20 @@ from .cluster import default_workers, local_cluster, worker_environment
 from .driver import Progress, run_sweep
 from .parameters import RUN_SETTINGS, is_setting, parse_path, resolve_path
 from .quantities import quantities
+from .runner import INJECTIONS, run_isolated
 from .spec import (COLUMN_STATS, FORMAT_NAME, FORMAT_VERSION, STANDARD_KEEP, TRAJECTORY_FORMATS, Case, SweepError,
                    SweepSpec, load_sweep, sweep_from_dict)
-from .storage import (COMPLETE, HEAD_COLUMNS, STATUSES, TAIL_COLUMNS, atomic_write, complete_records, read_summary,
-                      summary_frame, trajectory_path, write_summary, write_trajectory)
+from .storage import (COMPLETE, FAULTS, HEAD_COLUMNS, STATUSES, TAIL_COLUMNS, atomic_write, complete_records,
+                      read_summary, remove_stale_temporaries, summary_frame, trajectory_path, write_summary,
+                      write_trajectory)
 from .task import run_case
 
 __all__ = [
-    "COLUMN_STATS", "COMPLETE", "FORMAT_NAME", "FORMAT_VERSION", "HEAD_COLUMNS", "RUN_SETTINGS", "STANDARD_KEEP",
-    "STATUSES", "TAIL_COLUMNS", "TRAJECTORY_FORMATS", "Case", "PreparedCase", "Progress", "SweepError", "SweepSpec",
-    "atomic_write", "build_settings", "complete_records", "default_workers", "is_setting", "load_sweep",
-    "local_cluster", "parse_path", "prepare_case", "prepare_cases", "quantities", "read_summary", "resolve_path",
-    "run_case", "run_sweep", "summary_frame", "sweep_from_dict", "trajectory_path", "worker_environment",
-    "write_summary", "write_trajectory",
+    "COLUMN_STATS", "COMPLETE", "FAULTS", "FORMAT_NAME", "FORMAT_VERSION", "HEAD_COLUMNS", "INJECTIONS",
+    "RUN_SETTINGS", "STANDARD_KEEP", "STATUSES", "TAIL_COLUMNS", "TRAJECTORY_FORMATS", "Case", "PreparedCase",
+    "Progress", "SweepError", "SweepSpec", "atomic_write", "build_settings", "complete_records", "default_workers",
+    "is_setting", "load_sweep", "local_cluster", "parse_path", "prepare_case", "prepare_cases", "quantities",
+    "read_summary", "remove_stale_temporaries", "resolve_path", "run_case", "run_isolated", "run_sweep",
+    "summary_frame", "sweep_from_dict", "trajectory_path", "worker_environment", "write_summary",
+    "write_trajectory",
 ]

@@ -1,5 +1,6 @@
 """Running a sweep: :func:`run_sweep` submits the cases to a Dask client (a
-``LocalCluster`` on this machine's cores by default), writes every finished case's
+``LocalCluster`` on this machine's cores by default), each to run in a process of its
+own under the per-case time limit (:mod:`.runner`), writes every finished case's
 trajectory to ``DIR/runs/`` and rewrites ``DIR/summary.parquet`` as cases finish.  Run
 again on the same ``DIR`` it skips the cases whose rows are complete."""
 
@@ -16,9 +17,10 @@ from typing import Any, Callable
 from .cases import PreparedCase, prepare_cases
 from .cluster import local_cluster
 from .spec import SweepSpec, load_sweep, sweep_from_dict
-from .storage import (HEAD_COLUMNS, TAIL_COLUMNS, atomic_write, complete_records, read_summary, summary_frame,
-                      trajectory_path, write_summary, write_trajectory)
-from .task import run_case
+from .runner import INJECTIONS, run_isolated
+from .spec import SweepError
+from .storage import (HEAD_COLUMNS, TAIL_COLUMNS, WORKER_DIED, atomic_write, complete_records, read_summary,
+                      remove_stale_temporaries, summary_frame, trajectory_path, write_summary, write_trajectory)
 
 @dataclass
 class Progress:
@@ -46,7 +48,8 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
               workers: int | None = None, threads_per_worker: int = 1, resume: bool = True,
               progress: Callable[[Progress], None] | None = None, cancel=None,
               on_start: Callable[[Any, list[PreparedCase], int], None] | None = None,
-              retries: int = 1, poll: float = 0.25):
+              retries: int = 1, poll: float = 0.25, case_timeout: float | None | str = "spec",
+              inject: dict[int, str] | None = None):
     """Run a sweep and return its summary (a pandas DataFrame, one row per case).
 
     ``spec``: a :class:`SweepSpec`, a sweep file's path, or a parsed sweep document.
@@ -57,13 +60,34 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
     case definition are read back, not computed again.  ``progress(Progress)`` is called
     as cases start and finish; ``cancel`` (a ``threading.Event``) stops the sweep (the
     summary then holds the cases finished so far).  ``on_start(client, cases,
-    to_compute)`` is called once the client is up (the CLI prints the dashboard)."""
+    to_compute)`` is called once the client is up (the CLI prints the dashboard).
+
+    Faults (docs/sweeps.md, "Faults"): every case runs in a runner process of its
+    worker.  ``case_timeout``: seconds a case may take (numba's compiling excluded) before
+    it is stopped and recorded ``failed`` (``fault = "time limit"``); the default is the
+    sweep file's ``case_timeout`` (none there: no limit), None lifts it.  A case whose
+    process is killed is run again, ``1 + retries`` times in all, then recorded
+    ``failed`` (``fault = "killed"``); so is a case whose Dask worker died each time
+    Dask ran it (``fault = "worker died"``; the scheduler's ``allowed-failures``).  An
+    exception in a task is retried ``retries`` times by Dask.  ``inject``: case index ->
+    a fault of :data:`.runner.INJECTIONS` that case provokes, to check a deployment."""
     from distributed import Client, wait
 
     if isinstance(spec, (str, Path)):
         spec = load_sweep(spec)
     elif isinstance(spec, dict):
         spec = sweep_from_dict(spec)
+    if case_timeout == "spec":
+        case_timeout = spec.case_timeout
+    if case_timeout is not None and not (isinstance(case_timeout, (int, float)) and case_timeout > 0
+                                         and math.isfinite(case_timeout)):
+        raise SweepError("case_timeout", f"must be a number of seconds > 0 (got {case_timeout!r})")
+    inject = dict(inject or {})
+    for i, kind in inject.items():
+        if kind not in INJECTIONS:
+            raise SweepError("inject", f"case {i}: unknown fault {kind!r} (one of: {', '.join(INJECTIONS)})")
+        if not (isinstance(i, int) and 0 <= i < len(spec.cases)):
+            raise SweepError("inject", f"no case {i} (the sweep has cases 0..{len(spec.cases) - 1})")
     prepared = prepare_cases(spec)
     session = uuid.uuid4().hex[:12]
     out_dir = Path(out) if out is not None else None
@@ -71,6 +95,8 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
     summary_path = out_dir / "summary.parquet" if out_dir else None
     if out_dir is not None:
         (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+        for d in (out_dir, out_dir / "runs"):  # left by a sweep killed while writing
+            remove_stale_temporaries(d)
 
     records: dict[int, dict] = {}
     keep_columns: list[str] = []
@@ -84,7 +110,7 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
     # resume: complete rows of an earlier session whose case is unchanged
     previous = read_summary(summary_path) if (out_dir is not None and resume) else None
     if previous is not None:
-        records.update(complete_records(prepared, previous, out_dir, fmt, spec.parameters))
+        records.update(complete_records(prepared, previous, out_dir, fmt, spec.parameters, case_timeout))
         keep_columns += [k for k in previous.columns
                          if not k.startswith("param.") and k not in HEAD_COLUMNS and k not in TAIL_COLUMNS]
 
@@ -116,7 +142,8 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
             return summary_frame(records, spec.parameters, keep_columns)
         futures = {}
         for pc in todo:
-            f = client.submit(run_case, pc.doc, pc.settings, spec.keep, fmt, pure=False, retries=retries,
+            f = client.submit(run_isolated, pc.doc, pc.settings, spec.keep, fmt, case_timeout=case_timeout,
+                              attempts=1 + retries, fault=inject.get(pc.index), pure=False, retries=retries,
                               key=f"linkwork-case-{pc.index}-{pc.key}-{session}")
             futures[f] = pc
         pending = set(futures)
@@ -131,7 +158,12 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
                 finished = wait(list(pending), timeout=poll, return_when="FIRST_COMPLETED").done
             except TimeoutError:
                 finished = set()
-            for f in finished:
+            for f in list(finished):
+                if f.status not in ("finished", "error", "cancelled"):
+                    # its result was lost with its worker (a case that killed it) just after it
+                    # finished: Dask computes it again
+                    finished.discard(f)
+                    continue
                 pending.discard(f)
                 pc = futures[f]
                 rec = {"case": pc.index, "params": dict(pc.case.params), "session": session, "case_key": pc.key}
@@ -144,7 +176,11 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
                     exc = f.exception()
                     res = {"status": "error", "exit_status": 1,
                            "message": f"{type(exc).__name__}: {exc}" if exc is not None else f.status,
-                           "rows": 0, "t_final": math.nan, "wall_time": math.nan, "worker": None}
+                           "rows": 0, "t_final": math.nan, "wall_time": math.nan, "worker": None,
+                           "case_timeout": case_timeout}
+                    if type(exc).__name__ == "KilledWorker":
+                        res.update(status="failed", exit_status=3, fault=WORKER_DIED,
+                                   message=_worker_died(exc))
                 f.release()
                 try:  # a trajectory that cannot be written fails its case; the sweep goes on
                     if out_dir is not None and res.get("csv") is not None:
@@ -191,3 +227,14 @@ def run_sweep(spec: SweepSpec | str | Path | dict, client=None, out: str | Path 
         if own_client:
             client.close()
             own_cluster.close()
+
+
+def _worker_died(exc) -> str:
+    """The message of a case whose Dask worker died each time it ran it (Dask's
+    ``KilledWorker``: the scheduler gave up after ``allowed-failures`` + 1 deaths)."""
+    n = getattr(exc, "allowed_failures", None)
+    last = getattr(getattr(exc, "last_worker", None), "address", None)
+    times = f"{n + 1} times" if isinstance(n, int) else "each time it ran it"
+    return (f"the Dask worker process running the case died {times} (killed by the operating system -- the "
+            "out-of-memory killer sends SIGKILL -- or crashed), and Dask gave up on it (KilledWorker"
+            + (f"; the last worker was {last}" if last else "") + ")")

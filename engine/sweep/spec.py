@@ -61,6 +61,7 @@ class SweepSpec:
     trajectories: str = "csv"
     name: str = ""
     source: Path | None = None  # the sweep file, when read from one
+    case_timeout: float | None = None  # seconds a case may run (docs/sweeps.md, "Faults"); None: no limit
 
 
 def _number_list(where: str, v: Any) -> list:
@@ -166,7 +167,7 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
     if data.get("version") != FORMAT_VERSION or isinstance(data.get("version"), bool):
         raise SweepError("version", f"this Linkwork reads version {FORMAT_VERSION}")
     allowed = {"format", "version", "name", "mechanism", "settings", "grid", "cases", "random", "keep",
-               "trajectories"}
+               "trajectories", "case_timeout"}
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise SweepError(unknown[0], f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -257,9 +258,15 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
     name = data.get("name", "")
     if not isinstance(name, str):
         raise SweepError("name", "must be a string")
+    limit = data.get("case_timeout")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                              or not math.isfinite(limit) or limit <= 0):
+        raise SweepError("case_timeout", f"must be a number of seconds > 0, or null for no limit "
+                                         f"(got {json.dumps(limit)})")
     return SweepSpec(mechanism_path=mpath, base=base, settings=dict(settings), parameters=tuple(order),
                      cases=tuple(Case(i, p, o) for i, (p, o) in enumerate(cases)), keep=keep,
-                     trajectories=traj, name=name, source=source)
+                     trajectories=traj, name=name, source=source,
+                     case_timeout=None if limit is None else float(limit))
 
 
 def _read_json(path: Path, where: str):
