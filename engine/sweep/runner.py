@@ -272,6 +272,10 @@ def _at(t: float | None) -> str:
     return f"at t = {t:.6g} s of the simulation" if t is not None else "before its first output row"
 
 
+def _kept(t: float | None) -> str:
+    return "; the rows up to then are kept" if t is not None else ""
+
+
 def run_isolated(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: str = "array", *,
                  case_timeout: float | None = None, attempts: int = 2, fault: str | None = None) -> dict:
     """One case of a sweep, run in a runner process (the module's docstring): the result
@@ -282,8 +286,8 @@ def run_isolated(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: s
     ``exceeded the per-case time limit of N s at t = T s of the simulation``.  A case
     whose runner dies (a signal, a crash) is run again in a new runner, ``attempts``
     times in all, then ``failed`` with ``fault = "killed"`` and a message naming how it
-    died.  Both keep the rows handed over before.  ``fault``: a kind of :data:`INJECTIONS` to
-    inject."""
+    died.  Both keep the rows handed over before.  ``fault``: a kind of
+    :data:`INJECTIONS` to inject."""
     if fault is not None and fault not in INJECTIONS:
         raise ValueError(f"unknown fault {fault!r} (one of: {', '.join(INJECTIONS)})")
     t0 = time.perf_counter()
@@ -318,18 +322,19 @@ def run_isolated(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: s
             return res
         if out.kind == "timeout":
             return failed(out, TIME_LIMIT, f"exceeded the per-case time limit of {case_timeout:g} s "
-                                           f"{_at(out.t_reached)}; its process was stopped and the rows up to "
-                                           "then are kept")
+                                           f"{_at(out.t_reached)}; its process was stopped"
+                                           + (" and the rows up to then are kept" if out.t_reached is not None
+                                              else ""))
         deaths.append(out.returncode)
     how = sorted({_describe_exit(rc) for rc in deaths})
     message = (f"the process running the case was {how[0]} {_at(out.t_reached)}, "
-               f"{'the only attempt' if attempts == 1 else f'on each of its {attempts} attempts'}"
+               f"{'on its only attempt' if attempts == 1 else f'on each of its {attempts} attempts'}"
                if len(how) == 1 else
                f"the process running the case died on each of its {attempts} attempts ({'; '.join(how)}), "
                f"the last {_at(out.t_reached)}")
     if -signal.SIGKILL in deaths:
         message += " -- SIGKILL is what the operating system's out-of-memory killer sends"
-    return failed(out, KILLED, message + "; the rows up to then are kept")
+    return failed(out, KILLED, message + _kept(out.t_reached))
 
 
 # -- the runner process ------------------------------------------------------------------
