@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MechanismError
-from .mechfile import GROUND, MechanismSpec
+from .mechfile import GROUND, Connectivity, MechanismSpec
 from .spatial import quat_to_rot
 
 # joint type codes used by the kernels
@@ -177,24 +177,14 @@ def _geared_tree_edges(spec: MechanismSpec, bfs_tree: set[int]) -> set[int]:
     taken when it joins two parts not yet connected (Kruskal's rule)."""
     geared = {n for c in spec.couplings for n in (c.driver, c.driven)}
     names = {j.name: k for k, j in enumerate(spec.joints)}
-    comp = {b.name: b.name for b in spec.bodies}
-    comp[GROUND] = GROUND
-
-    def find(a):
-        while comp[a] != a:
-            comp[a] = comp[comp[a]]
-            a = comp[a]
-        return a
-
+    parts = Connectivity(spec.bodies)
     order = [names[n] for n in sorted(geared, key=names.get)]
     order += [k for k in sorted(bfs_tree) if k not in order]
     order += [k for k, j in enumerate(spec.joints) if not j.cut and k not in order]
     edges: set[int] = set()
     for k in order:
         j = spec.joints[k]
-        a, b = find(j.parent), find(j.child)
-        if a != b:
-            comp[a] = b
+        if parts.join(j.parent, j.child):
             edges.add(k)
     return edges
 

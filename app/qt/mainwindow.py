@@ -673,6 +673,21 @@ class MainWindow(QMainWindow):
         if path:
             self._do_export(lambda: exporting.export_view_png(scene, path), f"Wrote {Path(path).name}")
 
+    def _render_progress(self, text: str):
+        """A cancellable progress dialog for rendering frames, and the ``progress(done,
+        total)`` callback that updates it and says whether to go on."""
+        dlg = QProgressDialog(text, "Cancel", 0, 100, self)
+        dlg.setWindowModality(Qt.WindowModal)
+        dlg.setMinimumDuration(300)
+
+        def progress(done, total):
+            dlg.setMaximum(total)
+            dlg.setValue(done)
+            QApplication.processEvents()
+            return not dlg.wasCanceled()
+
+        return dlg, progress
+
     def export_gif_dialog(self) -> None:
         scene = self.view_panel.scene
         ok, why = exporting.gif_available()
@@ -685,15 +700,7 @@ class MainWindow(QMainWindow):
         path = self._export_path("Export animation", ".gif", "GIF (*.gif)")
         if not path:
             return
-        dlg = QProgressDialog("Rendering animation…", "Cancel", 0, 100, self)
-        dlg.setWindowModality(Qt.WindowModal)
-        dlg.setMinimumDuration(300)
-
-        def progress(done, total):
-            dlg.setMaximum(total)
-            dlg.setValue(done)
-            QApplication.processEvents()
-            return not dlg.wasCanceled()
+        dlg, progress = self._render_progress("Rendering animation…")
 
         self._do_export(lambda: exporting.export_animation(self.session, scene, path, progress=progress),
                         f"Wrote {Path(path).name}")
@@ -711,15 +718,7 @@ class MainWindow(QMainWindow):
         path = self._export_path("Export video", ".mp4", "MP4 video (*.mp4)")
         if not path:
             return
-        dlg = QProgressDialog("Rendering video…", "Cancel", 0, 100, self)
-        dlg.setWindowModality(Qt.WindowModal)
-        dlg.setMinimumDuration(300)
-
-        def progress(done, total):
-            dlg.setMaximum(total)
-            dlg.setValue(done)
-            QApplication.processEvents()
-            return not dlg.wasCanceled()
+        dlg, progress = self._render_progress("Rendering video…")
 
         try:
             self._do_export(lambda: video.export_video(self.session, scene, path, speed=self.session.playback.speed,

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..mechfile import GROUND, JointSpec, MechanismSpec
+from ..mechfile import GROUND, Connectivity, JointSpec, MechanismSpec
 from .common import RATES_KEYFRAME, InteropError, fmt_names, part_names, quat_conj, quat_mul, quat_to_mat
 
 #: joint types with no MJCF equality: they must be tree joints
@@ -86,23 +86,9 @@ def spanning_tree(spec: MechanismSpec) -> tuple[dict[str, int], list[int]]:
     order = ([k for k, j in joints if j.name in geared]
              + [k for k, j in joints if j.name not in geared and j.type in TREE_ONLY and not j.cut]
              + [k for k, j in joints if j.name not in geared and j.type not in TREE_ONLY and not j.cut])
-    comp = {b.name: b.name for b in spec.bodies}
-    comp[GROUND] = GROUND
-
-    def find(a):
-        while comp[a] != a:
-            comp[a] = comp[comp[a]]
-            a = comp[a]
-        return a
-
-    edges = []
-    for k in order:
-        j = spec.joints[k]
-        a, b = find(j.parent), find(j.child)
-        if a != b:
-            comp[a] = b
-            edges.append(k)
-    adj: dict[str, list[int]] = {n: [] for n in comp}
+    parts = Connectivity(spec.bodies)
+    edges = [k for k in order if parts.join(spec.joints[k].parent, spec.joints[k].child)]
+    adj: dict[str, list[int]] = {n: [] for n in [*(b.name for b in spec.bodies), GROUND]}
     for k in edges:
         adj[spec.joints[k].parent].append(k)
         adj[spec.joints[k].child].append(k)

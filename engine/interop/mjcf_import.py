@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MechanismError
-from ..mechfile import GROUND, BodySpec, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec
+from ..mechfile import GROUND, BodySpec, Connectivity, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec
 from .common import INSTALL_HINT, InteropError, fmt_names, joined_name, quat_to_mat
 
 #: a body lighter than this (kg) and without joints is part of its parent
@@ -589,22 +589,12 @@ class _Importer:
         """An equality closes a loop (``"cut": true``, MuJoCo's tree kept) only where the
         tree joints, and the equalities before it, already connect its two bodies; one that
         attaches a body on a free joint is that body's tree joint."""
-        comp = {b.name: b.name for b in self.bodies}
-        comp[GROUND] = GROUND
-
-        def find(a):
-            while comp[a] != a:
-                comp[a] = comp[comp[a]]
-                a = comp[a]
-            return a
-
+        parts = Connectivity(self.bodies)
         for j in self.joints:
-            comp[find(j.parent)] = find(j.child)
+            parts.join(j.parent, j.child)
         out = []
         for j in closures:
-            a, b = find(j.parent), find(j.child)
-            if a != b:
-                comp[a] = b
+            if parts.join(j.parent, j.child):
                 j = JointSpec(**{**j.__dict__, "cut": False})
             out.append(j)
         return out

@@ -157,3 +157,27 @@ class MechanismSpec:
 
     def with_(self, **changes) -> "MechanismSpec":
         return replace(self, **changes)
+
+
+class Connectivity:
+    """Which bodies (ground included) the joints joined so far connect: a union-find over
+    body names, for choosing spanning trees (Kruskal's rule) and loop-closing joints."""
+
+    def __init__(self, bodies):
+        self._up = {b.name: b.name for b in bodies}
+        self._up[GROUND] = GROUND
+
+    def _root(self, a: str) -> str:
+        up = self._up
+        while up[a] != a:
+            up[a] = up[up[a]]
+            a = up[a]
+        return a
+
+    def join(self, a: str, b: str) -> bool:
+        """Connect bodies ``a`` and ``b``; whether they were apart before."""
+        ra, rb = self._root(a), self._root(b)
+        if ra == rb:
+            return False
+        self._up[ra] = rb
+        return True
