@@ -688,36 +688,36 @@ class MainWindow(QMainWindow):
 
         return dlg, progress
 
-    def export_gif_dialog(self) -> None:
+    def _frames_target(self, available: tuple[bool, str], title: str, suffix: str, filt: str):
+        """``(scene, path)`` for an export of the run's frames from the 3-D view, or None
+        (the reason shown) when the encoder or the view is missing, no run is selected or
+        the user cancelled the file dialog."""
         scene = self.view_panel.scene
-        ok, why = exporting.gif_available()
+        ok, why = available
         if scene is None or not ok:
             self.session.notifications.error(why or "The 3-D view is not available on this display.",
                                              source="export")
-            return
+            return None
         if self._current_run() is None:
-            return
-        path = self._export_path("Export animation", ".gif", "GIF (*.gif)")
-        if not path:
-            return
-        dlg, progress = self._render_progress("Rendering animation…")
+            return None
+        path = self._export_path(title, suffix, filt)
+        return (scene, path) if path else None
 
+    def export_gif_dialog(self) -> None:
+        target = self._frames_target(exporting.gif_available(), "Export animation", ".gif", "GIF (*.gif)")
+        if target is None:
+            return
+        scene, path = target
+        dlg, progress = self._render_progress("Rendering animation…")
         self._do_export(lambda: exporting.export_animation(self.session, scene, path, progress=progress),
                         f"Wrote {Path(path).name}")
         dlg.close()
 
     def export_mp4_dialog(self) -> None:
-        scene = self.view_panel.scene
-        ok, why = video.video_available()
-        if scene is None or not ok:
-            self.session.notifications.error(why or "The 3-D view is not available on this display.",
-                                             source="export")
+        target = self._frames_target(video.video_available(), "Export video", ".mp4", "MP4 video (*.mp4)")
+        if target is None:
             return
-        if self._current_run() is None:
-            return
-        path = self._export_path("Export video", ".mp4", "MP4 video (*.mp4)")
-        if not path:
-            return
+        scene, path = target
         dlg, progress = self._render_progress("Rendering video…")
 
         try:
