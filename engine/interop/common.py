@@ -16,6 +16,9 @@ from ..errors import LinkworkError
 INSTALL_HINT = "pip install 'linkwork[import]'"
 #: the keyframe in which ``linkwork export --mjcf`` writes initial joint rates
 RATES_KEYFRAME = "initial"
+#: prefix of the ``<custom><text>`` elements that keep the name of a fixed tree joint (MJCF's
+#: body without joints has no element to name): ``FIXED_NAME + child body`` -> the joint's name
+FIXED_NAME = "linkwork.fixed-joint."
 
 
 class InteropError(LinkworkError):

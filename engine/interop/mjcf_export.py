@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechfile import GROUND, Connectivity, JointSpec, MechanismSpec
-from .common import RATES_KEYFRAME, InteropError, fmt_names, part_names, quat_conj, quat_mul, quat_to_mat
+from .common import FIXED_NAME, RATES_KEYFRAME, InteropError, fmt_names, part_names, quat_conj, quat_mul, quat_to_mat
 
 #: joint types with no MJCF equality: they must be tree joints
 TREE_ONLY = ("prismatic", "cylindrical", "universal")
@@ -162,6 +162,7 @@ class _Exporter:
         self._equalities(root, cuts)
         self._springs_as_tendons(root)
         self._torques_as_actuators(root)
+        self._fixed_names(root, {name: spec.joints[k] for name, k in tree.items()})
         self._warn("mesh drawings: not exported", self._mesh)
         moving = [b.name for b in spec.bodies if any(b.velocity) or any(b.angular_velocity)]
         self._warn("body velocities (MJCF's initial velocities are joint rates): not exported", moving)
@@ -246,6 +247,17 @@ class _Exporter:
             self._q(4, list(R.T @ (-w if rev else w)))  # MuJoCo: the child's frame
         elif j.type == "fixed":
             pass
+
+    @staticmethod
+    def _fixed_names(root, tree: dict[str, JointSpec]) -> None:
+        """The names of fixed tree joints, which MJCF's joint-less bodies cannot carry, as
+        ``<custom><text>`` elements keyed by the MuJoCo child body
+        (:data:`~.common.FIXED_NAME`), which the import reads back."""
+        fixed = {body: j.name for body, j in tree.items() if j.type == "fixed"}
+        if fixed:
+            custom = ET.SubElement(root, "custom")
+            for body, name in fixed.items():
+                ET.SubElement(custom, "text", name=FIXED_NAME + body, data=name)
 
     def _q(self, nq: int, qvel: list[float]) -> None:
         self.qpos += [1.0, 0.0, 0.0, 0.0] if nq == 4 else [0.0] * nq

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import MechanismError
 from ..mechfile import GROUND, BodySpec, Connectivity, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec
-from .common import INSTALL_HINT, InteropError, fmt_names, joined_name, quat_to_mat
+from .common import FIXED_NAME, INSTALL_HINT, InteropError, fmt_names, joined_name, quat_to_mat
 
 #: a body lighter than this (kg) and without joints is part of its parent
 MASSLESS = 1e-12
@@ -119,6 +119,13 @@ class _Importer:
             mujoco.mj_resetDataKeyframe(m, self.d, k)
         mujoco.mj_kinematics(m, self.d)
         self.qpos = self.d.qpos.copy()
+        #: MuJoCo body -> name of its fixed tree joint, as linkwork export keeps them
+        self.fixed_names: dict[str, str] = {}
+        for i in range(m.ntext):
+            tag = _obj_name(mujoco, m, mujoco.mjtObj.mjOBJ_TEXT, i)
+            if tag.startswith(FIXED_NAME):
+                a, n = int(m.text_adr[i]), int(m.text_size[i])
+                self.fixed_names[tag[len(FIXED_NAME):]] = m.text_data[a:a + n].rstrip(b"\0").decode()
 
     # ------------------------------------------------------------------ names
     def _name(self, kind: str, i: int) -> str:
@@ -264,8 +271,9 @@ class _Importer:
     def _joint_of(self, b, child, parent, jnts, types, jn) -> JointSpec:
         m, d = self.m, self.d
         vec = lambda v: tuple(float(x) for x in v)  # noqa: E731
-        if not jnts:
-            return JointSpec(f"{child}.fixed", "fixed", parent, child, vec(d.xpos[b]))
+        if not jnts:  # its name kept by linkwork export (FIXED_NAME), else made up
+            name = self.fixed_names.get(self._name("body", b), f"{child}.fixed")
+            return JointSpec(name, "fixed", parent, child, vec(d.xpos[b]))
         ax = [d.xaxis[j] / np.linalg.norm(d.xaxis[j]) for j in jnts]
         if len(jnts) == 1:
             j, t = jnts[0], types[0]
