@@ -16,9 +16,15 @@ from ..errors import LinkworkError
 INSTALL_HINT = "pip install 'linkwork[import]'"
 #: the keyframe in which ``linkwork export --mjcf`` writes initial joint rates
 RATES_KEYFRAME = "initial"
-#: prefix of the ``<custom><text>`` elements that keep the name of a fixed tree joint (MJCF's
-#: body without joints has no element to name): ``FIXED_NAME + child body`` -> the joint's name
+#: ``<custom><text>`` elements by which ``linkwork export`` keeps what MJCF cannot say and
+#: ``linkwork import`` restores (MuJoCo ignores them): the name of a fixed tree joint, which
+#: a body without joints cannot carry (``FIXED_NAME + child body`` -> the name); the joints
+#: the file marks ``cut`` (``CUT_MARKS``: a JSON list of names; its presence says the list is
+#: complete); the rates of loop-closing joints, which MJCF's equalities cannot carry
+#: (``LOOP_RATES``: a JSON object, name -> rates)
 FIXED_NAME = "linkwork.fixed-joint."
+CUT_MARKS = "linkwork.cut-joints"
+LOOP_RATES = "linkwork.loop-rates"
 
 
 class InteropError(LinkworkError):

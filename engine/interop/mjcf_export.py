@@ -27,6 +27,7 @@ mechanism's joints.
 
 from __future__ import annotations
 
+import json
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechfile import GROUND, Connectivity, JointSpec, MechanismSpec
-from .common import FIXED_NAME, RATES_KEYFRAME, InteropError, fmt_names, part_names, quat_conj, quat_mul, quat_to_mat
+from .common import CUT_MARKS, FIXED_NAME, LOOP_RATES, RATES_KEYFRAME, InteropError, fmt_names, part_names, quat_conj, quat_mul, quat_to_mat
 
 #: joint types with no MJCF equality: they must be tree joints
 TREE_ONLY = ("prismatic", "cylindrical", "universal")
@@ -162,7 +163,7 @@ class _Exporter:
         self._equalities(root, cuts)
         self._springs_as_tendons(root)
         self._torques_as_actuators(root)
-        self._fixed_names(root, {name: spec.joints[k] for name, k in tree.items()})
+        self._linkwork_texts(root, {name: spec.joints[k] for name, k in tree.items()}, cuts)
         self._warn("mesh drawings: not exported", self._mesh)
         moving = [b.name for b in spec.bodies if any(b.velocity) or any(b.angular_velocity)]
         self._warn("body velocities (MJCF's initial velocities are joint rates): not exported", moving)
@@ -248,16 +249,19 @@ class _Exporter:
         elif j.type == "fixed":
             pass
 
-    @staticmethod
-    def _fixed_names(root, tree: dict[str, JointSpec]) -> None:
-        """The names of fixed tree joints, which MJCF's joint-less bodies cannot carry, as
-        ``<custom><text>`` elements keyed by the MuJoCo child body
-        (:data:`~.common.FIXED_NAME`), which the import reads back."""
-        fixed = {body: j.name for body, j in tree.items() if j.type == "fixed"}
-        if fixed:
-            custom = ET.SubElement(root, "custom")
-            for body, name in fixed.items():
-                ET.SubElement(custom, "text", name=FIXED_NAME + body, data=name)
+    def _linkwork_texts(self, root, tree: dict[str, JointSpec], cuts: list[int]) -> None:
+        """What MJCF cannot say but ``linkwork import`` restores, as ``<custom><text>``
+        elements (:mod:`.common`, ``FIXED_NAME``): the names of fixed tree joints (keyed by
+        the MuJoCo child body), the joints marked ``cut``, the rates of loop-closing joints."""
+        spec = self.spec
+        custom = ET.SubElement(root, "custom")
+        for body, j in tree.items():
+            if j.type == "fixed":
+                ET.SubElement(custom, "text", name=FIXED_NAME + body, data=j.name)
+        ET.SubElement(custom, "text", name=CUT_MARKS, data=json.dumps([j.name for j in spec.joints if j.cut]))
+        rates = {spec.joints[k].name: list(spec.joints[k].rate) for k in cuts if spec.joints[k].rate is not None}
+        if rates:
+            ET.SubElement(custom, "text", name=LOOP_RATES, data=json.dumps(rates))
 
     def _q(self, nq: int, qvel: list[float]) -> None:
         self.qpos += [1.0, 0.0, 0.0, 0.0] if nq == 4 else [0.0] * nq
@@ -311,8 +315,8 @@ class _Exporter:
                           polycoef=_vec([0.0, c.ratio, 0.0, 0.0, 0.0]))
         if len(eq):
             root.append(eq)
-        self._warn("rates of loop-closing joints (MJCF's equalities carry no velocity; consistent rates follow "
-                   "from the tree's): not exported", lost_rates)
+        self._warn("rates of loop-closing joints (MJCF's equalities carry no velocity: MuJoCo starts from the "
+                   "tree's rates; kept for linkwork import)", lost_rates)
 
     def _springs(self) -> dict[str, tuple[float, float, float]]:
         """Joint springs of tree joints by joint name: (stiffness, damping, rest); several

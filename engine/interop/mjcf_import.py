@@ -30,6 +30,7 @@ whose remainder is no mechanism is refused with one line (:class:`~.common.Inter
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from ..errors import MechanismError
 from ..mechfile import GROUND, BodySpec, Connectivity, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec
-from .common import FIXED_NAME, INSTALL_HINT, InteropError, fmt_names, joined_name, quat_to_mat
+from .common import CUT_MARKS, FIXED_NAME, INSTALL_HINT, LOOP_RATES, InteropError, fmt_names, joined_name, quat_to_mat
 
 #: a body lighter than this (kg) and without joints is part of its parent
 MASSLESS = 1e-12
@@ -119,13 +120,21 @@ class _Importer:
             mujoco.mj_resetDataKeyframe(m, self.d, k)
         mujoco.mj_kinematics(m, self.d)
         self.qpos = self.d.qpos.copy()
-        #: MuJoCo body -> name of its fixed tree joint, as linkwork export keeps them
-        self.fixed_names: dict[str, str] = {}
+        # what linkwork export keeps in <custom><text> elements (.common, FIXED_NAME)
+        texts = {}
         for i in range(m.ntext):
-            tag = _obj_name(mujoco, m, mujoco.mjtObj.mjOBJ_TEXT, i)
-            if tag.startswith(FIXED_NAME):
-                a, n = int(m.text_adr[i]), int(m.text_size[i])
-                self.fixed_names[tag[len(FIXED_NAME):]] = m.text_data[a:a + n].rstrip(b"\0").decode()
+            a, n = int(m.text_adr[i]), int(m.text_size[i])
+            texts[_obj_name(mujoco, m, mujoco.mjtObj.mjOBJ_TEXT, i)] = m.text_data[a:a + n].rstrip(b"\0").decode()
+        #: MuJoCo body -> the name of its fixed tree joint
+        self.fixed_names = {t[len(FIXED_NAME):]: v for t, v in texts.items() if t.startswith(FIXED_NAME)}
+        try:
+            #: the joints the exported file marked cut (None: not an exported file)
+            self.cut_marks = set(json.loads(texts[CUT_MARKS])) if CUT_MARKS in texts else None
+            #: rates of loop-closing joints, by name
+            self.loop_rates = {k: tuple(float(x) for x in v) for k, v in json.loads(texts.get(LOOP_RATES, "{}")).items()}
+        except (ValueError, TypeError, AttributeError):
+            raise InteropError(f"the model's {CUT_MARKS!r} or {LOOP_RATES!r} text is not what linkwork export "
+                               "writes") from None
 
     # ------------------------------------------------------------------ names
     def _name(self, kind: str, i: int) -> str:
@@ -148,7 +157,7 @@ class _Importer:
         self._not_modelled()
         gravity = (0.0, 0.0, 0.0) if m.opt.disableflags & int(self.mj.mjtDisableBit.mjDSBL_GRAVITY) \
             else tuple(float(g) for g in m.opt.gravity)
-        bodies, joints = self._connected(self.joints + self._mark_cuts(closures))
+        bodies, joints = self._connected(self._as_exported(self.joints + self._mark_cuts(closures)))
         keep = {b.name for b in bodies}
         jkeep = {j.name for j in joints}
         forces = [f for f in forces if (f.joint in jkeep if f.type != "spring"
@@ -593,6 +602,21 @@ class _Importer:
         return [self._name("geom", g) or f"geom{g} of {self.owner[m.geom_bodyid[g]]}" for g in out]
 
     # ------------------------------------------------------------------ what stays
+    def _as_exported(self, joints: list[JointSpec]) -> list[JointSpec]:
+        """In a file ``linkwork export`` wrote: the ``cut`` marks and the loop-closing rates
+        its ``<custom><text>`` elements keep; elsewhere the joints as they are."""
+        if self.cut_marks is None and not self.loop_rates:
+            return joints
+        out = []
+        for j in joints:
+            change = {}
+            if self.cut_marks is not None and j.cut != (j.name in self.cut_marks):
+                change["cut"] = j.name in self.cut_marks
+            if j.name in self.loop_rates:
+                change["rate"] = self.loop_rates[j.name]
+            out.append(JointSpec(**{**j.__dict__, **change}) if change else j)
+        return out
+
     def _mark_cuts(self, closures: list[JointSpec]) -> list[JointSpec]:
         """An equality closes a loop (``"cut": true``, MuJoCo's tree kept) only where the
         tree joints, and the equalities before it, already connect its two bodies; one that

@@ -1,7 +1,8 @@
 """``linkwork export --mjcf`` (engine/interop/mjcf_export.py): every bundled example
 written as MJCF and read back through MuJoCo's compiler is the example again -- bodies,
 joints, gears and force elements to 1e-15 -- except what docs/import.md ("Round trip")
-lists: the ``cut`` marks and the rates of loop-closing joints."""
+lists (the order of bodies and joints, a spring's rest length left to the initial
+distance)."""
 
 import numpy as np
 import pytest
@@ -48,17 +49,18 @@ def round_trip_differences(spec, back) -> tuple[float, list[str]]:
             for field in ("p_from", "p_to", "radius", "size", "length", "axis"):
                 if _diff(getattr(b.shape, field), getattr(c.shape, field)) > 1e-12:
                     bad.append(f"{b.name}.shape.{field}")
-    loop_rates = _loop_joints(spec)
     for j in spec.joints:
         try:
             k = back.joint(j.name)
         except KeyError:
             bad.append(f"joint {j.name!r} missing")
             continue
-        if (j.type, j.parent, j.child) != (k.type, k.parent, k.child):
-            bad.append(f"joint {j.name}: {(j.type, j.parent, j.child)} -> {(k.type, k.parent, k.child)}")
+        if (j.type, j.parent, j.child, j.cut) != (k.type, k.parent, k.child, k.cut):
+            bad.append(f"joint {j.name}: {(j.type, j.parent, j.child, j.cut)} -> {(k.type, k.parent, k.child, k.cut)}")
             continue
-        for field in ("anchor", "axis", "axes") + (() if j.name in loop_rates else ("rate",)):
+        if (j.rate is None) != (k.rate is None):
+            bad.append(f"{j.name}.rate: {j.rate} -> {k.rate}")
+        for field in ("anchor", "axis", "axes", "rate"):
             d = _diff(getattr(j, field), getattr(k, field))
             worst = max(worst, d)
             if d > TOL:
@@ -123,15 +125,13 @@ def test_every_example_round_trips(path, tmp_path):
     print(f"{path.name}: largest difference {worst:.2e}; export warnings {len(out.warnings)}")
     assert not bad, bad
     assert worst <= TOL
-    # the joints marked "cut" on the way back are the loops MJCF closes by equalities
-    assert {j.name for j in back.joints if j.cut} <= {j.name for j in spec.joints} | {
-        f"{j.child}.fixed" for j in spec.joints}
 
 
 def test_what_the_export_leaves_out_is_named(tmp_path):
     """joint-zoo's torque on its spherical joint and slider-crank's rate on its
-    loop-closing joint: one warning per kind; the engine's initial velocities (rates of
-    the tree, projected onto the loop) are the same with and without the dropped rate."""
+    loop-closing joint: one warning per kind.  MuJoCo starts from the tree's rates (its
+    equalities carry none), and so would the engine: its initial velocities (the tree's
+    rates projected onto the loop) are the same with and without the loop's rate."""
     pytest.importorskip("mujoco")
     from linkwork import Settings, Simulation
     from linkwork.engine.mechfile import ForceSpec
@@ -145,11 +145,14 @@ def test_what_the_export_leaves_out_is_named(tmp_path):
     spec = load(EXAMPLES[0].parent / "slider-crank.mech.json")
     out, back = _round_trip(spec, tmp_path)
     (w,) = [w for w in out.warnings if w.startswith("rates of loop-closing joints")]
-    cut = [j.name for j in back.joints if j.cut]
-    assert cut and all(repr(n) in w for n in cut)
+    loop = [n for n in _loop_joints(spec) if spec.joint(n).rate is not None and any(spec.joint(n).rate)]
+    assert loop and all(repr(n) in w for n in loop)
+    assert all(back.joint(n).rate == spec.joint(n).rate for n in loop)  # kept for linkwork import
     springs = [f for f in spec.forces if f.type == "spring"]
+    unrated = back.with_(joints=tuple(JointSpec(**{**j.__dict__, "rate": None}) if j.name in loop else j
+                                      for j in back.joints))
     V = []
-    for s in (spec.with_(forces=tuple(springs)), back.with_(forces=tuple(springs))):
+    for s in (spec.with_(forces=tuple(springs)), unrated.with_(forces=tuple(springs))):
         form = Simulation(build_model(s), Settings(formulation="dense", threads=1)).formulation
         ev = form.evaluate(0.0, form.initial_state())
         V.append({name: ev.V[i] for i, name in enumerate(form.model.body_names)})
