@@ -90,13 +90,14 @@ class StateKernel:
             return out, entry(self.desc, self.proto, y, out)
         return out, self._typed((y, out))
 
-    def native(self) -> int:
-        """The address of the kernel's machine code for plain states (``y`` and ``out``
-        float64, C-contiguous), compiled if need be: what :mod:`.rk4_kernel` calls."""
+    def native(self, arrays: int = 2) -> int:
+        """The address of the kernel's machine code for ``arrays`` plain state arrays
+        (float64, C-contiguous: ``y`` and ``out``), compiled if need be: what
+        :mod:`.rk4_kernel` calls."""
         from numba import types
 
         arr = types.Array(types.float64, 1, "C")
-        sig = (*self._head, arr, arr)
+        sig = (*self._head, *([arr] * arrays))
         if sig not in self.kernel.overloads:
             self.kernel.compile(sig)
         cres = self.kernel.overloads[sig]

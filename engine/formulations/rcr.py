@@ -46,6 +46,7 @@ from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consiste
 from .dense import reactions_from_multipliers
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps, body_terms
 from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
+from .rk4_kernel import RK4SplitInterval
 
 #: a new partition is adopted only if its conditioning beats the current one by this
 SWITCH_GAIN = 2.0
@@ -289,6 +290,25 @@ class RCRFormulation(Formulation):
         ok = dynamics(q, v, out)
         if not ok or (check and not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all())):
             raise SingularSystemError(t, self.not_finite)
+
+    def rk4_steps(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
+        """``n`` rk4 steps from ``(t0, y)`` to ``t1`` in one kernel call where the mechanism
+        has no loop to close after each step (:mod:`.rk4_kernel`, the same arithmetic bit
+        for bit); the generic loop elsewhere."""
+        cls = type(self)
+        if (self.ncr or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
+                or "rhs" in vars(self) or not hasattr(K.dynamics, "overloads")):
+            return super().rk4_steps(t0, t1, y, n)
+        fast = self.__dict__.get("_rk4_interval")
+        kernels = self._kernels()
+        if fast is None or (fast.positions, fast.dynamics) != kernels:
+            fast = self.__dict__["_rk4_interval"] = RK4SplitInterval(*kernels, self.mk, self.model.nq > self.model.nv)
+        out, count, t, cond = fast(t0, t1, y, n, self.model.nq)
+        self.nfev += count
+        self.block_conditioning = cond
+        if t == t:
+            raise SingularSystemError(t, self.not_finite)
+        return out
 
     def rhs(self, t, y):
         self.nfev += 1

@@ -25,6 +25,20 @@ from ..kinematics import normalize_quaternions
 from .workspace import unpack
 
 
+def _native_call(restype, failed):
+    """Code calling numba's native entry of a compiled kernel at the address in the first
+    argument with the other arguments, returning what it returned (``failed`` if it raised)."""
+
+    def codegen(context, builder, signature, args):
+        argtys = signature.args[1:]
+        fnty = context.call_conv.get_function_type(restype, argtys)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        status, res = context.call_conv.call_function(builder, fn, restype, argtys, args[1:])
+        return builder.select(status.is_ok, res, context.get_constant(restype, failed))
+
+    return codegen
+
+
 @intrinsic
 def call_state_kernel(typingctx, address, desc, proto, y, out):
     """Call the compiled state kernel at ``address`` -- numba's native entry of a kernel
@@ -33,16 +47,25 @@ def call_state_kernel(typingctx, address, desc, proto, y, out):
     raised)."""
     if not isinstance(address, types.Integer):
         return None
-    sig = types.boolean(address, desc, proto, y, out)
+    return types.boolean(address, desc, proto, y, out), _native_call(types.boolean, False)
 
-    def codegen(context, builder, signature, args):
-        argtys = signature.args[1:]
-        fnty = context.call_conv.get_function_type(types.boolean, argtys)
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        status, res = context.call_conv.call_function(builder, fn, types.boolean, argtys, args[1:])
-        return builder.select(status.is_ok, res, context.get_constant(types.boolean, False))
 
-    return sig, codegen
+@intrinsic
+def call_positions(typingctx, address, desc, proto, q):
+    """Call ``rcr``'s compiled positions kernel ``positions(desc, proto, q) -> float`` at
+    ``address``; NaN if it raised."""
+    if not isinstance(address, types.Integer):
+        return None
+    return types.float64(address, desc, proto, q), _native_call(types.float64, float("nan"))
+
+
+@intrinsic
+def call_dynamics(typingctx, address, desc, proto, q, v, out):
+    """Call ``rcr``'s compiled dynamics kernel ``dynamics(desc, proto, q, v, out) -> bool``
+    at ``address``; False if it raised."""
+    if not isinstance(address, types.Integer):
+        return None
+    return types.boolean(address, desc, proto, q, v, out), _native_call(types.boolean, False)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -86,6 +109,60 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
         if p != 0:
             call_state_kernel(p, p_desc, p_proto, y, y)
     return count, np.nan
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, state, out):
+    """``rcr``'s right-hand side at ``state`` into ``out``: its positions kernel, then its
+    dynamics (``RCRFormulation._solve``); (whether finite, the positions' conditioning)."""
+    cond = call_positions(pa, p_desc, p_proto, state[:nq])
+    return call_dynamics(da, d_desc, d_proto, state[:nq], state[nq:], out), cond
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions, clock, y, stages):
+    """:func:`rk4_interval` for a right-hand side of two kernels (``rcr``, ``embedding``:
+    positions at ``q``, then the dynamics at ``(q, v)``), with the quaternions'
+    normalisation by the kinematic arrays ``mk`` after each step if ``quaternions``;
+    ``clock`` = (t0, t1, n, nq).  Returns ``(right-hand sides evaluated, t, the last
+    positions' conditioning)``, ``t`` as :func:`rk4_interval`'s."""
+    t0, t1 = clock[0], clock[1]
+    n = np.int64(clock[2])
+    nq = np.int64(clock[3])
+    k1, k2, k3, k4, st = stages[0], stages[1], stages[2], stages[3], stages[4]
+    m = y.shape[0]
+    h = (t1 - t0) / n
+    count = 0
+    cond = np.nan
+    for i in range(n):
+        t = t0 + i * h
+        count += 1
+        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, y, k1)
+        if not ok:
+            return count, t, cond
+        for k in range(m):
+            st[k] = y[k] + h / 2 * k1[k]
+        count += 1
+        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k2)
+        if not ok:
+            return count, t + h / 2, cond
+        for k in range(m):
+            st[k] = y[k] + h / 2 * k2[k]
+        count += 1
+        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k3)
+        if not ok:
+            return count, t + h / 2, cond
+        for k in range(m):
+            st[k] = y[k] + h * k3[k]
+        count += 1
+        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k4)
+        if not ok:
+            return count, t + h, cond
+        for k in range(m):
+            y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
+        if quaternions:
+            normalize_quaternions(mk, y)
+    return count, np.nan, cond
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -137,3 +214,42 @@ class RK4Interval:
         clock[0], clock[1], clock[2] = t0, t1, n
         count, t = self._entry(*self._args, clock, out, self.stages)
         return out, count, t
+
+
+class RK4SplitInterval:
+    """:func:`rk4_interval_split` bound to ``rcr``'s two kernels (positions, dynamics:
+    :class:`.base.StateKernel`) and kinematic arrays ``mk``: called with ``(t0, t1, y, n,
+    nq)``, it returns ``(y at t1, right-hand sides evaluated, t, the last positions'
+    conditioning)``, ``y`` untouched (as :class:`RK4Interval`)."""
+
+    def __init__(self, positions, dynamics, mk, quaternions: bool):
+        self.positions, self.dynamics, self.mk, self.quaternions = positions, dynamics, mk, quaternions
+        self._args = None
+        self._entry = None
+        self.clock = np.zeros(4)
+        self.stages = None
+
+    def __reduce__(self):
+        """Copied or pickled, bound again at its first call (addresses are this process's)."""
+        return RK4SplitInterval, (self.positions, self.dynamics, self.mk, self.quaternions)
+
+    def _bind(self, m: int) -> None:
+        from numba import typeof
+
+        pos, dyn = self.positions, self.dynamics
+        self._args = (pos.native(1), pos.desc, pos.proto, dyn.native(3), dyn.desc, dyn.proto, self.mk,
+                      np.bool_(self.quaternions))
+        self.stages = np.zeros((5, m))
+        sig = tuple(typeof(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
+        if sig not in rk4_interval_split.overloads:
+            rk4_interval_split.compile(sig)
+        self._entry = rk4_interval_split.overloads[sig].entry_point
+
+    def __call__(self, t0: float, t1: float, y: np.ndarray, n: int, nq: int):
+        out = np.array(y, dtype=np.float64)  # a copy: the integrator restarts from y on a retry
+        if self._entry is None or self.stages.shape[1] != out.shape[0]:
+            self._bind(out.shape[0])
+        clock = self.clock
+        clock[0], clock[1], clock[2], clock[3] = t0, t1, n, nq
+        count, t, cond = self._entry(*self._args, clock, out, self.stages)
+        return out, count, t, cond

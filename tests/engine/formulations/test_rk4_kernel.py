@@ -1,5 +1,6 @@
-"""The compiled rk4 interval (engine/formulations/rk4_kernel.py) against the generic loop
-it replaces: the same rows bit for bit, the same right-hand-side count, the same failure."""
+"""The compiled rk4 intervals (engine/formulations/rk4_kernel.py: dca and hdca's, rcr and
+embedding's) against the generic loop they replace: the same rows bit for bit, the same
+right-hand-side count, the same failure."""
 
 import numpy as np
 import pytest
@@ -21,20 +22,23 @@ def _generic(form):
 
 def _rows(model, settings, generic):
     sim = Simulation(model, settings)
+    form = sim.formulation
     if generic:
-        _generic(sim.formulation)
-    else:
-        assert sim.formulation._rk4 is not None  # the compiled interval is the one under test
+        _generic(form)
+    elif settings.formulation in ("dca", "hdca"):
+        assert form._rk4 is not None  # the compiled interval is the one under test
     cols, rows = sim.run_all()
-    return rows, sim.formulation.nfev
+    if not generic and settings.formulation in ("rcr", "embedding"):
+        assert "_rk4_interval" in vars(form)  # it ran
+    return rows, form.nfev
 
 
 def _cases():
     for name in TREES:
-        for form in ("dca", "hdca"):
+        for form in ("dca", "hdca", "rcr", "embedding"):
             yield pytest.param(name, form, id=f"{name}-{form}")
     for seed in range(4):
-        for form in ("dca", "hdca"):
+        for form in ("dca", "hdca", "rcr", "embedding"):
             yield pytest.param(seed, form, id=f"random-{seed}-{form}")
 
 
@@ -60,11 +64,12 @@ def test_loops_step_in_python_where_the_step_projects_or_watches():
     assert sim.formulation._rk4 is None
 
 
-def test_a_non_finite_right_hand_side_stops_the_interval_where_the_loop_stops():
+@pytest.mark.parametrize("formulation", ["dca", "rcr"])
+def test_a_non_finite_right_hand_side_stops_the_interval_where_the_loop_stops(formulation):
     """A right-hand side that is not finite raises the same SingularSystemError, at the same
     time, after the same count, on both paths."""
     model = load_model(examples_dir() / "chain-8-revolute.mech.json")
-    s = Settings(formulation="dca", t_end=0.1, dt=0.01, monitor=False)
+    s = Settings(formulation=formulation, t_end=0.1, dt=0.01, monitor=False)
     outcomes = []
     for generic in (False, True):
         sim = Simulation(model, s)
