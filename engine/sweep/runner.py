@@ -396,7 +396,7 @@ def inject(kind: str) -> None:
         if _SPIN is None:
             from numba import njit
 
-            @njit
+            @njit(_nrt=False)  # not cached: compiled only where a fault is injected
             def spin(n):  # holds the GIL and never looks up: only a kill stops it
                 x = 0.0
                 for _ in range(n):
