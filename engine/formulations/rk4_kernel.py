@@ -68,6 +68,13 @@ def call_dynamics(typingctx, address, desc, proto, q, v, out):
     return types.boolean(address, desc, proto, q, v, out), _native_call(types.boolean, False)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _stage(st, y, c, k):
+    """A stage's state ``st = y + c k`` (``c`` = h/2 or h, as numpy's ``y + h / 2 * k``)."""
+    for i in range(y.shape[0]):
+        st[i] = y[i] + c * k[i]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1`` in place on ``y``
@@ -89,18 +96,15 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
         count += 1
         if not call_state_kernel(f, f_desc, f_proto, y, k1):
             return count, t
-        for k in range(m):
-            st[k] = y[k] + h / 2 * k1[k]
+        _stage(st, y, h / 2, k1)
         count += 1
         if not call_state_kernel(f, f_desc, f_proto, st, k2):
             return count, t + h / 2
-        for k in range(m):
-            st[k] = y[k] + h / 2 * k2[k]
+        _stage(st, y, h / 2, k2)
         count += 1
         if not call_state_kernel(f, f_desc, f_proto, st, k3):
             return count, t + h / 2
-        for k in range(m):
-            st[k] = y[k] + h * k3[k]
+        _stage(st, y, h, k3)
         count += 1
         if not call_state_kernel(f, f_desc, f_proto, st, k4):
             return count, t + h
@@ -140,20 +144,17 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, y, k1)
         if not ok:
             return count, t, cond
-        for k in range(m):
-            st[k] = y[k] + h / 2 * k1[k]
+        _stage(st, y, h / 2, k1)
         count += 1
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k2)
         if not ok:
             return count, t + h / 2, cond
-        for k in range(m):
-            st[k] = y[k] + h / 2 * k2[k]
+        _stage(st, y, h / 2, k2)
         count += 1
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k3)
         if not ok:
             return count, t + h / 2, cond
-        for k in range(m):
-            st[k] = y[k] + h * k3[k]
+        _stage(st, y, h, k3)
         count += 1
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k4)
         if not ok:
