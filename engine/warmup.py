@@ -11,7 +11,16 @@ with -- and shows a progress bar, formulation by formulation, with the elapsed t
 ``--variants`` also compiles the variants a formulation asks for
 (``Formulation.warm_variants``: ``dca``'s two roles on a chain of 512 bodies or more on
 two threads), which no bundled example calls at its defaults: a desktop bundle ships
-them, a plain install compiles them at the first run that calls them."""
+them, a plain install compiles them at the first run that calls them.
+``scripts/setup.sh`` calls it at the end of every set-up.
+
+A record in the cache directory (:data:`RECORD`) lists the formulations done for
+this version of the sources and of numba; they are skipped unless ``--force``.
+The measured seconds also go to :data:`TIMES` next to the keyed directories, so
+the application can tell how long a compile it still has to wait for takes on
+this machine (:func:`compile_notice`).  Nothing here imports numba before a
+formulation runs: :func:`compile_notice` is safe for the GUI thread.
+"""
 
 from __future__ import annotations
 
@@ -131,8 +140,8 @@ def examples() -> list[Path]:
 def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> tuple[int, list[str]]:
     """Run formulation ``name`` for two output steps on each mechanism file, at the
     file's own default settings and, with ``variants``, at the formulation's
-    ``warm_variants`` of them (dca: two threads on a long chain).  Returns how many ran and the errors of those that
-    could not: files the formulation refuses are skipped quietly, a run that fails
+    ``warm_variants`` of them (dca: two threads on a long chain).  Returns how many ran
+    and the errors of those that could not: files the formulation refuses are skipped quietly, a run that fails
     numerically has compiled its kernels all the same, anything else is reported
     (the warm-up never stops a set-up; the kernels then compile at first use)."""
     from .errors import LinkworkError, SimulationError
