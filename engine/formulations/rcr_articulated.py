@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from .dense_kernels import cholesky_in_place
+from .dense_linalg import backward, forward
 
 
 class Articulated(NamedTuple):
@@ -58,17 +59,11 @@ class ArticulatedScratch(NamedTuple):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _chol_solve(L, n, b):
-    """b <- (L L^T)^-1 b for the factor of :func:`.dense_kernels.cholesky_in_place`."""
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+    """b[:n] <- (L L^T)^-1 b[:n] for the leading n x n factor of
+    :func:`.dense_kernels.cholesky_in_place` (:func:`.dense_linalg.forward`, ``backward``)."""
+    Ln, bn = L[:n, :n], b[:n]
+    forward(Ln, bn, bn)
+    backward(Ln, bn, bn)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
