@@ -44,6 +44,15 @@ COMMANDS = {
 }
 SUBCOMMANDS = tuple(COMMANDS)
 
+#: sub-command -> (module relative to the engine, function(argv) -> exit status)
+ELSEWHERE = {
+    "bench": (".studies.bench", "main"),
+    "compile": (".warmup", "main"),
+    "import": (".interop.cli", "cmd_import"),
+    "export": (".interop.cli", "cmd_export"),
+    "study": (".studies", "main"),
+}
+
 
 def _help_text() -> str:
     rows = [("linkwork", "open the desktop application"),
@@ -633,24 +642,11 @@ def _dispatch(argv: list[str], front_ends=None) -> int:
         return cmd_info(argv[1:])
     if cmd == "examples":
         return cmd_examples(argv[1:])
-    if cmd == "bench":
-        from .studies.bench import main as bench_main
+    if cmd in ELSEWHERE:  # commands kept in their own modules, imported on use
+        import importlib
 
-        return bench_main(argv[1:])
-    if cmd == "compile":
-        from .warmup import main as compile_main
-
-        return compile_main(argv[1:])
-    if cmd == "sweep":
-        return cmd_sweep(argv[1:])
-    if cmd in ("import", "export"):
-        from .interop import cli as interop_cli
-
-        return (interop_cli.cmd_import if cmd == "import" else interop_cli.cmd_export)(argv[1:])
-    if cmd == "study":
-        from .studies import main as study_main
-
-        return study_main(argv[1:])
+        module, function = ELSEWHERE[cmd]
+        return getattr(importlib.import_module(module, __package__), function)(argv[1:])
     if cmd == "report":  # the application's exporters, on Qt's offscreen platform
         return _front_end(front_ends, "report", argv[1:])
     if cmd is not None and not cmd.startswith("-") and not _looks_like_file(cmd):
