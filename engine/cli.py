@@ -43,6 +43,7 @@ COMMANDS = {
     "export": ("FILE.mech.json --mjcf OUT.xml", "a mechanism as an MJCF model for MuJoCo (docs/import.md)"),
     "equilibrium": ("FILE.mech.json [--out FILE.mech.json]", "where springs and gravity bring it to rest; stability"),
     "modes": ("FILE.mech.json [--count N] [--out DIR]", "natural frequencies, damping and mode shapes about the rest"),
+    "assemble": ("FILE.mech.json [--fix JOINT=VALUE ...] --out FILE", "close a rough drawing's loops (docs/user-guide.md)"),
 }
 SUBCOMMANDS = tuple(COMMANDS)
 
@@ -55,6 +56,7 @@ ELSEWHERE = {
     "study": (".studies", "main"),
     "equilibrium": (".analysis.cli", "cmd_equilibrium"),
     "modes": (".analysis.cli", "cmd_modes"),
+    "assemble": (".analysis.assemble_cli", "cmd_assemble"),
 }
 
 
@@ -387,15 +389,17 @@ def cmd_info(argv: list[str]) -> int:
         return _refuse(f"{args.file}: {exc}")
     topo = analyze(model)
     emb = _embedding_info(model)
+    from .analysis.mobility import mobility
+    mob = mobility(model)
     if args.json:
-        d = topo.as_dict(model)
+        d = topo.as_dict(model) | {"mobility": mob.as_dict()}
         d["warnings"] = list(model.spec.warnings)
         d["embedding"] = emb
         d["threads"] = {name: {"threads": p.threads, "layout": p.layout, "why": p.why}
                         for name, p in _thread_plans(model).items()}
         print(json.dumps(d, indent=2))
     else:
-        print(_info_text(model, topo))
+        print(_info_text(model, topo) + "\n" + "\n".join(mob.lines()))
         for k, (name, plan) in enumerate(_thread_plans(model).items()):
             print(f"{'threads' if k == 0 else '':<15}{name:<10} {plan.describe()}")
         for k, a in enumerate(emb.get("aggregated_bodies", [])):
