@@ -101,6 +101,7 @@ def time_pinocchio(n: int, kind: str) -> float | None:
 
 
 def _peers(forms: list[str], args) -> int:
+    from . import lcaba
     from .peers import AGREE_RTOL, PEERS, SIZES, linkwork_worst, markdown, peers_available
     from .peers import run as run_peers
 
@@ -109,23 +110,27 @@ def _peers(forms: list[str], args) -> int:
         print(f"linkwork bench --peers: {why}", file=sys.stderr)
         return 2
     date = datetime.datetime.now().isoformat(timespec="seconds")
-    sizes = tuple(n for n in SIZES if n <= args.max_n)
     print(f"linkwork bench --peers  {date}  {cpu_name()}")
-    result = run_peers(forms, sizes)
-    worst = max(linkwork_worst(r) for r in result["rows"])
-    peers = {k: max((r["agreement"][k] for r in result["rows"] if k in r["agreement"]), default=float("nan"))
-             for k in PEERS}
-    mutual = max((r["mutual"] for r in result["rows"] if r.get("mutual") is not None), default=float("nan"))
-    print(f"\nworst relative difference of the body accelerations from dense (required <= "
-          f"{AGREE_RTOL:g}): Linkwork's formulations {worst:.1e}; "
-          + "; ".join(f"{k} {v:.1e}" for k, v in peers.items())
-          + f"; between two of Linkwork's O(n) formulations {mutual:.1e}")
-    result.update(date=date, cpu=cpu_name())
+    result, worst, text = {"rows": []}, 0.0, ""
+    if not args.closed_loops:
+        result = run_peers(forms, tuple(n for n in SIZES if n <= args.max_n))
+        worst = max(linkwork_worst(r) for r in result["rows"])
+        peers = {k: max((r["agreement"][k] for r in result["rows"] if k in r["agreement"]), default=float("nan"))
+                 for k in PEERS}
+        mutual = max((r["mutual"] for r in result["rows"] if r.get("mutual") is not None), default=float("nan"))
+        print(f"\nworst relative difference of the body accelerations from dense (required <= "
+              f"{AGREE_RTOL:g}): Linkwork's formulations {worst:.1e}; "
+              + "; ".join(f"{k} {v:.1e}" for k, v in peers.items())
+              + f"; between two of Linkwork's O(n) formulations {mutual:.1e}\n")
+        text = markdown(result, cpu_name(), date)
+    loops = lcaba.run([f for f in forms if f != "dense"] + ["dense"])
+    worst = max(worst, lcaba.worst(loops))
+    result.update(date=date, cpu=cpu_name(), closed_loops=loops)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
         print(f"written {args.json}")
     if args.markdown:
-        Path(args.markdown).write_text(markdown(result, cpu_name(), date))
+        Path(args.markdown).write_text(text + lcaba.markdown(loops, cpu_name(), date))
         print(f"written {args.markdown}")
     return 0 if worst <= AGREE_RTOL else 1
 
@@ -185,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                         "16 ... 1024 bodies, accelerations compared first (needs the bench extra); with "
                         "--whole-run: MuJoCo and Exudyn on the same whole runs")
     p.add_argument("--markdown", metavar="FILE", help="with --peers: also write the table as Markdown")
+    p.add_argument("--closed-loops", action="store_true",
+                   help="with --peers: only the closed-loop table (Pinocchio's lcaba on loop-8 and ladders)")
     w = p.add_argument_group(
         "whole runs", "--whole-run: --t-end seconds of every bundled example at its defaults, wall per "
         "simulated second, steps per second, right-hand-side count, the time of one, the overhead factor "

@@ -50,3 +50,40 @@ def test_mutual_agreement_of_the_linkwork_formulations():
     row = bench_peers.measure(6, "revolute", ["dca", "rcr", "dense"])
     assert row["mutual"] is not None and 0.0 <= row["mutual"] <= bench_peers.AGREE_RTOL
     assert bench_peers.measure(6, "revolute", ["dca"])["mutual"] is None  # one formulation: no pair
+
+
+@pytest.mark.parametrize("name", ["loop-8", "ladder-4"])
+def test_lcaba_and_the_loop_formulations_agree_with_dense(name):
+    """Closed loops: Pinocchio's lcaba on the model and point constraints built from
+    Linkwork's arrays (engine/studies/lcaba.py), and rcr, give dense's body accelerations
+    at a moving state."""
+    from linkwork.engine.studies import lcaba
+
+    row = lcaba.measure(name, ["rcr"])
+    assert lcaba._worst(row) <= bench_peers.AGREE_RTOL, row["agreement"]
+    assert set(row["time_s"]) == {"pinocchio lcaba", "pinocchio constraintDynamics", "rcr"}
+
+
+def test_a_wrong_loop_model_is_caught():
+    """The loop comparison can fail: one leg of the ladder twice as heavy in Pinocchio's
+    model changes lcaba's accelerations far beyond the tolerance."""
+    import pinocchio as pin
+
+    from linkwork.engine.model import build_model
+    from linkwork.engine.simulation import Settings, Simulation
+    from linkwork.engine.studies import lcaba
+
+    model = build_model(lcaba.loop_spec("ladder-2"))
+    ref = Simulation(model, Settings(formulation="dense")).formulation
+    ev = ref.evaluate(0.0, ref.initial_state())
+    pm, jid, anchor, constraints, com = lcaba.pinocchio_loop_model(model)
+    q0 = pin.neutral(pm)
+    v = lcaba.pinocchio_velocities(pm, com, q0, ev.V)
+    Y = pm.inertias[2]
+    pm.inertias[2] = pin.Inertia(2.0 * Y.mass, Y.lever, Y.inertia)
+    data = pm.createData()
+    datas = pin.StdVec_RigidConstraintData([k.createData() for k in constraints])
+    pin.computeJointMinimalOrdering(pm, data, constraints)
+    a = pin.lcaba(pm, data, q0, v, np.zeros(pm.nv), constraints, datas, pin.ProximalSettings(*lcaba.PROX_CHECKED))
+    acc = bench_peers.body_accelerations(pm, pm.createData(), jid, model, anchor, q0, v, a)
+    assert bench_peers.relative_difference(acc, ev.acc) > 1e3 * bench_peers.AGREE_RTOL
