@@ -650,6 +650,8 @@ def _dispatch(argv: list[str], front_ends=None) -> int:
         return cmd_info(argv[1:])
     if cmd == "examples":
         return cmd_examples(argv[1:])
+    if cmd == "sweep":
+        return cmd_sweep(argv[1:])
     if cmd in ELSEWHERE:  # commands kept in their own modules, imported on use
         import importlib
 
