@@ -12,7 +12,7 @@ from linkwork.engine.cli import main
 from linkwork.engine.constraints import constraint_jacobian
 from linkwork.engine.forces import force_arrays, joint_coordinate
 from linkwork.engine.mechfile import load
-from linkwork.engine.model import PRISMATIC, REVOLUTE, build_model
+from linkwork.engine.model import PRISMATIC, REVOLUTE
 from linkwork.engine.results import read_csv
 
 from ..conftest import example_path
