@@ -411,6 +411,25 @@ def coupling_twist_rows(model: Model, x: np.ndarray, R: np.ndarray, P: np.ndarra
     return A
 
 
+def driver_twist_rows(model: Model, x: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """(nd, 6 nb) driver rows in the body twists: each driven joint's rate ``qdot_J``
+    (a gear row of the joint alone, :func:`coupling_twist_rows`).  For the counts."""
+    nb = model.nb
+    A = np.zeros((model.nd, 6 * nb))
+    for i in range(model.nd):
+        j = model.d_joint[i]
+        a, b = model.pred[j], model.succ[j]
+        ax = (np.eye(3) if a < 0 else R[a]) @ model.axis_pred[j]
+        S = np.r_[np.zeros(3), ax] if model.jtype[j] == REVOLUTE else np.r_[ax, np.zeros(3)]
+        for body, sgn in ((b, 1.0), (a, -1.0)):
+            if body < 0:
+                continue
+            l = P[j] - x[body]
+            A[i, 6 * body:6 * body + 3] += sgn * S[:3]
+            A[i, 6 * body + 3:6 * body + 6] += sgn * (S[3:] + np.cross(l, S[:3]))
+    return A
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def coupling_violations(fa, g_driver, g_driven, g_ratio, g_q0, jq, x, R, V, acc):
     """Sums of squares of the gear residuals at the position, velocity and acceleration

@@ -8,9 +8,11 @@ the size of that correction is reported."  Linkwork's reading
 1. *combine*: every body starts with its file velocity; the rate of each tree
    joint adds its relative motion to all bodies outboard of it;
 2. *project*: the twists ``V`` closest to the combination in the kinetic-energy
-   metric that satisfy every joint's velocity constraint and every gear's
-   (``qdot_driver = mu qdot_driven``) and keep every given joint rate exactly
-   (``min |V - V_c|_M  s.t.  G V = 0,  S_j^T dV_j = rate_j``).
+   metric that satisfy every joint's velocity constraint, every gear's
+   (``qdot_driver = mu qdot_driven``) and every driver's (``qdot_J = f'(0)``,
+   docs/file-format.md, "Drivers") and keep every given joint rate exactly
+   (``min |V - V_c|_M  s.t.  G V = g,  S_j^T dV_j = rate_j``); a driver's rate wins
+   over a rate the file gives its joint.
 
 The report gives the kinetic energy of the correction, its share of the
 combined kinetic energy, and the largest change of any velocity component.
@@ -24,6 +26,7 @@ import numpy as np
 import scipy.linalg
 
 from .constraints import constraint_jacobian, coupling_twist_rows
+from .drivers import motion_values
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .model import CYLINDRICAL, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
 
@@ -139,22 +142,16 @@ def initial_state(model: Model) -> InitialState:
 
     # 2. project
     Jac, _, _ = constraint_jacobian(model, x, R)
-    # the velocity constraints: every joint's, then every gear's (qdot_d = mu qdot_n)
-    ncon = model.nc + model.ng
-    rows, rhs = [Jac, coupling_twist_rows(model, x, R, P)], [np.zeros(ncon)]
+    # the velocity constraints: every joint's, every gear's (qdot_d = mu qdot_n), then
+    # every driver's (qdot_J = f'(0))
+    ncon = model.nc + model.ng + model.nd
+    rows = [Jac, coupling_twist_rows(model, x, R, P)]
+    rhs = [np.zeros(model.nc + model.ng)]
+    for i in range(model.nd):
+        rows.append(_rate_rows(model, int(model.d_joint[i]), x, R, P))
+        rhs.append(np.array([motion_values(model.d_motion, i, 0.0)[1]]))
     for j, r in rated:
-        Sj = joint_subspace(model, j, R)
-        a, b = model.pred[j], model.succ[j]
-        A = np.zeros((len(r), 6 * nb))
-        lb = P[j] - x[b]
-        # S^T (V_b(P) - V_a(P)): V(P) = [v + w x (P - x); w]
-        A[:, 6 * b:6 * b + 3] += Sj[:, :3]
-        A[:, 6 * b + 3:6 * b + 6] += Sj[:, 3:] + np.cross(lb, Sj[:, :3])
-        if a >= 0:
-            la = P[j] - x[a]
-            A[:, 6 * a:6 * a + 3] -= Sj[:, :3]
-            A[:, 6 * a + 3:6 * a + 6] -= Sj[:, 3:] + np.cross(la, Sj[:, :3])
-        rows.append(A)
+        rows.append(_rate_rows(model, j, x, R, P))
         rhs.append(r)
     A = np.vstack(rows)
     bvec = np.concatenate(rhs)
@@ -184,7 +181,7 @@ def initial_state(model: Model) -> InitialState:
         # least-squares solution off the constraints: the joints win, by a final exact
         # mass-orthogonal projection onto G V = 0 (no change when the rates are compatible).
         G, GMi = A[:ncon], AMi[:ncon]
-        gres = G @ Vp
+        gres = G @ Vp - bvec[:ncon]
         if np.abs(gres).max(initial=0.0) > 1e-13 * scale:
             mu2, *_ = scipy.linalg.lstsq(GMi @ G.T, gres, cond=1e-12, lapack_driver="gelsy")
             Vp = Vp - GMi.T @ mu2
@@ -207,6 +204,23 @@ def initial_state(model: Model) -> InitialState:
         correction_max=float(np.abs(dV).max(initial=0.0)), rate_residual=rate_res,
         rated_joints=tuple(model.spec.joints[model.joint_file_index[j]].name for j, _ in rated),
     )
+
+
+def _rate_rows(model: Model, j: int, x, R, P) -> np.ndarray:
+    """(nv_j, 6 nb) joint ``j``'s rates in the body twists: ``S^T (V_b(P) - V_a(P))`` with
+    ``V(P) = [v + w x (P - x); w]``."""
+    nb = model.nb
+    Sj = joint_subspace(model, j, R)
+    a, b = model.pred[j], model.succ[j]
+    A = np.zeros((Sj.shape[0], 6 * nb))
+    lb = P[j] - x[b]
+    A[:, 6 * b:6 * b + 3] += Sj[:, :3]
+    A[:, 6 * b + 3:6 * b + 6] += Sj[:, 3:] + np.cross(lb, Sj[:, :3])
+    if a >= 0:
+        la = P[j] - x[a]
+        A[:, 6 * a:6 * a + 3] -= Sj[:, :3]
+        A[:, 6 * a + 3:6 * a + 6] -= Sj[:, 3:] + np.cross(la, Sj[:, :3])
+    return A
 
 
 def tree_velocities(model: Model, V: np.ndarray, x: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:

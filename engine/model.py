@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .drivers import MotionArrays, motion_arrays, motion_values
 from .errors import MechanismError
 from .mechfile import GROUND, Connectivity, MechanismSpec
 from .spatial import quat_to_rot
@@ -134,6 +135,11 @@ class Model:
     g_driven: np.ndarray = None  # (ng,) internal joint index of the driven joint (a tree joint)
     g_ratio: np.ndarray = None  # (ng,) mu
     g_q0: np.ndarray = None  # (ng, 2) driver and driven coordinates at t = 0 (from q_zero)
+    # ---- drivers (docs/file-format.md, "Drivers"): q_J - q_J0 = f(t) - f(0)
+    d_names: tuple[str, ...] = ()
+    d_joint: np.ndarray = None  # (nd,) internal joint index of the driven joint (a tree joint)
+    d_motion: MotionArrays = None  # the motion laws f (engine.drivers)
+    d_f0: np.ndarray = None  # (nd,) f(0) of each law
 
     def __setstate__(self, state: dict) -> None:
         """A copied or unpickled model keeps its arrays read-only.  numpy hands out
@@ -147,6 +153,11 @@ class Model:
     def ng(self) -> int:
         """Number of couplings (gear pairs): one constraint equation each."""
         return len(self.g_names)
+
+    @property
+    def nd(self) -> int:
+        """Number of drivers: one rheonomic constraint equation each."""
+        return len(self.d_names)
 
     @property
     def ncut(self) -> int:
@@ -172,10 +183,10 @@ class Model:
 
 
 def _geared_tree_edges(spec: MechanismSpec, bfs_tree: set[int]) -> set[int]:
-    """Spanning-tree joints that keep every geared joint in the tree: the geared
+    """Spanning-tree joints that keep every geared or driven joint in the tree: those
     joints first, then the BFS tree's joints, then any other non-cut joint, each
     taken when it joins two parts not yet connected (Kruskal's rule)."""
-    geared = {n for c in spec.couplings for n in (c.driver, c.driven)}
+    geared = {n for c in spec.couplings for n in (c.driver, c.driven)} | {d.joint for d in spec.drivers}
     names = {j.name: k for k, j in enumerate(spec.joints)}
     parts = Connectivity(spec.bodies)
     order = [names[n] for n in sorted(geared, key=names.get)]
@@ -193,9 +204,9 @@ def _spanning_tree(spec: MechanismSpec, allowed: set[int] | None = None):
     """BFS from ground over non-cut joints (only over ``allowed`` joints when given).
     Returns (order, tree_joint, cut_joints).
 
-    With couplings, the tree is chosen so that every geared joint is a tree joint
-    (its coordinate is then a tree coordinate, :func:`_geared_tree_edges`)."""
-    if allowed is None and spec.couplings:
+    With couplings or drivers, the tree is chosen so that every geared or driven joint is
+    a tree joint (its coordinate is then a tree coordinate, :func:`_geared_tree_edges`)."""
+    if allowed is None and (spec.couplings or spec.drivers):
         order, tree_joint, _ = _spanning_tree(spec, set(range(len(spec.joints))))
         return _spanning_tree(spec, _geared_tree_edges(spec, set(tree_joint.values())))
     names = [b.name for b in spec.bodies]
@@ -394,6 +405,20 @@ def build_model(spec: MechanismSpec) -> Model:
     g_q0 = np.array([[q_init[q_adr[d]], q_init[q_adr[n]]] for d, n in zip(g_driver, g_driven)],
                     dtype=float).reshape(ng, 2)
 
+    # drivers: the driven joints are tree joints (_spanning_tree keeps them there)
+    nd = len(spec.drivers)
+    d_joint = np.zeros(nd, dtype=np.int64)
+    for i, d in enumerate(spec.drivers):
+        ji = jidx[d.joint]
+        if ji >= nb:  # only when driven and geared joints themselves close a loop
+            raise MechanismError(
+                f"drivers[{i}].joint",
+                f"joint {d.joint!r} closes a loop of driven or geared joints; a driven joint must be a tree joint "
+                "(drive fewer joints of that loop)")
+        d_joint[i] = ji
+    d_motion = motion_arrays(spec.drivers)
+    d_f0 = np.array([motion_values(d_motion, i, 0.0)[0] for i in range(nd)], dtype=float)
+
     body_file_index = np.array([file_pos[n] for n in order], dtype=np.int64)
     body_internal = np.argsort(body_file_index).astype(np.int64)
     joint_file_index = np.array(joint_order, dtype=np.int64)
@@ -409,13 +434,14 @@ def build_model(spec: MechanismSpec) -> Model:
         nq_j=nq_j.astype(np.int64), nv_j=nv_j.astype(np.int64), nc_j=nc_j, c_adr=c_adr,
         gravity=np.array(spec.gravity, dtype=float), f_type=f_type, f_body=f_body,
         f_point=f_point, f_joint=f_joint, f_params=f_params, f_sign=f_sign,
-        g_driver=g_driver, g_driven=g_driven, g_ratio=g_ratio, g_q0=g_q0,
+        g_driver=g_driver, g_driven=g_driven, g_ratio=g_ratio, g_q0=g_q0, d_joint=d_joint, d_f0=d_f0,
     )
     return Model(
         spec=spec, nb=nb, nj=nj, nq=nq, nv=nv, nc=int(nc_j.sum()),
         body_names=tuple(order),
         joint_names=tuple(spec.joints[k].name for k in joint_order),
         g_names=tuple(c.name for c in spec.couplings),
+        d_names=tuple(d.name for d in spec.drivers), d_motion=d_motion,
         **arrays,
     )
 

@@ -50,8 +50,11 @@ from .topology import loop_bodies
 
 def conservative(model: Model) -> bool:
     """True if ``energy.total`` must stay constant: no damping in any spring, no joint
-    torques (they do work that ``energy.total`` does not count), no time-varying forces
-    (the format has none).  Ideal joints and gears do no work."""
+    torques (they do work that ``energy.total`` does not count), no drivers (their work is
+    ``energy.driver_work``), no time-varying forces (the format has none).  Ideal joints and
+    gears do no work."""
+    if model.nd:
+        return False
     if model.f_type.shape[0] == 0:
         return True
     torque = (model.f_type == F_JOINT_TORQUE) & np.any(model.f_params != 0.0, axis=1)

@@ -7,7 +7,7 @@ one row.  Columns, in order (never renamed):
     <body>.x .y .z .q0 .q1 .q2 .q3 .vx .vy .vz .wx .wy .wz     (file order)
     energy.kinetic  energy.potential  energy.total
     violation.position  violation.velocity  violation.acceleration
-        (every joint's residuals and every gear's, stacked)
+        (every joint's residuals, every gear's and every driver's, stacked)
 
 then Linkwork's extra columns (docs/file-format.md, "Results CSV"):
 
@@ -15,6 +15,8 @@ then Linkwork's extra columns (docs/file-format.md, "Results CSV"):
     reaction.<J>.fx .fy .fz .nx .ny .nz
         every joint: the constraint wrench the file's parent exerts on the
         file's child, about the anchor point fixed in the parent, world frame.
+    driver.<D>.q  .rate  .effort  .power   every driver (file order), then
+    energy.driver_work                      the drivers' work since t = 0 (with drivers only)
 
 Quaternions keep the sign of the file's orientation at t = 0 and then vary
 continuously; revolute angles are unwrapped from row to row.
@@ -28,14 +30,16 @@ import numpy as np
 from numba import njit
 
 from .constraints import con_arrays, coupling_violations, violations
+from .drivers import motion_values
 from .formulations.base import StateKernel
 from .formulations.workspace import unpack
-from .forces import energies, force_arrays, joint_coordinate, joint_rate
+from .forces import energies, force_arrays, joint_acceleration, joint_coordinate, joint_rate
 from .model import Model
 from .spatial import rot_to_quat
 
 BODY_FIELDS = ("x", "y", "z", "q0", "q1", "q2", "q3", "vx", "vy", "vz", "wx", "wy", "wz")
 REACTION_FIELDS = ("fx", "fy", "fz", "nx", "ny", "nz")
+DRIVER_FIELDS = ("q", "rate", "effort", "power")
 
 
 def columns(model: Model) -> list[str]:
@@ -49,6 +53,10 @@ def columns(model: Model) -> list[str]:
             cols += [f"joint.{js.name}.q", f"joint.{js.name}.qd"]
     for js in model.spec.joints:
         cols += [f"reaction.{js.name}.{f}" for f in REACTION_FIELDS]
+    for d in model.spec.drivers:
+        cols += [f"driver.{d.name}.{f}" for f in DRIVER_FIELDS]
+    if model.spec.drivers:
+        cols.append("energy.driver_work")
     return cols
 
 
@@ -81,13 +89,25 @@ class Recorder:
              m.g_q0.astype(float).reshape(m.ng, 2)),
             m.joint_internal, m.reversed, m.succ, m.anchor_succ))
 
+        if m.nd:
+            col = {c: k for k, c in enumerate(self.columns)}
+            self._d_cols = [(col[f"joint.{d.joint}.q"], col[f"joint.{d.joint}.qd"], col[f"driver.{d.name}.q"])
+                            for d in m.spec.drivers]
+            self._work_col = col["energy.driver_work"]
+            self._viol_col = col["violation.position"]
+        #: the drivers' power at the last rows (t, P), at most WORK_POINTS, and their work so far
+        self._power: list[tuple[float, float]] = []
+        self._work = 0.0
+
     def state(self) -> tuple:
-        """The continuity state (quaternion signs, unwrapped angles), to undo a rejected row."""
-        return self._qprev.copy(), self._jq_ref.copy()
+        """The continuity state (quaternion signs, unwrapped angles, the drivers' work), to
+        undo a rejected row."""
+        return self._qprev.copy(), self._jq_ref.copy(), list(self._power), self._work
 
     def restore(self, state: tuple) -> None:
         self._qprev[:] = state[0]
         self._jq_ref[:] = state[1]
+        self._power, self._work = list(state[2]), state[3]
 
     def row(self, ev) -> np.ndarray:
         out = np.empty(len(self.columns))
@@ -97,7 +117,35 @@ class Recorder:
         self.last_twists = (ev.V, acc)  # for the monitor's continuity checks (engine/monitor.py)
         self.last_positions = ev.x
         self._kernel(ev.x, ev.R, ev.V, acc, known_jq, ev.P, ev.reactions, out)
+        if self.model.nd:
+            self._driver_columns(ev, acc, out)
         return out
+
+    def _driver_columns(self, ev, acc, out) -> None:
+        """``driver.*`` columns, ``energy.driver_work`` and the drivers' residuals in the
+        ``violation.*`` columns (docs/file-format.md, "Drivers")."""
+        m = self.model
+        effort = ev.extra.get("driver_effort")
+        power = 0.0
+        sp = sv = sa = 0.0
+        for i, (cq, cqd, k) in enumerate(self._d_cols):
+            f, fd, fdd = motion_values(m.d_motion, i, ev.t)
+            q, rate = out[cq], out[cqd]
+            e = float(effort[i]) if effort is not None else np.nan
+            out[k] = m.d_f0[i] + q  # the driver's coordinate: the joint's from t = 0, plus f(0)
+            out[k + 1] = rate
+            out[k + 2] = e
+            out[k + 3] = e * rate
+            power += e * rate
+            sp += (q - (f - m.d_f0[i])) ** 2
+            sv += (rate - fd) ** 2
+            sa += (joint_acceleration(self.fa, m.d_joint[i], ev.x, ev.R, ev.V, acc) - fdd) ** 2
+        v = self._viol_col
+        out[v] = np.sqrt(out[v] ** 2 + sp)
+        out[v + 1] = np.sqrt(out[v + 1] ** 2 + sv)
+        out[v + 2] = np.sqrt(out[v + 2] ** 2 + sa)
+        self._work = _work_after(self._power, self._work, ev.t, power)
+        out[self._work_col] = self._work
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -130,6 +178,44 @@ def _row(desc, proto, x, R, V, acc, known_jq, P, reactions, out):
     k = _angle_columns(fa, angle_joints, known_jq, jq_ref, x, R, V, out, k)
     _reaction_columns(joint_internal, reversed_, succ, anchor_succ, x, R, P, reactions, out, k)
     return 0
+
+
+#: rows the drivers' power is interpolated through for ``energy.driver_work``
+WORK_POINTS = 6
+_GAUSS3 = (np.array([-np.sqrt(0.6), 0.0, np.sqrt(0.6)]), np.array([5.0, 8.0, 5.0]) / 9.0)
+
+
+def _work_after(history: list, work: float, t: float, p: float) -> float:
+    """The drivers' work up to the row ``(t, p)`` (time, power), given the work up to the
+    previous row and ``history``, the last rows' ``(t, P)`` (updated in place).
+
+    The power is integrated as the polynomial through the last WORK_POINTS rows (of degree
+    5: exact to round-off for a fifth-degree power, the error of each interval O(h^7)); over
+    the first WORK_POINTS rows, as the polynomial through all of them from t = 0 (Simpson's
+    rule at the third row).  Rows need not be evenly spaced."""
+    history.append((float(t), float(p)))
+    if len(history) == 1:
+        return 0.0
+    whole = len(history) <= WORK_POINTS
+    if not whole:
+        del history[0]
+    ts = np.array([h[0] for h in history])
+    ps = np.array([h[1] for h in history])
+    a, b = (ts[0] if whole else ts[-2]), ts[-1]
+    if not b > a:
+        return work
+    total = 0.0
+    for x, wt in zip(*_GAUSS3):  # 3-point Gauss-Legendre: exact for the degree-5 polynomial
+        s = 0.5 * (a + b) + 0.5 * (b - a) * x
+        val = 0.0
+        for k in range(ts.size):
+            lk = 1.0
+            for n in range(ts.size):
+                if n != k:
+                    lk *= (s - ts[n]) / (ts[k] - ts[n])
+            val += ps[k] * lk
+        total += wt * 0.5 * (b - a) * val
+    return total if whole else work + total
 
 
 # Per-row kernels: no Python loop over bodies or joints for each output row.

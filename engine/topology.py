@@ -15,7 +15,9 @@ rank of the loop-closure Jacobian in tree coordinates ``K = Phi_cut,v``:
 :func:`absolute_counts` computes the same numbers from the full (m, 6n)
 Jacobian; the tests check that both agree.  Each gear coupling adds one
 equation (a joint-space velocity row, docs/file-format.md, "Mechanism file") to ``m`` and to the
-rows whose rank is taken: ``DOF = nv - rank([K; K_g])``.
+rows whose rank is taken: ``DOF = nv - rank([K; K_g])``; so does each driver (its row
+``e_J``, docs/file-format.md, "Drivers"): a mechanism whose drivers leave DOF = 0 is
+kinematically driven.
 
 The assembly tree the tree formulations solve over is :mod:`.assembly`'s.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import config
-from .constraints import constraint_jacobian, coupling_rows, coupling_twist_rows
+from .constraints import constraint_jacobian, coupling_rows, coupling_twist_rows, driver_twist_rows
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .assembly import (AssemblyTree, articulated_regions, build_assembly_tree, cheaper_tree, index3_tree,
                        merge_operations, parallel_operations, stiff_elements, subtree_partition)
@@ -98,8 +100,8 @@ def absolute_counts(model: Model) -> tuple[int, int, int, int]:
     """
     x, R, P, S = _frame_at_zero(model)
     Jac, _, _ = constraint_jacobian(model, x, R)
-    Jac = np.vstack([Jac, coupling_twist_rows(model, x, R, P)])
-    n, m = model.nb, model.nc + model.ng
+    Jac = np.vstack([Jac, coupling_twist_rows(model, x, R, P), driver_twist_rows(model, x, R, P)])
+    n, m = model.nb, model.nc + model.ng + model.nd
     rank = _rank(Jac) + n  # Euler-parameter normalisations: one independent row per body
     return 7 * n, m + n, 7 * n - rank, m + n - rank
 
@@ -145,6 +147,7 @@ class Topology:
     loop_rank: int
     assembly: AssemblyTree
     couplings: int = 0  # gear equations (one per gear)
+    drivers: int = 0  # driver equations (one per driver)
 
     def _assembly_orders(self, model: Model) -> dict:
         """Which trees ``dca`` and ``hdca`` assemble over on one and on two threads
@@ -209,8 +212,9 @@ class Topology:
             "loop_bodies": [list(l) for l in self.loops],
             "absolute_coordinates": self.coordinates,
             "constraint_equations": self.equations,
-            "joint_equations": self.equations - self.n_bodies - self.couplings,
+            "joint_equations": self.equations - self.n_bodies - self.couplings - self.drivers,
             "coupling_equations": self.couplings,
+            "driver_equations": self.drivers,
             "normalisation_equations": self.n_bodies,
             "dof": self.dof,
             "redundant_constraints": self.redundant,
@@ -218,6 +222,7 @@ class Topology:
             "loop_closure": {"equations": self.loop_equations, "rank": self.loop_rank},
             "couplings": [{"name": c.name, "type": c.type, "driver": c.driver, "driven": c.driven,
                            "ratio": c.ratio} for c in model.spec.couplings],
+            "drivers": [{"name": d.name, "joint": d.joint, "motion": d.motion.kind} for d in model.spec.drivers],
             "body_order": list(model.body_names),
             "parent": [("ground" if p < 0 else model.body_names[p]) for p in model.parent],
             "serial_assembly": self._assembly_orders(model),
@@ -239,9 +244,13 @@ def analyze(model: Model) -> Topology:
     loop_rank = _rank(K)
     m_cut = K.shape[0]
     # gear rows join the closure rows in the rank (DOF, redundancy)
-    rank = _rank(np.vstack([K, coupling_rows(model, model.q_zero())[1]])) if model.ng else loop_rank
+    # and so do the drivers' rows e_J
+    Kd = np.zeros((model.nd, model.nv))
+    Kd[np.arange(model.nd), model.v_adr[model.d_joint]] = 1.0
+    rank = (_rank(np.vstack([K, coupling_rows(model, model.q_zero())[1], Kd])) if model.ng or model.nd
+            else loop_rank)
     n = model.nb
-    m = model.nc + model.ng
+    m = model.nc + model.ng + model.nd
     loops = []
     for j in range(model.nb, model.nj):
         loops.append(tuple("ground" if b < 0 else model.body_names[b] for b in loop_bodies(model, j)))
@@ -249,7 +258,7 @@ def analyze(model: Model) -> Topology:
         n_bodies=n, n_joints=model.nj, n_loops=model.ncut,
         cut_joints=tuple(model.joint_names[j] for j in range(model.nb, model.nj)),
         loops=tuple(loops),
-        coordinates=7 * n, equations=m + n, dof=model.nv - rank, redundant=m_cut + model.ng - rank,
+        coordinates=7 * n, equations=m + n, dof=model.nv - rank, redundant=m_cut + model.ng + model.nd - rank,
         tree_coordinates=model.nv, tree_parameters=model.nq, loop_equations=m_cut, loop_rank=loop_rank,
-        assembly=build_assembly_tree(model), couplings=model.ng,
+        assembly=build_assembly_tree(model), couplings=model.ng, drivers=model.nd,
     )

@@ -153,6 +153,21 @@ def coupling_support(cls, model: Model) -> tuple[bool, str]:
                    f"formulations that can: {', '.join(able) or 'none'}")
 
 
+def driver_support(cls, model: Model) -> tuple[bool, str]:
+    """``(True, "")``, or the refusal naming the model's drivers and the registered
+    formulations that can honour them (docs/file-format.md, "Drivers": exit 2)."""
+    if not model.nd or cls.honours_drivers:
+        return True, ""
+    from .registry import REGISTRY
+
+    able = [n for n in REGISTRY if REGISTRY[n].honours_drivers]
+    names = ", ".join(f"{d.name!r} (drivers[{i}] on joint {d.joint}, {d.motion.kind})"
+                      for i, d in enumerate(model.spec.drivers))
+    word = "driver" if model.nd == 1 else "drivers"
+    return False, (f"{cls.name} cannot honour the {word} {names}; "
+                   f"formulations that can: {', '.join(able) or 'none'}")
+
+
 @dataclass
 class Evaluation:
     """Everything the recorder needs at one instant (world frame, SI).
@@ -197,6 +212,9 @@ class Formulation(ABC):
     summary: str = ""
     #: True if the formulation honours the file's couplings (gear pairs, docs/file-format.md, "Mechanism file")
     honours_couplings: bool = False
+    #: True if the formulation honours the file's drivers (prescribed joint motions,
+    #: docs/file-format.md, "Drivers")
+    honours_drivers: bool = False
 
     #: whether a finer fixed step makes this formulation's result more accurate -- so that a
     #: fixed-step run may refine itself where the monitor finds the step too coarse
@@ -281,7 +299,7 @@ class Formulation(ABC):
     def parameters_for(cls, model: Model) -> tuple[str, ...]:
         """The :attr:`parameters` that act on ``model``: without loops or gears, none of
         :attr:`LOOP_PARAMETERS` (the application shows only these)."""
-        if model.nj > model.nb or model.ng:
+        if model.nj > model.nb or model.ng or model.nd:
             return tuple(cls.parameters)
         return tuple(p for p in cls.parameters if p not in cls.LOOP_PARAMETERS)
 
@@ -296,8 +314,12 @@ class Formulation(ABC):
         """Whether this formulation can run ``model``, and if not, why.
 
         Subclasses that add conditions call this one: it refuses a model with couplings
-        unless the class ``honours_couplings`` (docs/file-format.md, "Couplings")."""
-        return coupling_support(cls, model)
+        unless the class ``honours_couplings`` (docs/file-format.md, "Couplings"), and one
+        with drivers unless it ``honours_drivers`` (docs/file-format.md, "Drivers")."""
+        ok, why = coupling_support(cls, model)
+        if not ok:
+            return ok, why
+        return driver_support(cls, model)
 
     @abstractmethod
     def initial_state(self) -> np.ndarray:

@@ -18,7 +18,10 @@ Gauss-Newton steps and the velocities are projected mass-orthogonally onto
 Gear couplings (docs/file-format.md, "Mechanism file") are further rows of the same system, after
 the cut joints' rows: ``K_g`` (+1 at the driver's velocity, -mu at the driven's),
 ``gamma_g = 0`` and ``Phi_g`` from :func:`engine.constraints.coupling_rows`; their
-multipliers act as joint torques (forces) on the two geared joints.
+multipliers act as joint torques (forces) on the two geared joints.  Drivers (docs/file-format.md,
+"Drivers") are rows after the gears': ``K_d = e_J``, ``Phi_d = q_J - (f(t) - f(0))``, the
+velocity constraint ``K_d v = f'(t)`` and ``gamma_d = f''(t)``; minus a driver's multiplier is its
+effort, the generalized force it applies along its joint (docs/derivations.md, "Drivers").
 
 Nothing here is shared with the divide-and-conquer machinery: only the model,
 the joint kinematics and the constraint functions, each tested on its own.  The numba
@@ -50,6 +53,7 @@ class DenseFormulation(Formulation):
     kind = "ode"
     parameters = ("projection",)
     honours_couplings = True
+    honours_drivers = True
     summary = ("The O(n^3) textbook method: slow, independent of the divide-and-conquer "
                "machinery; the reference the other formulations are checked against.")
 
@@ -62,13 +66,13 @@ class DenseFormulation(Formulation):
         self.spring_joints = spring_joints(m)
         self.cut_spring = np.array([j for j in self.spring_joints if j >= m.nb], dtype=np.int64)
         proj = getattr(settings, "projection", None)
-        self._project = (m.ncut > 0 or m.ng > 0) if proj is None else bool(proj)
+        self._project = (m.ncut > 0 or m.ng > 0 or m.nd > 0) if proj is None else bool(proj)
         ncut_rows = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
-        self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow
-        self.ncr = ncut_rows + m.ng  # all constraint rows
+        self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow, then the drivers'
+        self.ncr = ncut_rows + m.ng + m.nd  # all constraint rows
         # the workspace the kernels fill (dense_solve.DenseWork says what each array holds);
         # its arrays are this object's attributes too
-        self.work = w = solve.dense_work(m.nb, m.nj, m.nq, m.nv, ncut_rows, m.ng)
+        self.work = w = solve.dense_work(m.nb, m.nj, m.nq, m.nv, ncut_rows, m.ng + m.nd)
         self.x, self.R, self.P, self.S, self.V, self.c, self.A = w.x, w.R, w.P, w.S, w.V, w.c, w.A
         self.Fext, self.Fbody, self.fj, self.h, self.tau, self.M = w.Fext, w.Fbody, w.fj, w.h, w.tau, w.M
         self.jq, self.jq_ref = w.jq, w.jq_ref
@@ -76,12 +80,14 @@ class DenseFormulation(Formulation):
         # each gear row is solved as gear_scale * (K_g, Phi_g), so that in the mass-whitened
         # metric it weighs as much as the loop rows (set in initial_state; lam is unscaled)
         self.gear_scale = np.ones(m.ng)
+        self.driver_scale = np.ones(m.nd)  # likewise for the driver rows
         self.dm = solve.DenseModel(
             self.mk, self.ca, self.fa, m.mass, m.inertia, m.nv_j,
             np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64), self.cut_spring,
             solve.Gears(m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
                         m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
-            reaction_model(m), np.int64(ncut_rows), self._project,
+            solve.Drivers(m.d_joint.astype(np.int64), m.d_motion, m.d_f0.astype(float), self.driver_scale),
+            reaction_model(m, drivers=True), np.int64(ncut_rows), self._project,
         )
         #: the kernels' entry point, with the workspace as one table (dense_solve.entry)
         self._k = StateKernel(solve.entry, (self.dm, w))
@@ -127,7 +133,7 @@ class DenseFormulation(Formulation):
         fk_positions(self.mk, q, self.x, self.R, self.P)
         motion_subspace(self.mk, q, self.R, self.S)
         v = tree_velocities(m, ini.V, self.x, self.R, self.P)
-        if m.ng:
+        if m.ng or m.nd:
             self._scale_gear_rows(q, v)
         return np.concatenate([q, v])
 
@@ -139,13 +145,16 @@ class DenseFormulation(Formulation):
         not change the constrained solution; each gear row is scaled at t = 0 to the
         largest singular value of the whitened loop rows (1 without loops)."""
         self.gear_scale[:] = 1.0
+        self.driver_scale[:] = 1.0
         self._cut_phi_K(q, v)
         Kt = self._whitened_K(self._cholesky())
-        nc = self.ncut_rows
+        nc, ng = self.ncut_rows, self.model.ng
         ref = float(linalg.singular_values(Kt[:nc])[0]) if nc else 1.0
         if not ref > 0.0:
             ref = 1.0
-        self.gear_scale[:] = ref / np.linalg.norm(Kt[nc:], axis=1)
+        scale = ref / np.linalg.norm(Kt[nc:], axis=1)  # the drivers' rows likewise
+        self.gear_scale[:] = scale[:ng]
+        self.driver_scale[:] = scale[ng:]
 
     def closure_rank(self) -> int:
         """The rank of the closure equations (cut rows and gear rows) at the file's
@@ -240,22 +249,24 @@ class DenseFormulation(Formulation):
     def projects(self) -> bool:
         return self._project
 
-    def _closure_rows(self, q, v):
-        """Kinematics, Phi and K at (q, v), without the mass matrix."""
-        self._call(solve.CLOSURE, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float))
+    def _closure_rows(self, q, v, t=0.0):
+        """Kinematics, Phi and K at (q, v) and time ``t`` (the drivers'), without the mass matrix."""
+        self._call(solve.CLOSURE, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+                   clock=(t,))
 
-    def closure_residuals(self, q, v) -> tuple[float, float]:
+    def closure_residuals(self, q, v, t=0.0) -> tuple[float, float]:
         """The largest closure residual of the positions ``q`` and of the velocities ``v``
-        (cut joints and gears): what decides whether :meth:`project_state` has work to do.
-        O(n) per loop; no mass matrix."""
+        (cut joints, gears, drivers at time ``t``): what decides whether :meth:`project_state`
+        has work to do.  O(n) per loop; no mass matrix."""
         if not self.ncr:
             return 0.0, 0.0
-        self._closure_rows(q, v)
-        return float(np.abs(self.phi).max()), float(np.abs(self.K @ v).max())
+        self._closure_rows(q, v, t)
+        return float(np.abs(self.phi).max()), float(np.abs(self.K @ v - self.work.nu).max())
 
-    def _cut_phi_K(self, q, v):
-        """Kinematics, Phi, K and M at (q, v) (for the projections)."""
-        self._call(solve.CUT_PHI_K, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float))
+    def _cut_phi_K(self, q, v, t=0.0):
+        """Kinematics, Phi, K and M at (q, v) and time ``t`` (for the projections)."""
+        self._call(solve.CUT_PHI_K, np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+                   clock=(t,))
 
     def _cholesky(self, t=0.0):
         """The lower Cholesky factor ``L`` of the workspace's mass matrix (``M = L L^T``);
@@ -279,8 +290,9 @@ class DenseFormulation(Formulation):
         solve.apply_increment(self.dm, q, np.ascontiguousarray(dv, dtype=float))
         return q
 
-    def project_state(self, q, v, velocities: bool = True, iterations: int = config.PROJECTION_MAX_ITER):
-        """Mass-orthogonal projection of (q, v) onto Phi_cut = 0 and K v = 0 (with
+    def project_state(self, q, v, velocities: bool = True, iterations: int = config.PROJECTION_MAX_ITER,
+                      t: float = 0.0):
+        """Mass-orthogonal projection of (q, v) onto Phi = 0 and K v = nu at time ``t`` (with
         ``velocities`` False: of the positions alone, ``v`` returned as given).
 
         The stabilisation of every joint-coordinate formulation that does not close its loops
@@ -291,7 +303,7 @@ class DenseFormulation(Formulation):
         """
         q = np.array(q, dtype=float)
         v = np.array(v, dtype=float)
-        self._call(solve.PROJECT, q, v, clock=(0.0, iterations, 1.0 if velocities else 0.0))
+        self._call(solve.PROJECT, q, v, clock=(t, iterations, 1.0 if velocities else 0.0))
         return q, v
 
     def post_step(self, t, y):
@@ -376,13 +388,21 @@ class DenseFormulation(Formulation):
             self.jq_ref[j] = self.jq[j]
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(), acc=w.acc_out.copy(),
                           P=self.P.copy(), reactions=w.react.copy(), jq=self.jq.copy(),
-                          extra={"vdot": w.vdot.copy(), "q": y[: m.nq].copy(), "v": y[m.nq:].copy()})
+                          extra={"vdot": w.vdot.copy(), "q": y[: m.nq].copy(), "v": y[m.nq:].copy(),
+                                 "driver_effort": -self.lam[self.ncr - m.nd:].copy()})
 
 
-def reaction_model(model: Model) -> ReactionModel:
-    """What :func:`.dense_kernels.multiplier_reactions` reads of ``model``."""
+def reaction_model(model: Model, drivers: bool = False) -> ReactionModel:
+    """What :func:`.dense_kernels.multiplier_reactions` reads of ``model``.  With ``drivers``
+    (multipliers that hold the driver rows after the gear rows), each driver is a gear of
+    its joint with itself and ratio 0: its row ``e_J`` and its effort ``-lam`` on joint J."""
     m = model
-    return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred, m.g_driver, m.g_driven, m.g_ratio)
+    if not drivers or not m.nd:
+        return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred, m.g_driver, m.g_driven, m.g_ratio)
+    return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred,
+                         np.concatenate([m.g_driver, m.d_joint]).astype(np.int64),
+                         np.concatenate([m.g_driven, m.d_joint]).astype(np.int64),
+                         np.concatenate([m.g_ratio, np.zeros(m.nd)]))
 
 
 def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np.ndarray:

@@ -24,6 +24,7 @@ from numba import njit
 
 from .. import config
 from ..constraints import ConArrays
+from ..drivers import MotionArrays, motion
 from ..forces import ForceArrays, tree_applied_forces
 from ..kinematics import (
     KinArrays, classical_into, fk_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions,
@@ -61,6 +62,16 @@ class Gears(NamedTuple):
     scale: np.ndarray  # (ng,) each row's scale (DenseFormulation._scale_gear_rows), set at t = 0
 
 
+class Drivers(NamedTuple):
+    """Drivers as rows after the gears' (docs/derivations.md, "Drivers"):
+    ``Phi = q_J - (f(t) - f(0))``, ``K = e_J``, ``K v = f'(t)``, ``gamma = f''(t)``."""
+
+    joint: np.ndarray  # (nd,) driven joint (a tree joint)
+    motion: MotionArrays  # the laws f
+    f0: np.ndarray  # (nd,) f(0)
+    scale: np.ndarray  # (nd,) each row's scale (DenseFormulation._scale_gear_rows), set at t = 0
+
+
 class DenseModel(NamedTuple):
     """The mechanism as ``dense``'s kernels read it."""
 
@@ -73,8 +84,9 @@ class DenseModel(NamedTuple):
     spring_tree: np.ndarray  # tree joints whose coordinate a spring reads
     spring_cut: np.ndarray  # cut joints whose coordinate a spring reads (from the poses)
     gears: Gears
+    drivers: Drivers
     rm: ReactionModel  # what the reactions read
-    nc: np.int64  # rows of the cut joints; the gear rows follow
+    nc: np.int64  # rows of the cut joints; the gear rows follow, then the drivers'
     project: bool  # stabilise by projection after every step
 
 
@@ -111,11 +123,12 @@ class DenseWork(NamedTuple):
     L: np.ndarray  # (nv, nv) its lower Cholesky factor
     jq: np.ndarray  # (nj,) joint coordinates the springs read
     jq_ref: np.ndarray  # (nj,) their branch reference (cut joints)
-    K: np.ndarray  # (ncr, nv) closure Jacobian: cut rows, then gear rows
+    K: np.ndarray  # (ncr, nv) closure Jacobian: cut rows, then gear rows, then driver rows
     Kabs: np.ndarray  # (nc, nv) round-off scale of the cut rows
     Kt: np.ndarray  # (ncr, nv) K L^-T
     gamma: np.ndarray  # (ncr,)
     phi: np.ndarray  # (ncr,)
+    nu: np.ndarray  # (ncr,) the velocity constraints' right-hand side, K v = nu (non-zero on driver rows only)
     lam: np.ndarray  # (ncr,) multipliers
     rows: LoopRows  # views of the cut rows of K, Kabs, gamma, phi
     scratch: JointRowScratch  # one cut joint's rows
@@ -138,7 +151,7 @@ class DenseWork(NamedTuple):
 
 def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWork:
     """A zeroed workspace for ``nb`` bodies, ``nj`` joints, ``nq`` coordinates, ``nv``
-    velocities, ``nc`` cut rows and ``ng`` gear rows."""
+    velocities, ``nc`` cut rows and ``ng`` joint-space rows (gears and drivers)."""
     ncr = nc + ng
     K = np.zeros((ncr, nv))
     Kabs = np.zeros((nc, nv))
@@ -152,7 +165,7 @@ def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWor
         acc=np.zeros((nb, 6)), zero_acc=np.zeros((nb, 6)), Fext=np.zeros((nb, 6)), Fbody=np.zeros((nb, 6)),
         fj=np.zeros((nb, 6)), h=np.zeros(nv), tau=np.zeros(nv), M=np.zeros((nv, nv)), L=np.zeros((nv, nv)),
         jq=np.full(nj, np.nan), jq_ref=np.zeros(nj), K=K, Kabs=Kabs, Kt=np.zeros((ncr, nv)), gamma=gamma,
-        phi=phi, lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
+        phi=phi, nu=np.zeros(ncr), lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
         scratch=JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)), zero_nv=np.zeros(nv),
         u0=np.zeros(nv), u=np.zeros(nv), vdot=np.zeros(nv), dv=np.zeros(nv), b=np.zeros(ncr), z=np.zeros(nv),
         rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4), sv=svd_work(ncr, nv), acc_out=np.zeros((nb, 6)),
@@ -214,22 +227,43 @@ def gear_rows(desc, proto, q):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def closure_rows(desc, proto, q, v, acc):
-    """Kinematics at ``(q, v)`` and the closure rows ``K``, ``phi`` and ``gamma`` (from
-    the classical body accelerations ``acc``)."""
+def driver_rows(desc, proto, t, q):
+    """The driver rows of ``K``, ``phi``, ``nu`` and ``gamma`` at time ``t`` (after the gear
+    rows), each scaled: ``q_J - (f(t) - f(0))``, ``e_J``, ``f'(t)``, ``f''(t)``."""
+    dm, w = unpack(desc, proto)
+    d = dm.drivers
+    q_adr, v_adr = dm.mk.q_adr, dm.mk.v_adr
+    r0 = dm.nc + dm.gears.driver.shape[0]
+    for i in range(d.joint.shape[0]):
+        j, s = d.joint[i], d.scale[i]
+        f, fd, fdd = motion(d.motion, i, t)
+        r = r0 + i
+        w.phi[r] = s * (q[q_adr[j]] - (f - d.f0[i]))
+        for k in range(w.K.shape[1]):
+            w.K[r, k] = 0.0
+        w.K[r, v_adr[j]] = s
+        w.nu[r] = s * fd
+        w.gamma[r] = s * fdd
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def closure_rows(desc, proto, t, q, v, acc):
+    """Kinematics at ``(q, v)`` and the closure rows ``K``, ``phi``, ``nu`` and ``gamma``
+    (from the classical body accelerations ``acc``; the drivers' at time ``t``)."""
     dm, w = unpack(desc, proto)
     mk = dm.mk
     kinematics(desc, proto, q, v)
     loop_rows(dm.ca, mk.parent, mk.v_adr, dm.nv_j, mk.parent.shape[0], Frames(w.x, w.R, w.V, w.P, w.S), acc,
               w.rows, w.scratch)
     gear_rows(desc, proto, q)
+    driver_rows(desc, proto, t, q)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def cut_phi_K(desc, proto, q, v):
-    """Kinematics, ``Phi``, ``K`` and ``M`` at ``(q, v)`` (for the projections)."""
+def cut_phi_K(desc, proto, t, q, v):
+    """Kinematics, ``Phi``, ``K`` and ``M`` at ``(q, v)`` and time ``t`` (for the projections)."""
     dm, w = unpack(desc, proto)
-    closure_rows(desc, proto, q, v, w.zero_acc)
+    closure_rows(desc, proto, t, q, v, w.zero_acc)
     mass_matrix(desc, proto)
 
 
@@ -270,7 +304,7 @@ def dynamics(desc, proto, t, y):
             acc[i, 2] = Ab[2] + (V[3] * V[1] - V[4] * V[0])
             for k in range(3, 6):
                 acc[i, k] = Ab[k]
-        closure_rows(desc, proto, q, v, acc)
+        closure_rows(desc, proto, t, q, v, acc)
         Kt = w.Kt
         whiten(L, w.K, Kt)
         floor = roundoff_floor(L, w.Kabs, w.u)
@@ -293,6 +327,9 @@ def dynamics(desc, proto, t, y):
         g = dm.gears
         for i in range(g.driver.shape[0]):
             w.lam[dm.nc + i] *= g.scale[i]  # the gear rows' own multipliers
+        dr = dm.drivers
+        for i in range(dr.joint.shape[0]):
+            w.lam[dm.nc + g.driver.shape[0] + i] *= dr.scale[i]  # the drivers' (minus their efforts)
         res = 0.0
         res_scale = 0.0
         for r in range(ncr):
@@ -361,8 +398,8 @@ def apply_increment(dm, q, dv):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def project_state(desc, proto, t, q, v, velocities, iterations):
-    """Mass-orthogonal projection, in place, of ``(q, v)`` onto ``Phi = 0`` and ``K v = 0``
-    (of ``q`` alone unless ``velocities``): ``iterations`` Gauss-Newton steps at most, each
+    """Mass-orthogonal projection, in place, of ``(q, v)`` onto ``Phi = 0`` and ``K v = nu``
+    at time ``t`` (of ``q`` alone unless ``velocities``): ``iterations`` Gauss-Newton steps at most, each
     the increment of least kinetic metric.  Leaves the workspace (kinematics, K, M) at the
     projected state; returns a status."""
     dm, w = unpack(desc, proto)
@@ -371,7 +408,7 @@ def project_state(desc, proto, t, q, v, velocities, iterations):
     rank = w.rank[0]
     nv = v.shape[0]
     for _ in range(iterations):
-        cut_phi_K(desc, proto, q, v)
+        cut_phi_K(desc, proto, t, q, v)
         worst = 0.0
         for r in range(w.phi.shape[0]):
             worst = max(worst, abs(w.phi[r]))
@@ -389,7 +426,7 @@ def project_state(desc, proto, t, q, v, velocities, iterations):
         backward(L, w.u, w.dv)
         apply_increment(dm, q, w.dv)
     else:
-        cut_phi_K(desc, proto, q, v)
+        cut_phi_K(desc, proto, t, q, v)
     if not velocities:
         return 0
     if not cholesky(w.M, L):
@@ -406,7 +443,7 @@ def project_state(desc, proto, t, q, v, velocities, iterations):
         s = 0.0
         for k in range(nv):
             s += Kt[r, k] * u[k]
-        w.b[r] = s
+        w.b[r] = s - w.nu[r]
     thin_svd(Kt, w.sv)
     filter_factors(w.sv, mu_rel, roundoff_floor(L, w.Kabs, w.dv), rank)
     filtered_solve(w.sv, w.b, w.z, np.bool_(False))
@@ -440,7 +477,7 @@ def singularity(desc, proto, t, y):
         return 1.0
     nv = w.S.shape[0]
     nq = y.shape[0] - nv
-    cut_phi_K(desc, proto, y[:nq], y[nq:])
+    cut_phi_K(desc, proto, t, y[:nq], y[nq:])
     if not cholesky(w.M, w.L):
         w.stats[T_FAILED] = t
         return np.nan
@@ -549,6 +586,7 @@ def entry(desc, proto, a, b):
     - PROJECT: :func:`project_state` of ``q = a``, ``v = b`` in place, ``clock[1]``
       iterations, of the velocities too if ``clock[2]``
     - CLOSURE, CUT_PHI_K: :func:`closure_rows` (without gamma), :func:`cut_phi_K` at ``(a, b)``
+      and time ``clock[0]``
     - EVALUATE: an output row's terms at ``(clock[0], a)``: the dynamics (unless
       ``clock[1]``: the last right-hand side's ``vdot`` and ``lam``, already in the
       workspace, were this state's -- then the kinematics and applied wrenches alone),
@@ -571,10 +609,10 @@ def entry(desc, proto, a, b):
     if op == PROJECT:
         return float(project_state(desc, proto, t, a, b, w.clock[2] != 0.0, np.int64(w.clock[1])))
     if op == CLOSURE:
-        closure_rows(desc, proto, a, b, w.zero_acc)
+        closure_rows(desc, proto, t, a, b, w.zero_acc)
         return 0.0
     if op == CUT_PHI_K:
-        cut_phi_K(desc, proto, a, b)
+        cut_phi_K(desc, proto, t, a, b)
         return 0.0
     # EVALUATE
     nv = w.S.shape[0]

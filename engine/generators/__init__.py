@@ -14,6 +14,7 @@ The modules, one family each:
   five-bar, ladder);
 - :mod:`.geared`: gear couplings (geared pendulum, arm and four-bar);
 - :mod:`.joint_types`: the slider-crank and the joint zoo;
+- :mod:`.driven`: drivers (the slider-crank turned by a motor);
 - :mod:`.rotating`: planar loops whose plane turns;
 - :mod:`.randomised`: :func:`random_mechanism`;
 - :mod:`.catalogue`: :func:`paper_cases`, :func:`demo_cases` and :func:`write_examples`
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from .catalogue import ADAPTIVE, demo_cases, paper_cases, write_examples
 from .chains import chain, paper000_chain, spatial_double_pendulum
+from .driven import driven_slider_crank
 from .geared import geared_arm, geared_fourbar, geared_pendulum
 from .joint_types import joint_zoo, slider_crank
 from .loops import closed_loop, double_loop, fivebar, fourbar, ladder
@@ -33,7 +35,7 @@ from .rotating import spinning_arm_fourbar, turntable_fourbar
 
 __all__ = [
     "ADAPTIVE", "G", "UNIT_INERTIA",
-    "chain", "closed_loop", "demo_cases", "double_loop", "finish", "fivebar", "fourbar", "geared_arm",
+    "chain", "closed_loop", "demo_cases", "double_loop", "driven_slider_crank", "finish", "fivebar", "fourbar", "geared_arm",
     "geared_fourbar", "geared_pendulum", "joint_spec", "joint_zoo", "ladder", "paper000_chain",
     "paper_cases", "quat_from_rotation", "random_mechanism", "rod_body", "rod_inertia", "slider_crank",
     "spatial_double_pendulum", "spinning_arm_fourbar", "turntable_fourbar", "vec", "write_examples",

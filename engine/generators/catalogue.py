@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..mechfile import MechanismSpec
 from .chains import chain, paper000_chain, spatial_double_pendulum
+from .driven import driven_slider_crank
 from .geared import geared_arm, geared_fourbar
 from .joint_types import joint_zoo, slider_crank
 from .loops import closed_loop, double_loop, fivebar, fourbar, ladder
@@ -50,6 +51,7 @@ def demo_cases() -> dict[str, MechanismSpec]:
         "fivebar": fivebar(2),
         "geared-arm": geared_arm(),
         "fourbar-geared": geared_fourbar(),
+        "slider-crank-driven": driven_slider_crank(),
     }
 
 

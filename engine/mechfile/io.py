@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MechanismError
-from .spec import FORMAT_NAME, FORMAT_VERSION, MechanismSpec, ShapeSpec
+from .spec import FORMAT_NAME, FORMAT_VERSION, MechanismSpec, MotionSpec, ShapeSpec
 from .validate import spec_from_dict
 
 
@@ -61,6 +61,15 @@ def _shape_to_dict(s: ShapeSpec) -> dict:
     else:
         d.update({"path": s.path, "scale": s.scale})
     return d
+
+
+def _motion_to_dict(m: MotionSpec) -> dict:
+    if m.kind == "constant-rate":
+        return {"kind": m.kind, "rate": m.rate}
+    if m.kind == "harmonic":
+        return {"kind": m.kind, "amplitude": m.amplitude, "frequency": m.frequency, "phase": m.phase,
+                "offset": m.offset}
+    return {"kind": m.kind, "t": list(m.t), "q": list(m.q)}
 
 
 def spec_to_dict(spec: MechanismSpec) -> dict:
@@ -113,6 +122,9 @@ def spec_to_dict(spec: MechanismSpec) -> dict:
     if spec.couplings:
         out["couplings"] = [{"type": c.type, "name": c.name, "driver": c.driver, "driven": c.driven,
                              "ratio": c.ratio} for c in spec.couplings]
+    if spec.drivers:
+        out["drivers"] = [{"type": d.type, "name": d.name, "joint": d.joint, "motion": _motion_to_dict(d.motion)}
+                          for d in spec.drivers]
     if spec.settings:
         out["settings"] = dict(spec.settings)
     return out

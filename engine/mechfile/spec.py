@@ -25,6 +25,8 @@ JOINT_TYPES = {
 }
 FORCE_TYPES = ("spring", "joint-spring", "joint-torque")
 COUPLING_TYPES = ("gear",)
+#: motion laws of a driver (docs/file-format.md, "Drivers")
+DRIVER_KINDS = ("constant-rate", "harmonic", "table")
 SHAPE_KINDS = ("rod", "box", "sphere", "cylinder", "mesh")
 #: numbers beyond this (SI units) are refused: no mechanism needs them, and they
 #: would overflow products in the kinematics
@@ -121,6 +123,35 @@ class CouplingSpec:
 
 
 @dataclass(frozen=True)
+class MotionSpec:
+    """A driver's motion law f(t) (docs/file-format.md, "Drivers").
+
+    ``constant-rate``: f = rate t.  ``harmonic``: f = offset + amplitude sin(2 pi frequency t
+    + phase).  ``table``: the natural cubic spline through the knots (t, q), continued
+    linearly beyond the first and last knot (C2 everywhere)."""
+
+    kind: str
+    rate: float = 0.0
+    amplitude: float = 0.0
+    frequency: float = 0.0
+    phase: float = 0.0
+    offset: float = 0.0
+    t: tuple[float, ...] = ()
+    q: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """A driven joint (docs/file-format.md, "Drivers"): the one-freedom joint's coordinate,
+    measured from its value at t = 0, follows ``f(t) - f(0)`` of its motion law."""
+
+    name: str
+    joint: str
+    motion: MotionSpec
+    type: str = "driver"
+
+
+@dataclass(frozen=True)
 class MechanismSpec:
     bodies: tuple[BodySpec, ...]
     joints: tuple[JointSpec, ...]
@@ -134,6 +165,8 @@ class MechanismSpec:
     settings: tuple[tuple[str, Any], ...] = ()
     #: gear pairs (docs/file-format.md, "Couplings"), in file order
     couplings: tuple[CouplingSpec, ...] = ()
+    #: driven joints (docs/file-format.md, "Drivers"), in file order
+    drivers: tuple[DriverSpec, ...] = ()
     #: Warnings found while reading (unknown keys, unusual inertia, ...).
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -153,6 +186,12 @@ class MechanismSpec:
         for c in self.couplings:
             if c.name == name:
                 return c
+        raise KeyError(name)
+
+    def driver(self, name: str) -> DriverSpec:
+        for d in self.drivers:
+            if d.name == name:
+                return d
         raise KeyError(name)
 
     def with_(self, **changes) -> "MechanismSpec":

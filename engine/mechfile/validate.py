@@ -15,8 +15,8 @@ import numpy as np
 from .. import config
 from ..errors import MechanismError
 from .spec import (
-    COUPLING_TYPES, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE, SHAPE_KINDS,
-    BodySpec, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec, Vec3,
+    COUPLING_TYPES, DRIVER_KINDS, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE, SHAPE_KINDS,
+    BodySpec, CouplingSpec, DriverSpec, ForceSpec, JointSpec, MechanismSpec, MotionSpec, ShapeSpec, Vec3,
 )
 
 class _Reader:
@@ -428,6 +428,92 @@ def _read_couplings(r: _Reader, v: Any, joints: list[JointSpec]) -> tuple[Coupli
     return tuple(out)
 
 
+def _read_motion(r: _Reader, path: str, v: Any) -> MotionSpec:
+    """A driver's ``motion`` (docs/file-format.md, "Drivers")."""
+    d = r.obj(path, v)
+    if "kind" not in d:
+        raise MechanismError(f"{path}.kind", f"is required (one of: {', '.join(DRIVER_KINDS)})")
+    kind = r.string(f"{path}.kind", d["kind"])
+    if kind not in DRIVER_KINDS:
+        raise MechanismError(f"{path}.kind", f"must be one of {', '.join(DRIVER_KINDS)} (got {kind!r})")
+
+    def need(key):
+        if key not in d:
+            raise MechanismError(f"{path}.{key}", f"is required for a {kind} motion")
+        return d[key]
+
+    if kind == "constant-rate":
+        r.keys(path, d, {"kind", "rate"})
+        return MotionSpec(kind, rate=r.number(f"{path}.rate", need("rate")))
+    if kind == "harmonic":
+        r.keys(path, d, {"kind", "amplitude", "frequency", "phase", "offset"})
+        return MotionSpec(kind, amplitude=r.number(f"{path}.amplitude", need("amplitude")),
+                          frequency=r.nonneg(f"{path}.frequency", need("frequency")),
+                          phase=r.number(f"{path}.phase", d.get("phase", 0.0)),
+                          offset=r.number(f"{path}.offset", d.get("offset", 0.0)))
+    r.keys(path, d, {"kind", "t", "q"})
+    ts = [r.number(f"{path}.t[{i}]", x) for i, x in enumerate(r.lst(f"{path}.t", need("t")))]
+    qs = [r.number(f"{path}.q[{i}]", x) for i, x in enumerate(r.lst(f"{path}.q", need("q")))]
+    if len(ts) < 2:
+        raise MechanismError(f"{path}.t", f"must hold at least 2 instants (got {len(ts)})")
+    if len(qs) != len(ts):
+        raise MechanismError(f"{path}.q", f"must hold one value per instant of {path}.t ({len(ts)}; got {len(qs)})")
+    for i in range(1, len(ts)):
+        if not ts[i] > ts[i - 1]:
+            raise MechanismError(f"{path}.t[{i}]", f"instants must increase (got {_fmt(ts[i])} after {_fmt(ts[i - 1])})")
+    return MotionSpec(kind, t=tuple(ts), q=tuple(qs))
+
+
+def _read_drivers(r: _Reader, v: Any, joints: list[JointSpec],
+                  couplings: tuple[CouplingSpec, ...]) -> tuple[DriverSpec, ...]:
+    """``drivers`` (docs/file-format.md, "Drivers"): prescribed motions of one-freedom joints.
+
+    Refused: an unknown type or joint, a joint with other than one freedom, a geared
+    joint, a joint driven twice, a driven joint marked ``"cut"`` (its coordinate must be a
+    tree coordinate), a duplicate name, a motion law that breaks its own rules."""
+    jmap = {j.name: j for j in joints}
+    geared = {n: f"couplings[{i}]" for i, c in enumerate(couplings) for n in (c.driver, c.driven)}
+    out: list[DriverSpec] = []
+    names: dict[str, int] = {}
+    driven: dict[str, int] = {}
+    for i, item in enumerate(r.lst("drivers", v)):
+        path = f"drivers[{i}]"
+        d = r.obj(path, item)
+        if "type" not in d:
+            raise MechanismError(f"{path}.type", 'is required (must be "driver")')
+        dtype = r.string(f"{path}.type", d["type"])
+        if dtype != "driver":
+            raise MechanismError(f"{path}.type", f'must be "driver" (got {dtype!r})')
+        r.keys(path, d, {"type", "name", "joint", "motion"})
+        name = r.string(f"{path}.name", d["name"]) if "name" in d else f"D{i + 1}"
+        if name in names:
+            raise MechanismError(f"{path}.name", f"duplicate driver name {name!r} (also drivers[{names[name]}])")
+        names[name] = i
+        if "joint" not in d:
+            raise MechanismError(f"{path}.joint", "is required")
+        jn = r.string(f"{path}.joint", d["joint"])
+        if jn not in jmap:
+            raise MechanismError(f"{path}.joint", f"unknown joint {jn!r}")
+        j = jmap[jn]
+        if j.dof != 1:
+            raise MechanismError(
+                f"{path}.joint", f"a driver needs a one-freedom joint (revolute or prismatic); {jn!r} is {j.type} "
+                                 f"with {j.dof} freedom{'s' if j.dof != 1 else ''}")
+        if jn in geared:
+            raise MechanismError(f"{path}.joint", f"joint {jn!r} is geared by {geared[jn]}; drive the gear's "
+                                                  "other joint or neither (a geared joint cannot be driven)")
+        if jn in driven:
+            raise MechanismError(f"{path}.joint", f"joint {jn!r} is already driven by drivers[{driven[jn]}]")
+        if j.cut:
+            raise MechanismError(f"{path}.joint", f"joint {jn!r} is marked \"cut\"; a driven joint must stay in "
+                                                  "the spanning tree (mark another joint of its loop as cut)")
+        driven[jn] = i
+        if "motion" not in d:
+            raise MechanismError(f"{path}.motion", "is required")
+        out.append(DriverSpec(name, jn, _read_motion(r, f"{path}.motion", d["motion"])))
+    return tuple(out)
+
+
 def spec_from_dict(data: Any) -> MechanismSpec:
     """Validate a parsed JSON document and return its :class:`MechanismSpec`.
 
@@ -447,7 +533,7 @@ def spec_from_dict(data: Any) -> MechanismSpec:
             "version", f"this Linkwork reads version {FORMAT_VERSION} (got {json.dumps(version)[:40]})"
         )
     r.keys("", d, {"format", "version", "name", "description", "gravity", "bodies", "joints", "forces",
-                   "couplings", "settings"})
+                   "couplings", "drivers", "settings"})
     name = r.string("name", d["name"], nonempty=False) if "name" in d else ""
     description = r.string("description", d["description"], nonempty=False) if "description" in d else ""
     gravity = r.vec3("gravity", d["gravity"]) if "gravity" in d else (0.0, -9.81, 0.0)
@@ -490,12 +576,13 @@ def spec_from_dict(data: Any) -> MechanismSpec:
             forces.append(_read_force(r, f"forces[{i}]", f, bmap, jmap))
 
     couplings = _read_couplings(r, d["couplings"], joints) if d.get("couplings") is not None else ()
+    drivers = _read_drivers(r, d["drivers"], joints, couplings) if d.get("drivers") is not None else ()
     settings = _read_settings(r, d["settings"]) if d.get("settings") is not None else ()
 
     _check_connected(bodies, joints)
     return MechanismSpec(
         bodies=tuple(bodies), joints=tuple(joints), forces=tuple(forces), couplings=couplings,
-        gravity=gravity,
+        drivers=drivers, gravity=gravity,
         name=name, description=description, settings=settings, warnings=tuple(r.warnings),
     )
 

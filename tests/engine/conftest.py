@@ -10,8 +10,11 @@ EXAMPLES = sorted(examples_dir().glob("*.mech.json"))
 #: the examples with gear couplings: dense and embedding honour them, the other
 #: formulations refuse them (tests/engine/test_couplings.py)
 GEARED = [p for p in EXAMPLES if json.loads(p.read_text()).get("couplings")]
+#: the examples with drivers: the formulations that do not honour them refuse them
+#: (tests/engine/test_drivers.py)
+DRIVEN = [p for p in EXAMPLES if json.loads(p.read_text()).get("drivers")]
 #: the examples every formulation runs
-UNGEARED = [p for p in EXAMPLES if p not in GEARED]
+UNGEARED = [p for p in EXAMPLES if p not in GEARED and p not in DRIVEN]
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ HAND = {
     "joint-zoo": (6, 6, 0, 9, 0),  # 1 + 1 + 2 + 2 + 3 + 0
     "geared-arm": (3, 3, 0, 2, 0),  # 3 revolute freedoms - 1 gear
     "fourbar-geared": (4, 5, 1, 1, 3),  # 3*4 - 2*5 - 1 gear = 1
+    "slider-crank-driven": (3, 4, 1, 0, 3),  # 3*3 - 2*4 - 1 driver = 0: kinematically driven
 }
 
 
@@ -59,10 +60,10 @@ def test_counts_match_hand_counts(name):
     nb, nj, loops, dof, red = HAND[name]
     assert (topo.n_bodies, topo.n_joints, topo.n_loops, topo.dof, topo.redundant) == (nb, nj, loops, dof, red)
     assert topo.coordinates == 7 * nb
-    assert topo.equations == model.nc + model.ng + nb  # one equation per gear
+    assert topo.equations == model.nc + model.ng + model.nd + nb  # one equation per gear and per driver
     if nb <= 40:
         coords, eqs, adof, ared = absolute_counts(model)
-        assert (coords, eqs, adof, ared) == (7 * nb, model.nc + model.ng + nb, dof, red)
+        assert (coords, eqs, adof, ared) == (7 * nb, model.nc + model.ng + model.nd + nb, dof, red)
 
 
 def test_paper000_fourbar_counts_as_in_the_paper():

@@ -14,7 +14,7 @@ from linkwork.engine.kinematics import kin_arrays, normalize_quaternions
 from linkwork.engine.model import build_model, load_model
 from linkwork.engine.simulation import Settings, Simulation
 
-from ..conftest import EXAMPLES, GEARED, example_path
+from ..conftest import DRIVEN, EXAMPLES, GEARED, example_path
 from .test_dca import CASES, _conditioning, _random_tree_state, conditioned_bound, random_case
 
 
@@ -150,7 +150,7 @@ AGREEMENT_EXAMPLES = [p for p in EXAMPLES if "parallelogram" not in p.name and "
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [p for p in AGREEMENT_EXAMPLES if p not in GEARED],
+@pytest.mark.parametrize("path", [p for p in AGREEMENT_EXAMPLES if p not in GEARED + DRIVEN],
                          ids=lambda p: p.name.split(".")[0])
 def test_example_trajectories_agree_with_dense(path):
     """Acceptance: dop853 at rtol = atol = 1e-12 over 2 s, body positions within
