@@ -12,6 +12,7 @@ from linkwork.engine.mechfile import loads
 from linkwork.engine.model import build_model
 from linkwork.engine.topology import analyze
 
+from ..fuzzing import examples
 from .conftest import EXAMPLES
 
 BASES = [json.loads(p.read_text()) for p in EXAMPLES if p.stat().st_size < 20000]
@@ -106,38 +107,38 @@ def mutated(draw, bases=BASES, part=None):
     return json.dumps(doc, allow_nan=True)
 
 
-def _load_everything(text):
-    spec = loads(text)
-    model = build_model(spec)
-    analyze(model)
-
-
-@settings(max_examples=2500, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated())
-def test_mutated_files_load_or_are_refused_by_path(text):
+def _load_everything(text, counts):
+    """Load, build and analyse ``text``: accepted, or refused with a message that starts
+    with the JSON path of the broken rule."""
+    counts["files tried"] += 1
     try:
-        _load_everything(text)
+        spec = loads(text)
+        model = build_model(spec)
+        analyze(model)
     except MechanismError as exc:
+        counts["refused"] += 1
         assert PATH_RE.match(str(exc)), str(exc)
+    else:
+        counts["accepted"] += 1
+
+
+@settings(max_examples=examples(2500), deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=mutated())
+def test_mutated_files_load_or_are_refused_by_path(text, fuzz_counts):
+    _load_everything(text, fuzz_counts)
 
 
 GEARED = [b for b in BASES if "couplings" in b]
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
-@given(mutated(GEARED, "couplings"))
-def test_mutated_couplings_load_or_are_refused_by_path(text):
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=mutated(GEARED, "couplings"))
+def test_mutated_couplings_load_or_are_refused_by_path(text, fuzz_counts):
     """Edits aimed at the ``couplings`` list (and the document holding it) of the gear examples."""
-    try:
-        _load_everything(text)
-    except MechanismError as exc:
-        assert PATH_RE.match(str(exc)), str(exc)
+    _load_everything(text, fuzz_counts)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.text(max_size=200))
-def test_garbage_text_is_refused_cleanly(text):
-    try:
-        _load_everything(text)
-    except MechanismError as exc:
-        assert PATH_RE.match(str(exc)), str(exc)
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=st.text(max_size=200))
+def test_garbage_text_is_refused_cleanly(text, fuzz_counts):
+    _load_everything(text, fuzz_counts)
