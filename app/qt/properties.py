@@ -24,7 +24,7 @@ from linkwork.app.session import edits
 from linkwork.app.session.document import Selection
 from linkwork.app.session.geometry import body_anchors
 
-from .widgets import MessageBar, NumberEdit, VectorEdit
+from .widgets import MessageBar, NumberEdit, VectorEdit, mark_invalid
 
 INVALID_STYLE = "border: 2px solid #d9534f; border-radius: 3px;"
 
@@ -502,8 +502,13 @@ class GearPage(_Page):
                       select=Selection("gear", new))
 
 
+def _numbers_text(values) -> str:
+    return ", ".join(repr(float(x)) for x in values)
+
+
 class ForcePage(_Page):
     kind = "force"
+    VALUE_TIP = "Generalised force: one number per freedom of the joint, comma-separated"
 
     def __init__(self, panel):
         super().__init__(panel)
@@ -518,7 +523,7 @@ class ForcePage(_Page):
         self.damping = self.row("Damping", "damping", NumberEdit())
         self.rest = self.row("Rest position", "rest", NumberEdit())
         self.value = self.row("Value", "value", QLineEdit())
-        self.value.setToolTip("Generalised force: one number per freedom of the joint, comma-separated")
+        self.value.setToolTip(self.VALUE_TIP)
         self.body1.activated.connect(lambda i: self._set(body1=self.body1.itemData(i)))
         self.body2.activated.connect(lambda i: self._set(body2=self.body2.itemData(i)))
         self.point1.valueEdited.connect(lambda v: self._set(point1=v))
@@ -563,18 +568,30 @@ class ForcePage(_Page):
         self.damping.setValue(f.damping)
         self.rest.setValue(f.rest)
         if f.value is not None:
-            self.value.setText(", ".join(repr(float(x)) for x in f.value))
+            self.value.setText(_numbers_text(f.value))
+        mark_invalid(self.value, False)
 
     def _set(self, **kw) -> None:
         self.edit(f"Change force {int(self.name) + 1}", edits.set_force, int(self.name), **kw)
 
     def _value(self) -> None:
+        """Finite numbers, comma-separated: anything else is flagged, reverted and not applied
+        (as a number field does)."""
+        text = self.value.text()
+        old = self.doc.spec.forces[int(self.name)].value
         try:
-            vals = tuple(float(x) for x in self.value.text().replace(";", ",").split(",") if x.strip())
+            vals = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+            if not all(math.isfinite(v) for v in vals):
+                raise ValueError
         except ValueError:
-            self.panel.show_local_error("the value must be numbers separated by commas")
+            mark_invalid(self.value, True)
+            self.value.setToolTip(f"not finite numbers separated by commas: {text.strip()!r}")
+            self.value.setText(_numbers_text(old) if old is not None else "")
+            self.panel.show_local_error("the value must be finite numbers separated by commas")
             return
-        if vals != self.doc.spec.forces[int(self.name)].value:
+        mark_invalid(self.value, False)
+        self.value.setToolTip(self.VALUE_TIP)
+        if vals != old:
             self._set(value=vals)
 
 

@@ -25,6 +25,16 @@ def fmt_number(x: float | None) -> str:
     return g if float(g) == x else r
 
 
+#: the background of a field whose text was refused (``invalid`` property True)
+INVALID_BACKGROUND = "background: #fde2e1;"
+
+
+def mark_invalid(edit: QLineEdit, bad: bool) -> None:
+    """Flag a field whose text was refused: the ``invalid`` property and a red background."""
+    edit.setProperty("invalid", bad)
+    edit.setStyleSheet(INVALID_BACKGROUND if bad else "")
+
+
 class NumberEdit(QLineEdit):
     """A line edit for one float: accepts any finite number (the engine judges it).
 
@@ -86,8 +96,7 @@ class NumberEdit(QLineEdit):
             self.valueEdited.emit(float(v))
 
     def _mark(self, bad: bool) -> None:
-        self.setProperty("invalid", bad)
-        self.setStyleSheet("background: #fde2e1;" if bad else "")
+        mark_invalid(self, bad)
 
     def _finish(self) -> None:
         text = self.text().strip()
