@@ -38,7 +38,7 @@ from ..model import (CYLINDRICAL, F_JOINT_SPRING, F_JOINT_TORQUE, PRISMATIC, REV
 #: the constraint residual the configuration is kept at (2-norm, metres and radians)
 CONSTRAINT_TOL = 1e-13
 #: Newton stops when the reduced gradient is below this times the mechanism's force scale
-GRADIENT_TOL = 1e-12
+GRADIENT_TOL = 1e-14
 #: ... and has converged when it ends below this (the floor round-off may leave)
 GRADIENT_ACCEPT = 1e-9
 #: a reduced-Hessian eigenvalue below this times the largest (or the force scale) is neutral

@@ -9,6 +9,7 @@ from .driven import driven_slider_crank
 from .geared import geared_arm, geared_fourbar
 from .joint_types import joint_zoo, slider_crank
 from .loops import closed_loop, double_loop, fivebar, fourbar, ladder
+from .sprung import sprung_parallelogram
 
 
 def paper_cases() -> dict[str, MechanismSpec]:
@@ -51,6 +52,7 @@ def demo_cases() -> dict[str, MechanismSpec]:
         "fivebar": fivebar(2),
         "geared-arm": geared_arm(),
         "fourbar-geared": geared_fourbar(),
+        "sprung-parallelogram": sprung_parallelogram(),
         "slider-crank-driven": driven_slider_crank(),
     }
 

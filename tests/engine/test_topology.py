@@ -45,6 +45,7 @@ HAND = {
     "joint-zoo": (6, 6, 0, 9, 0),  # 1 + 1 + 2 + 2 + 3 + 0
     "geared-arm": (3, 3, 0, 2, 0),  # 3 revolute freedoms - 1 gear
     "fourbar-geared": (4, 5, 1, 1, 3),  # 3*4 - 2*5 - 1 gear = 1
+    "sprung-parallelogram": (3, 4, 1, 1, 3),  # the parallelogram four-bar with a torsion spring
     "slider-crank-driven": (3, 4, 1, 0, 3),  # 3*3 - 2*4 - 1 driver = 0: kinematically driven
 }
 
