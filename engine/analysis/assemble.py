@@ -28,7 +28,7 @@ assembly is refused, with the Grashof numbers for a planar four-bar.
 
 A *rough drawing* is a mechanism file whose joints may say where the child's end of
 the joint was drawn when it misses the parent's: ``child_anchor`` (world point at
-t = 0) and, for revolute, prismatic and cylindrical joints, ``child_axis``
+t = 0) and ``child_axis`` (revolute, prismatic, cylindrical: the axis; universal: ``a2``)
 (docs/file-format.md, "Rough drawings").  Without them a file already closes, and
 assembly with held joints (``--fix J=VALUE``) moves the mechanism to another
 configuration.
@@ -118,9 +118,9 @@ def drawing_from_dict(data) -> Drawing:
         if "child_anchor" in jd:
             child_anchor[js.name] = _vec3(f"{path}.child_anchor", jd["child_anchor"])
         if "child_axis" in jd:
-            if js.axis is None:
-                raise MechanismError(f"{path}.child_axis", f"only a revolute, prismatic or cylindrical joint "
-                                                           f"has one (this is {js.type})")
+            if js.axis is None and js.axes is None:
+                raise MechanismError(f"{path}.child_axis", f"only a revolute, prismatic, cylindrical or universal "
+                                                           f"joint has one (this is {js.type})")
             a = _vec3(f"{path}.child_axis", jd["child_axis"])
             if np.linalg.norm(a) == 0.0:
                 raise MechanismError(f"{path}.child_axis", "must not be zero")
@@ -147,7 +147,8 @@ def load_drawing(path) -> Drawing:
 
 def drawing(spec: MechanismSpec, child_anchor: dict | None = None, child_axis: dict | None = None) -> Drawing:
     """The drawing of ``spec`` with the children's ends of some joints drawn apart:
-    ``child_anchor[name]`` world point, ``child_axis[name]`` unit world axis (t = 0)."""
+    ``child_anchor[name]`` world point, ``child_axis[name]`` unit world axis (t = 0): the
+    joint's axis as the child carries it (a universal joint's ``a2``)."""
     model = build_model(spec)
     child_anchor, child_axis = child_anchor or {}, child_axis or {}
     if not child_anchor and not child_axis:

@@ -12,7 +12,7 @@ from linkwork.engine.cli import main
 from linkwork.engine.constraints import constraint_jacobian
 from linkwork.engine.forces import force_arrays, joint_coordinate
 from linkwork.engine.mechfile import load
-from linkwork.engine.model import PRISMATIC, REVOLUTE
+from linkwork.engine.model import PRISMATIC, REVOLUTE, build_model
 from linkwork.engine.results import read_csv
 
 from ..conftest import example_path
@@ -108,42 +108,51 @@ def test_four_bar_keeps_the_sign_of_its_coupler_rocker_angle():
     assert _side(*points(a.x, a.R)) == _side(*points(m0.x0, m0.R0_body)) != 0
 
 
-def _rough_file(tmp_path):
-    """The crank-rocker example drawn roughly in its plane: every body moved 4 cm and
-    turned 4 deg about z; each joint's parent end (``anchor``) moves with the parent, its
-    child end (``child_anchor``) with the child."""
-    data = json.loads(example_path("fourbar-crank-rocker").read_text())
-    rng = np.random.default_rng(11)
+def _rough_file(tmp_path, name="fourbar-crank-rocker", seed=11, planar=True, move=0.04, turn=np.radians(4.0)):
+    """The example drawn roughly: every body moved by ``move`` and turned by ``turn`` (in
+    its plane when ``planar``), each joint's parent end (``anchor``, ``axis``, a universal's
+    ``axes``) carried by the parent, its child end (``child_anchor``, ``child_axis``) by
+    the child."""
+    from scipy.spatial.transform import Rotation
+
+    data = json.loads(example_path(name).read_text())
+    rng = np.random.default_rng(seed)
     motion = {}
     for b in data["bodies"]:
-        u = np.r_[rng.normal(size=2), 0.0]
-        dx = 0.04 * u / np.linalg.norm(u)
-        Rz = _rot(np.array([0.0, 0.0, np.radians(4.0) * rng.choice([-1, 1])]))
-        c = np.array(b["position"])
-        motion[b["name"]] = lambda p, c=c, dx=dx, Rz=Rz: c + dx + Rz @ (np.asarray(p) - c)
-        w, xq, y, z = b["orientation"]
-        q = np.array([w, xq, y, z])
-        half = np.radians(4.0) / 2 * np.sign(Rz[1, 0])
-        qz = np.array([np.cos(half), 0, 0, np.sin(half)])
-        b["orientation"] = list(_qmul(qz, q))
-        b["position"] = list(c + dx)
-        b["shape"]["from"] = list(motion[b["name"]](b["shape"]["from"]))
-        b["shape"]["to"] = list(motion[b["name"]](b["shape"]["to"]))
-    ident = lambda p: np.asarray(p)  # noqa: E731
+        u, w = rng.normal(size=3), rng.normal(size=3)
+        if planar:
+            u[2], w[:2] = 0.0, 0.0
+        c, dx = np.array(b["position"]), move * u / np.linalg.norm(u)
+        rot = Rotation.from_rotvec(turn * w / np.linalg.norm(w))
+        motion[b["name"]] = (c, dx, rot)
+        q = b.get("orientation", [1.0, 0.0, 0.0, 0.0])
+        x, y, z, qw = (rot * Rotation.from_quat([q[1], q[2], q[3], q[0]])).as_quat()
+        b["position"], b["orientation"] = list(c + dx), [qw, x, y, z]
+        b.pop("shape", None)
+
+    def point(body, p):
+        if body not in motion:
+            return list(p)
+        c, dx, rot = motion[body]
+        return list(c + dx + rot.apply(np.asarray(p) - c))
+
+    def axis(body, a):
+        return list(motion[body][2].apply(a)) if body in motion else list(a)
+
     for j in data["joints"]:
-        p = np.array(j["anchor"])
-        j["anchor"] = list(motion.get(j["parent"], ident)(p))
-        j["child_anchor"] = list(motion.get(j["child"], ident)(p))
-    path = tmp_path / "rough.mech.json"
+        p = j["anchor"]
+        j["anchor"], j["child_anchor"] = point(j["parent"], p), point(j["child"], p)
+        if "axis" in j:
+            j["axis"], j["child_axis"] = axis(j["parent"], j["axis"]), axis(j["child"], j["axis"])
+        if "axes" in j:
+            a1, a2 = j["axes"]
+            j["axes"], j["child_axis"] = [axis(j["parent"], a1), axis(j["parent"], a2)], axis(j["child"], a2)
+    for f in data.get("forces", []):
+        if f["type"] == "spring":
+            f["point1"], f["point2"] = point(f["body1"], f["point1"]), point(f["body2"], f["point2"])
+    path = tmp_path / f"rough-{name}.mech.json"
     path.write_text(json.dumps(data))
     return path
-
-
-def _qmul(a, b):
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
 
 
 def _link_lengths(spec):
@@ -207,3 +216,38 @@ def test_unreachable_held_joint_is_refused(tmp_path, capsys):
     assert "cannot close with J4 = 1.5 held" in err and "s + l = 0.4 + 1.2 = 1.6 < p + q" in err
     assert main(["assemble", str(src), "--fix", "J9=1", "--out", str(tmp_path / "x.mech.json")]) == 2
     assert "no joint named 'J9'" in capsys.readouterr().err
+
+
+def _joint_geometry(spec):
+    """Each body's distances between its joint points (sorted), the geometry assembly keeps."""
+    pts = {b.name: [] for b in spec.bodies}
+    for j in spec.joints:
+        for b in (j.parent, j.child):
+            if b in pts:
+                pts[b].append(np.array(j.anchor))
+    return {b: sorted(float(np.linalg.norm(p - q)) for i, p in enumerate(v) for q in v[i + 1:])
+            for b, v in pts.items()}
+
+
+def test_spatial_rough_ladder_keeps_its_geometry(tmp_path, capsys):
+    """ladder-4 drawn roughly in 3-D (universal joints' a2 carried by the child): the closed
+    file holds every body's joint points at the original's distances."""
+    rough = _rough_file(tmp_path, "ladder-4", seed=5, planar=False, move=0.05, turn=np.radians(5.0))
+    out = tmp_path / "closed.mech.json"
+    assert main(["assemble", str(rough), "--out", str(out)]) == 0
+    capsys.readouterr()
+    closed, original = load(out), load(example_path("ladder-4"))
+    got, want = _joint_geometry(closed), _joint_geometry(original)
+    for b in want:
+        assert got[b] == pytest.approx(want[b], abs=1e-12)
+    m = build_model(closed)
+    _, phi, _ = constraint_jacobian(m, m.x0, m.R0_body)
+    assert np.abs(phi).max() <= 1e-12
+
+
+def test_joint_spring_rest_follows_the_held_joint(tmp_path, capsys):
+    # the spring on J1 gives the same torque at the new start as the original at that pose
+    out = tmp_path / "sprung.mech.json"
+    assert main(["assemble", str(example_path("sprung-parallelogram")), "--fix", "J1=0.3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert load(out).forces[0].rest == pytest.approx(0.0 - 0.3, abs=1e-12)
