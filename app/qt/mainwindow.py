@@ -19,6 +19,7 @@ from linkwork.engine.paths import examples_dir
 from linkwork.app.session import Session, Subscriptions, video
 from linkwork.app.session.generators import GENERATORS
 from linkwork.app.session.plotdata import PLOT_TITLES, PLOTS
+from linkwork.app.session.runstore import RunStore
 from linkwork.app.session.solver import INTEGRATOR_TITLES
 
 from . import exporting
@@ -28,7 +29,7 @@ from .help import MarkdownDialog, about_text, docs_dir, formulation_guide
 from .interop_dialogs import export_mjcf_dialog, import_dialog
 from .messages import MessagesPanel
 from .plots import PlotPanel
-from .recovery import AutosaveTimer
+from .recovery import AutosaveTimer, default_runs_folder
 from .runner import RunController
 from .runs_panel import RunsPanel
 from .sketch import SketchPanel
@@ -57,7 +58,8 @@ class MainWindow(QMainWindow):
 
         limit_blas_threads(1)
         self.setObjectName("LinkworkMainWindow")
-        self.session = session or Session()
+        #: a window of its own keeps its runs on disk, listed again at the next start
+        self.session = session or Session(run_store=RunStore(default_runs_folder()))
         self.settings = settings if settings is not None else app_settings()
         self._subs = Subscriptions()
         doc = self.session.document
@@ -157,6 +159,11 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self._rebuild_recent()
 
+    def clear_run_history(self) -> None:
+        n = self.session.clear_run_history()
+        self.statusBar().showMessage(f"Run history cleared ({n} run{'s' if n != 1 else ''} removed from disk)",
+                                     5000)
+
     # =============================================================== actions
     def _act(self, key: str, text: str, slot=None, shortcut=None, tip: str = "", checkable=False) -> QAction:
         a = QAction(text, self)
@@ -206,6 +213,8 @@ class MainWindow(QMainWindow):
           "Sweep one or two parameters of the open mechanism on a local Dask cluster and plot a quantity")
         A("play", "Play / pause animation", self.view_panel_toggle_play, "Ctrl+Space",
           "Play back the current run in the 3-D view")
+        A("clear_runs", "Clear run &history", self.clear_run_history, None,
+          "Remove every run that is not running from the list and its files from the disk")
         A("view_3d", "3D view", lambda: self.tabs.setCurrentIndex(0), "Ctrl+1")
         A("view_sketch", "Sketch", lambda: self.tabs.setCurrentIndex(1), "Ctrl+2")
         A("reset_camera", "Reset 3D camera", lambda: self.view_panel.reset_camera("iso"), "Ctrl+R")
@@ -281,6 +290,7 @@ class MainWindow(QMainWindow):
         r.addAction(self.actions["sweep"])
         r.addSeparator()
         r.addAction(self.actions["play"])
+        r.addAction(self.actions["clear_runs"])
         x = mb.addMenu("E&xport")
         x.setObjectName("exportMenu")
         x.addAction(self.actions["export_csv"])

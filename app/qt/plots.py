@@ -1,8 +1,8 @@
 """Live plots (pyqtgraph): energy drift, constraint violation, a chosen quantity.
 
 Refreshed by a ``QTimer``, never per chunk: each tick calls
-``setData`` on the curves of runs whose rows changed, reading views of the
-runs' preallocated buffers; curves clip to the view and downsample by peaks.
+``setData`` on the curves of runs whose rows changed, reading the runs' fixed-size
+min/max overviews (:func:`~app.session.plotdata.series`); curves clip to the view.
 All three plots share the time axis.  A red cursor shows the playback time
 (drag it, or click in a plot, to move the 3-D view to that instant); a
 crosshair follows the mouse and the readout gives the values under it.
@@ -479,9 +479,8 @@ class PlotPanel(QWidget):
         for run in runs:
             if run.n_rows == 0:
                 continue
-            i = int(np.clip(np.searchsorted(run.t, x), 0, run.n_rows - 1))
             for s in series(kind, run, o.quantity, o.levels, o.log_energy):
-                v = s.y[i]
+                v = s.y[int(np.clip(np.searchsorted(s.x, x), 0, len(s.x) - 1))]
                 name = readout_name(kind, s.key, run, multi, self._names.get(run.id))
                 parts.append(f"{name}: {'–' if not np.isfinite(v) else f'{v:.4g}'}")
         return " &nbsp; ".join(parts)

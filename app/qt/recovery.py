@@ -25,6 +25,17 @@ def default_folder() -> Path:
     return recovery_dir(Path(base) / "recovery")
 
 
+def default_runs_folder() -> Path:
+    """``$LINKWORK_RUNS_DIR``, else ``runs/`` in the platform's application-data folder
+    (Linux: ``~/.local/share/Linkwork/Linkwork/runs``): the run history."""
+    from linkwork.app.session.runstore import runs_dir
+
+    base = QStandardPaths.writableLocation(QStandardPaths.AppDataLocation)
+    if not base:
+        base = str(Path.home() / ".linkwork")
+    return runs_dir(Path(base) / "runs")
+
+
 class AutosaveTimer(QObject):
     """Wakes the session's :class:`~app.session.recovery.Autosave` when it asks to be woken."""
 

@@ -118,6 +118,12 @@ class SolverPanel(QWidget):
         self.summary.setWordWrap(True)
         self.summary.setStyleSheet("color: #555; font-size: 9pt;")
         lay.addWidget(self.summary)
+        self.estimate = QLabel()
+        self.estimate.setObjectName("outputEstimate")
+        self.estimate.setWordWrap(True)
+        self.estimate.setStyleSheet("color: #555; font-size: 9pt;")
+        self.estimate.setToolTip("Rows and file size the next run writes to the run history")
+        lay.addWidget(self.estimate)
         reset = QPushButton("Defaults for this mechanism")
         reset.setObjectName("resetSettings")
         reset.setToolTip("Formulation, integrator, step and end time chosen for the current mechanism")
@@ -219,6 +225,7 @@ class SolverPanel(QWidget):
         common = {"formulation", "integrator", "dt", "t_end", "rtol", "atol", "threads"}
         self._build_params(tuple(p for p in info.parameters if p not in common) if info else ())
         self.summary.setText(info.summary if info else "")
+        self.estimate.setText(self.solver.output_estimate())
         _, why = self.solver.resolved()
         if why and self.solver.model is not None:
             self.refusal.setText(why)

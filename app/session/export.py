@@ -16,13 +16,16 @@ def export_csv(run: RunRecord, path: str | Path) -> Path:
     mechanism and settings the files are byte-identical.  A write that fails (a full
     disk, a read-only folder) raises ``OSError`` and leaves nothing behind: neither a
     partial file nor the temporary one (the window shows the error; the run stays).
+    The rows are read from the run's file block by block, so memory stays bounded
+    however long the run.
     """
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
     try:
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
             writer = CsvWriter(fh, list(run.columns))
-            writer.write_rows(run.data)
+            for block in run.blocks():
+                writer.write_rows(block)
         tmp.replace(p)
     finally:
         if tmp.exists():

@@ -1,7 +1,8 @@
 """What the plots show, computed from the result history (no Qt).
 
 The live plot panel and the plot exporters both call :func:`series`, so an
-exported PNG/SVG shows exactly the curves of the panel, at full resolution.
+exported PNG/SVG shows exactly the curves of the panel: every row of a short
+run, the min/max envelope of a long one (a fixed number of buckets).
 """
 
 from __future__ import annotations
@@ -91,21 +92,28 @@ def quantity_unit(col: str, spec=None) -> str:
 
 def series(kind: str, run: RunRecord, quantity: str | None = None, levels=LEVELS,
            log_energy: bool = False) -> list[Series]:
-    """The curves of plot ``kind`` for one run (views/arrays over its rows so far)."""
+    """The curves of plot ``kind`` for one run, from its overview: every row while the run
+    has no more rows than the overview has buckets, else each bucket's minimum and maximum
+    (:meth:`~app.session.runstore.Overview.series`), so a one-row spike is always drawn."""
     if run.n_rows == 0:
         return []
-    t = run.t
+    ov = run.overview
     if kind == "energy":
-        d = run.energy_drift()
+        t, e = ov.series(run.col_index["energy.total"])
+        d = e - ov.first[run.col_index["energy.total"]]
         y = positive_or_nan(np.abs(d)) if log_energy else d
         return [Series(run.id, "energy", "|E − E(0)|" if log_energy else "E − E(0)", t, y)]
     if kind == "violation":
-        return [Series(run.id, f"violation.{lv}", lv, t, positive_or_nan(run.column(f"violation.{lv}")))
-                for lv in levels]
+        out = []
+        for lv in levels:
+            t, y = ov.series(run.col_index[f"violation.{lv}"])
+            out.append(Series(run.id, f"violation.{lv}", lv, t, positive_or_nan(y)))
+        return out
     if kind == "quantity":
         if quantity is None or quantity not in run.col_index:
             return []
-        return [Series(run.id, quantity, quantity, t, run.column(quantity))]
+        t, y = ov.series(run.col_index[quantity])
+        return [Series(run.id, quantity, quantity, t, y)]
     raise ValueError(f"unknown plot {kind!r}")
 
 

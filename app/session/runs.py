@@ -1,17 +1,18 @@
 """Run state and result history (no Qt).
 
 A :class:`RunRecord` is one simulation: the mechanism and resolved settings it
-ran with, its status, and its rows in a preallocated buffer that grows by
-doubling (pyqtgraph's scrolling-plot pattern: views read ``data`` on a timer,
-nothing is copied per chunk).  :class:`RunHistory` keeps the runs of the
+ran with, its status, and its rows -- streamed to a file as they come
+(:mod:`app.session.runstore`), with a fixed-size min/max overview in memory
+that the plots read on a timer.  :class:`RunHistory` keeps the runs of the
 session; plots overlay every run marked ``visible`` on the current one.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
-import math
 import time
+import weakref
 from dataclasses import fields
 
 import numpy as np
@@ -21,8 +22,14 @@ from linkwork.engine.model import Model
 from linkwork.engine.simulation import Settings
 
 from .events import Event
+from .recovery import this_process
+from .runstore import (
+    FORMAT_NAME, FORMAT_VERSION, ROWS, Overview, RowsWriter, RunFileError, RunStore, expected_rows,
+    iter_blocks, map_rows, read_meta, read_rows, remove_folder, scratch_store, write_meta,
+)
 
-STATUSES = ("pending", "compiling", "running", "paused", "finished", "stopped", "failed")
+#: "incomplete": a run of an earlier session whose process ended while it ran
+STATUSES = ("pending", "compiling", "running", "paused", "finished", "stopped", "failed", "incomplete")
 ACTIVE = ("pending", "compiling", "running", "paused")
 
 _ids = itertools.count(1)
@@ -61,10 +68,32 @@ def settings_label(s: Settings) -> str:
 
 
 class RunRecord:
-    """One simulation run and its results."""
+    """One simulation run and its results.
 
-    def __init__(self, spec: MechanismSpec, model: Model, settings: Settings, columns, label: str = ""):
+    The rows stream to the run's folder in a :class:`~app.session.runstore.RunStore`
+    as they come (``path``; the format in :mod:`app.session.runstore`); in memory the
+    record keeps only an :class:`~app.session.runstore.Overview` of them for the plots.
+    ``data`` maps the file's complete rows read-only, so a view reads the rows it
+    uses and nothing else.  Without a store the run goes to this process's
+    temporary folder and its folder is removed with the record.
+    """
+
+    def __init__(self, spec: MechanismSpec, model: Model, settings: Settings, columns, label: str = "",
+                 store: RunStore | None = None):
+        self._setup(spec, model, settings, columns, label, store or scratch_store())
+        self.path = self.store.new_folder()
+        self._writer: RowsWriter | None = RowsWriter(self.path, self.columns)
+        self._header_len = self._writer.header_len
+        self._overview: Overview | None = Overview(len(self.columns))
+        self._owner = this_process().as_dict()
+        self._created = time.time()
+        if self.store.temporary:
+            weakref.finalize(self, remove_folder, self.path)
+        self._save_meta()
+
+    def _setup(self, spec, model, settings, columns, label, store) -> None:
         self.id = next(_ids)
+        self.store = store
         self.spec = spec
         self.model = model
         self.settings = settings
@@ -73,11 +102,9 @@ class RunRecord:
         self.label = label or settings_label(settings)
         self.color_index = 0
         self.visible = True
-        expected = int(math.floor(settings.t_end / settings.dt + 1e-9)) + 2
-        cap = max(16, min(expected, max(16, int(2e8 // (8 * max(1, len(self.columns)))))))
-        self._buf = np.zeros((cap, len(self.columns)))
+        self.expected_rows = expected_rows(settings.t_end, settings.dt)
         self._n = 0
-        self.expected_rows = expected
+        self._mapped: np.ndarray | None = None
         self.status = "pending"
         self.error: str = ""
         self.error_t: float | None = None
@@ -89,6 +116,65 @@ class RunRecord:
         self.appended = Event("appended")
         self.status_changed = Event("status_changed")
 
+    @classmethod
+    def reopen(cls, folder, store: RunStore) -> "RunRecord":
+        """The run kept in ``folder`` (an earlier session's), up to its last complete chunk.
+        A run whose process ended while it ran, or whose rows were cut short, is marked
+        ``incomplete``.  Raises :class:`~app.session.runstore.RunFileError`."""
+        from pathlib import Path
+
+        from linkwork.engine.mechfile import spec_from_dict
+        from linkwork.engine.model import build_model
+
+        folder = Path(folder)
+        meta = read_meta(folder)
+        rows = read_rows(folder)
+        try:
+            spec = spec_from_dict(meta["mechanism"])
+            model = build_model(spec)
+            settings = Settings(**{k: tuple(v) if isinstance(v, list) else v
+                                   for k, v in meta["settings"].items()})
+        except Exception as exc:  # a run of a mechanism this version cannot build
+            raise RunFileError(f"{folder}: {exc}") from None
+        self = cls.__new__(cls)
+        self._setup(spec, model, settings, rows.columns, meta.get("label", ""), store)
+        self.path = folder
+        self._writer = None
+        self._header_len = rows.header_len
+        self._overview = None
+        self._owner = meta.get("owner")
+        self._created = float(meta.get("created", 0.0))
+        self._n = rows.n_rows
+        self.stats = dict(meta.get("stats") or {})
+        self.error = str(meta.get("error") or "")
+        self.error_t = meta.get("error_t")
+        self.compile_time = float(meta.get("compile_time", 0.0))
+        self.wall_end = self.wall_start + float(meta.get("wall_time", 0.0))
+        status = meta.get("status", "finished")
+        if status in ACTIVE or not rows.intact or rows.n_rows < int(meta.get("rows", 0)):
+            self.status = "incomplete"
+            self.error = self.error or (f"the run ended unexpectedly; kept up to its last complete "
+                                        f"chunk ({rows.n_rows} rows)")
+            self._save_meta()
+        else:
+            self.status = status if status in STATUSES else "incomplete"
+        self.version = 1
+        return self
+
+    def _save_meta(self) -> None:
+        from linkwork.engine.mechfile import spec_to_dict
+
+        meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "owner": self._owner,
+                "created": self._created, "label": self.label, "status": self.status,
+                "error": self.error, "error_t": self.error_t, "rows": self._n,
+                "columns": len(self.columns), "compile_time": self.compile_time,
+                "wall_time": self.wall_time, "stats": self.stats,
+                "settings": self.settings.as_dict(), "mechanism": spec_to_dict(self.spec)}
+        try:
+            write_meta(self.path, meta, durable=not self.store.temporary)
+        except OSError:
+            pass  # the rows are still written; the run is listed as incomplete next time
+
     # --------------------------------------------------------------------- data
     def append(self, rows: np.ndarray, stats: dict | None = None) -> None:
         rows = np.asarray(rows, float)
@@ -99,16 +185,24 @@ class RunRecord:
             self.stats = dict(stats)
         if k == 0:
             return
-        need = self._n + k
-        if need > self._buf.shape[0]:
-            cap = max(need, 2 * self._buf.shape[0])
-            buf = np.zeros((cap, len(self.columns)))
-            buf[:self._n] = self._buf[:self._n]
-            self._buf = buf
-        self._buf[self._n:need] = rows
-        self._n = need
+        if self._writer is None or self._writer.closed:
+            raise ValueError("rows cannot be added to a run that has ended")
+        self._writer.append(rows)
+        self.overview.add(rows)
+        self._n += k
         self.version += 1
         self.appended.emit(k)
+
+    @property
+    def overview(self) -> Overview:
+        """Minimum and maximum of every column per bucket of rows (what the plots draw);
+        a reopened run's is built from its file on first use."""
+        if self._overview is None:
+            ov = Overview(len(self.columns))
+            for block in iter_blocks(self.path / ROWS, self._header_len, len(self.columns), self._n):
+                ov.add(block)
+            self._overview = ov
+        return self._overview
 
     @property
     def n_rows(self) -> int:
@@ -116,11 +210,15 @@ class RunRecord:
 
     @property
     def data(self) -> np.ndarray:
-        """All rows so far (a read-only view; re-read after appends)."""
-        v = self._buf[:self._n]
-        v = v.view()
-        v.setflags(write=False)
-        return v
+        """All rows so far, memory-mapped from the run's file (read-only; re-read after
+        appends).  Indexing it reads those rows only."""
+        if self._mapped is None or self._mapped.shape[0] != self._n:
+            self._mapped = map_rows(self.path / ROWS, self._header_len, len(self.columns), self._n)
+        return self._mapped
+
+    def blocks(self):
+        """The rows in consecutive blocks read from the file (bounded memory)."""
+        return iter_blocks(self.path / ROWS, self._header_len, len(self.columns), self._n)
 
     def column(self, name: str) -> np.ndarray:
         return self.data[:, self.col_index[name]]
@@ -131,7 +229,11 @@ class RunRecord:
 
     @property
     def t_last(self) -> float:
-        return float(self._buf[self._n - 1, 0]) if self._n else 0.0
+        if self._n == 0:
+            return 0.0
+        if self._overview is not None and self._overview.last is not None:
+            return float(self._overview.last[0])
+        return float(self.data[self._n - 1, 0])
 
     @property
     def progress(self) -> float:
@@ -143,10 +245,10 @@ class RunRecord:
         return e - e[0] if len(e) else e
 
     def row_at(self, t: float) -> int:
-        """Index of the last row with time <= t (0 if none)."""
+        """Index of the last row with time <= t (0 if none); reads ~log2(n) rows."""
         if self._n == 0:
             return 0
-        i = int(np.searchsorted(self._buf[:self._n, 0], t, side="right")) - 1
+        i = bisect.bisect_right(self.data[:, 0], t) - 1
         return min(max(i, 0), self._n - 1)
 
     # ------------------------------------------------------------------- status
@@ -165,6 +267,10 @@ class RunRecord:
             self.error_t = error_t
         if status not in ACTIVE and self.wall_end is None:
             self.wall_end = time.perf_counter()
+        if status not in ACTIVE and self._writer is not None:
+            self._writer.close(sync=not self.store.temporary)
+        if self._writer is not None:
+            self._save_meta()
         self.status_changed.emit(status)
 
     @property

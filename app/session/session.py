@@ -10,6 +10,7 @@ from .notifications import Notifications
 from .playback import Playback
 from .plotdata import PlotOptions
 from .runs import RunHistory, RunRecord
+from .runstore import RunFileError, RunStore, scratch_store
 from .sketch import SketchModel
 from .solver import SolverModel, panel_wording
 from .validation import Validation
@@ -20,8 +21,13 @@ class RunRefused(Exception):
 
 
 class Session:
-    def __init__(self):
+    """``run_store``: the folder runs stream to and are listed from at start (the
+    application's run history); without one, runs go to a temporary folder that goes
+    with the process."""
+
+    def __init__(self, run_store: RunStore | None = None):
         self.notifications = Notifications()
+        self.run_store = run_store or scratch_store()
         self.document = MechanismDocument()
         self.sketch = SketchModel(self.document)
         self.solver = SolverModel()
@@ -31,6 +37,8 @@ class Session:
         self.document.validation_changed.connect(self._on_validation)
         self.document.replaced.connect(self._on_replaced)
         self._on_replaced()
+        if run_store is not None:
+            self.restore_runs()
 
     # ------------------------------------------------------------------ wiring
     def _on_validation(self, v: Validation) -> None:
@@ -79,9 +87,44 @@ class Session:
             resolved = resolve_settings(v.model, settings)
         except SettingsError as exc:
             raise RunRefused(panel_wording(str(exc))) from None
-        run = RunRecord(self.document.spec, v.model, resolved, result_columns(v.model), label=label)
+        run = RunRecord(self.document.spec, v.model, resolved, result_columns(v.model), label=label,
+                        store=self.run_store)
         self.history.add(run, keep_previous=compare)
+        self._forget(self.run_store.enforce_cap(keep=[run.path]))
         self.playback.set_playing(False)
         self.playback.set_live(True)
         self.playback.set_time(0.0)
         return run
+
+    # ------------------------------------------------------------- run history
+    def restore_runs(self) -> list[RunRecord]:
+        """List the runs kept in the run store (oldest first; the newest becomes current).
+        A run whose process was killed comes back up to its last complete chunk, marked
+        ``incomplete``; a folder that cannot be read is reported and skipped."""
+        self._forget(self.run_store.enforce_cap())
+        restored = []
+        for folder in self.run_store.folders():
+            if any(r.path == folder for r in self.history.runs) or self.run_store.in_use(folder):
+                continue
+            try:
+                run = RunRecord.reopen(folder, self.run_store)
+            except (RunFileError, OSError) as exc:
+                self.notifications.warning(f"a kept run cannot be read: {exc}")
+                continue
+            self.history.add(run)
+            restored.append(run)
+        return restored
+
+    def clear_run_history(self) -> int:
+        """Remove every run that is not running from the list and from the disk; returns
+        how many run folders were removed."""
+        keep = [r.path for r in self.history.runs if r.active]
+        for r in [r for r in self.history.runs if not r.active]:
+            self.history.remove(r)
+        return len(self.run_store.clear(keep=keep))
+
+    def _forget(self, folders) -> None:
+        """Runs whose folders the size cap removed leave the list."""
+        gone = set(folders)
+        for r in [r for r in self.history.runs if r.path in gone and not r.active]:
+            self.history.remove(r)

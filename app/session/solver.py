@@ -161,6 +161,15 @@ def panel_wording(reason: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def human_bytes(n: float) -> str:
+    """``1.3 GB``, ``840 kB``, ``512 B`` (decimal units, as file managers show sizes)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 999.5:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1000.0
+    return f"{n:,.3g} TB" if n < 999.5 else f"{n:,.0f} TB"
+
+
 def is_adaptive(integrator: str | None) -> bool:
     return integrator in SCIPY_METHODS
 
@@ -274,6 +283,21 @@ class SolverModel:
             self._settings = s
         # formulation availability depends on the model: always tell the views
         self.changed.emit(self._settings)
+
+    def output_estimate(self) -> str:
+        """What a run with these settings will write, before it starts: its rows (one every
+        ``dt`` from 0 to ``t_end``), its columns and the size of its file in the run history
+        ('' without a valid mechanism)."""
+        if self._model is None:
+            return ""
+        from linkwork.engine.results import columns as result_columns
+
+        from .runstore import expected_rows, file_size
+
+        s = self._settings
+        cols = result_columns(self._model)
+        n = expected_rows(s.t_end, s.dt)
+        return f"Output: {n:,} rows × {len(cols):,} columns, {human_bytes(file_size(n, cols))} on disk"
 
     def resolved(self) -> tuple[Settings | None, str]:
         """(resolved settings, "") or (None, the engine's reason they cannot be used, in the

@@ -556,14 +556,16 @@ class MechanismScene:
         if run is not None and run.n_rows > 0 and not run.active and len(run.spec.bodies) == len(spec.bodies):
             # centres of mass over the whole run, widened by how far each body's drawing
             # reaches from its centre of mass
+            # (from the run's min/max overview: no row is read from its file)
             nb = len(spec.bodies)
-            coms = run.data[:, 1:1 + BODY_FIELDS * nb].reshape(-1, nb, BODY_FIELDS)[:, :, :3]
+            cols = (1 + BODY_FIELDS * np.arange(nb)[:, None] + np.arange(3)[None, :]).ravel()
+            clo, chi = run.overview.column_range(cols)
             reach = np.zeros(nb)
             if m is not None and m.n_vertices:
                 moving = m.body >= 0
                 np.maximum.at(reach, m.body[moving], np.linalg.norm(m.local[moving], axis=1))
-            lo = (coms - reach[None, :, None]).min(axis=(0, 1))
-            hi = (coms + reach[None, :, None]).max(axis=(0, 1))
+            lo = (clo.reshape(nb, 3) - reach[:, None]).min(axis=0)
+            hi = (chi.reshape(nb, 3) + reach[:, None]).max(axis=0)
             pts += [lo[None], hi[None]]
         allp = np.vstack(pts)
         return allp.min(axis=0), allp.max(axis=0)

@@ -57,6 +57,16 @@ def _recovery_dir(tmp_path_factory, monkeypatch):
     return folder
 
 
+@pytest.fixture(autouse=True)
+def _runs_dir(tmp_path_factory, monkeypatch):
+    """A main window's run history of each test goes to a fresh temporary folder, never the user's."""
+    from linkwork.app.session.runstore import ENV_DIR
+
+    folder = tmp_path_factory.mktemp("runs")
+    monkeypatch.setenv(ENV_DIR, str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def settings_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("settings")
