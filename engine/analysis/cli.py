@@ -57,8 +57,11 @@ def equilibrium_report(model, eq) -> str:
              f"  constraint residual   {eq.constraint_residual:.3g}",
              f"  gradient residual     {eq.gradient_residual:.3g} (reduced; tolerance {GRADIENT_ACCEPT * eq.force_scale:.3g})",
              f"  potential energy      {eq.energy:.12g} J (file's configuration: {eq.energy_start:.12g} J)"]
-    ev = ", ".join(f"{w:.6g}" for w in eq.eigenvalues) or "(none: no freedom)"
-    lines.append(f"  verdict               {eq.verdict}; reduced Hessian eigenvalues {ev}")
+    if f:
+        ev = ", ".join(f"{w:.6g}" for w in eq.eigenvalues)
+        lines.append(f"  verdict               {eq.verdict}; reduced Hessian eigenvalues {ev}")
+    else:
+        lines.append(f"  verdict               {eq.verdict}: no freedom (the joints, gears and held joints fix every body)")
     for k, w in enumerate(eq.eigenvalues):
         if w < -eq.neutral_tol:
             lines.append(f"    unstable direction  {eq.direction_text(k)}  (eigenvalue {w:.6g})")
@@ -160,7 +163,8 @@ def cmd_modes(argv: list[str]) -> int:
     where = "the file's configuration" if args.at_file else f"the rest ({eq.iterations} Newton iterations)"
     print(f"modes of {model.name or 'the mechanism'} about {where}: {eq.verdict}, "
           f"{md.eigenvalues.shape[0]} {'freedom' if md.eigenvalues.shape[0] == 1 else 'freedoms'}")
-    print(modes_table(md, args.count))
+    if md.eigenvalues.shape[0]:
+        print(modes_table(md, args.count))
     if md.coupling > 1e-3:
         print(f"note: the damping couples the modes (largest modal off-diagonal ratio {md.coupling:.3g}); "
               "the ratios are the modal ones")

@@ -116,6 +116,11 @@ def test_command_writes_the_rest_and_refuses_what_it_cannot_do(tmp_path, capsys)
     assert "verdict               stable" in text and f"wrote {out}" in text
     rest = load(out)
     assert rest.joints[0].rate is None and rest.bodies[0].velocity == (0.0, 0.0, 0.0)
+    # a held joint keeps its coordinate; an unknown one is refused
+    assert cmd_equilibrium([str(src), "--hold", "J1"]) == 0
+    assert "no freedom" in capsys.readouterr().out
+    assert cmd_equilibrium([str(src), "--hold", "J9"]) == 2
+    assert "no joint named 'J9'" in capsys.readouterr().err
     # Newton stopped early: exit 2, saying how far it got
     assert cmd_equilibrium([str(src), "--max-iterations", "1"]) == 2
     err = capsys.readouterr().err

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from linkwork.engine.analysis.cli import cmd_modes
-from linkwork.engine.analysis.equilibrium import spec_at_rest
+from linkwork.engine.analysis.equilibrium import find_equilibrium, spec_at_rest
 from linkwork.engine.analysis.modes import linear_modes
 from linkwork.engine.generators import fourbar
 from linkwork.engine.mechfile import ForceSpec, spec_from_dict
@@ -60,20 +60,23 @@ def test_two_mass_chain_frequencies_shapes_and_damping():
         assert x[1] / x[0] == pytest.approx((k1 + k2 - w2[k] * m1) / k2, rel=1e-8)
 
 
-def double_pendulum(m1, l1, m2, l2, angle=0.0) -> dict:
-    """Two rods hanging from a pivot at the origin (axes z); ``angle`` tilts the first."""
+def double_pendulum(m1, l1, m2, l2, angle=0.0, lower=0.0) -> dict:
+    """Two rods hanging from a pivot at the origin (axes z); ``angle`` tilts the first
+    and ``lower`` the second from the downward vertical."""
     s, c = math.sin(angle), math.cos(angle)
     p1 = [l1 * s, -l1 * c, 0.0]
-    p2 = [p1[0], p1[1] - l2, 0.0]
+    p2 = [p1[0] + l2 * math.sin(lower), p1[1] - l2 * math.cos(lower), 0.0]
     # a rod along its body y axis: the small moment about that axis, m L^2 / 12 about z
     rod = lambda name, a, b, m, L: {"name": name, "mass": m, "inertia": [m * L * L / 12, 1e-4, m * L * L / 12],
                                     "position": [(u + v) / 2 for u, v in zip(a, b)],
                                     "shape": {"kind": "rod", "from": a, "to": b, "radius": 0.02}}
     r1 = rod("upper", [0, 0, 0], p1, m1, l1)
     r1["orientation"] = [math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)]  # its y axis along the rod
+    r2 = rod("lower", p1, p2, m2, l2)
+    r2["orientation"] = [math.cos(lower / 2), 0.0, 0.0, math.sin(lower / 2)]
     return {
         "format": "linkwork-mechanism", "version": 1, "name": "double pendulum", "gravity": [0.0, -G, 0.0],
-        "bodies": [r1, rod("lower", p1, p2, m2, l2)],
+        "bodies": [r1, r2],
         "joints": [{"name": "J1", "type": "revolute", "parent": "ground", "child": "upper", "anchor": [0, 0, 0],
                     "axis": [0, 0, 1]},
                    {"name": "J2", "type": "revolute", "parent": "upper", "child": "lower", "anchor": p1,
@@ -142,3 +145,20 @@ def test_command_prints_the_table_and_writes_both_files(tmp_path, capsys):
     src.write_text(json.dumps(d))
     assert cmd_modes([str(src), "--at-file"]) == 2
     assert "not an equilibrium" in capsys.readouterr().err
+
+
+def test_a_driven_joint_is_held_where_the_file_has_it():
+    """The upper rod driven (its joint held at the file's tilt): the lower rod, drawn at
+    another tilt, comes to hang straight down; one mode is left, the lower rod's swing
+    about a fixed pivot.  Without the driver the upper rod would hang down too."""
+    m1, l1, m2, l2, angle, lower = 1.2, 0.7, 0.8, 0.5, 0.4, -0.3
+    d = double_pendulum(m1, l1, m2, l2, angle, lower)
+    d["drivers"] = [{"type": "driver", "name": "motor", "joint": "J1",
+                     "motion": {"kind": "harmonic", "amplitude": 0.3, "frequency": 1.0}}]
+    md = linear_modes(build_model(spec_from_dict(d)))
+    q = md.equilibrium.q
+    assert q[0] == 0.0 and abs(q[1] - (0.0 - lower)) < 1e-10  # J2 turns the lower rod to hanging
+    assert md.eigenvalues.shape == (1,)
+    assert md.omega[0] == pytest.approx(math.sqrt(m2 * G * l2 / 2 / (m2 * l2 * l2 / 3)), rel=1e-8)
+    free = find_equilibrium(build_model(spec_from_dict(double_pendulum(m1, l1, m2, l2, angle, lower))))
+    assert abs(free.q[0] + angle) < 1e-10 and abs(free.q[1] - (angle - lower)) < 1e-10
