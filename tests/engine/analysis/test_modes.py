@@ -162,3 +162,36 @@ def test_a_driven_joint_is_held_where_the_file_has_it():
     assert md.omega[0] == pytest.approx(math.sqrt(m2 * G * l2 / 2 / (m2 * l2 * l2 / 3)), rel=1e-8)
     free = find_equilibrium(build_model(spec_from_dict(double_pendulum(m1, l1, m2, l2, angle, lower))))
     assert abs(free.q[0] + angle) < 1e-10 and abs(free.q[1] - (angle - lower)) < 1e-10
+
+
+def test_linearisation_matches_finite_differences_of_the_engines_own_dynamics():
+    """The slow, independent reference: ``dca``'s accelerations at rest (v = 0) at points
+    ``q* + eps N e_k`` moved back onto the loop, differenced centrally, give the reduced
+    ``-M_r^-1 K_r``; its eigenvalues are the modes' omega^2.  A loop of four links hanging
+    between two pivots, two freedoms, a point spring across it: the geometric terms of the
+    loop's constraint forces are in K."""
+    from linkwork.engine.analysis.equilibrium import Statics
+    from linkwork.engine.formulations import REGISTRY
+    from linkwork.engine.generators import closed_loop
+    from linkwork.engine.simulation import resolve_settings
+
+    spec = closed_loop(4, inertia=None)
+    b = spec.bodies
+    spring = ForceSpec(type="spring", body1=b[0].name, point1=b[0].position, body2=b[2].name,
+                       point2=b[2].position, stiffness=40.0, damping=0.0, rest_length=0.5)
+    model = build_model(spec.with_(forces=(spring,)))
+    md = linear_modes(model)
+    assert md.eigenvalues.shape == (2,) and md.equilibrium.verdict == "stable"
+    st = Statics(model)
+    dca = REGISTRY["dca"](model, resolve_settings(model, Settings(formulation="dca")))
+    N, eps = md.N, 1e-4
+    cols = []
+    for k in range(N.shape[1]):
+        acc = []
+        for e in (eps, -eps):
+            q, res = st.project(st.retract(md.equilibrium.q, e * N[:, k]))
+            assert res <= 1e-12
+            acc.append(dca.rhs(0.0, np.concatenate([q, np.zeros(model.nv)]))[model.nq:])
+        cols.append(N.T @ (acc[0] - acc[1]) / (2 * eps))
+    w2 = np.sort(np.linalg.eigvals(-np.array(cols).T).real)
+    np.testing.assert_allclose(w2, md.eigenvalues, rtol=1e-6)
