@@ -336,8 +336,7 @@ def _info_text(model, topo) -> str:
         for c in d["couplings"]:
             lines.append(f"  {c['type']} {c['name']:<8} {c['driver']} -> {c['driven']}, ratio {c['ratio']:g} "
                          f"(q_{c['driver']} = {c['ratio']:g} q_{c['driven']})")
-    if d["drivers"]:
-        lines.append("drivers        " + ", ".join(f"{x['name']} ({x['motion']} on {x['joint']})" for x in d["drivers"]))
+    lines += ["drivers        " + ", ".join("{name} on {joint}".format(**x) for x in d["drivers"])] * bool(d["drivers"])
     lines += [
         f"coordinates    {d['absolute_coordinates']} absolute (7 per body: position + Euler parameters)",
         f"equations      {d['constraint_equations']} ({d['joint_equations']} joint + "

@@ -405,7 +405,7 @@ def reaction_model(model: Model, drivers: bool = False) -> ReactionModel:
                          np.concatenate([m.g_ratio, np.zeros(m.nd)]))
 
 
-def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np.ndarray:
+def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam, drivers: bool = False) -> np.ndarray:
     """Every joint's wrench on its successor (about its point) from the cut joints'
     multipliers ``lam`` (dense's row order and sign) and the spatial accelerations ``A``
     about each COM: cut joints directly, tree joints from the force balance of each
@@ -414,11 +414,12 @@ def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam) -> np
     When ``lam`` also holds the gear rows' multipliers (after the cut rows), each gear's
     generalized force ``-K_g^T lam_g`` acts like a joint torque (force) on its two
     joints: counted as applied, so a geared joint's reaction is its constraint wrench
-    alone (no component about a revolute axis), as for any driven joint.  One kernel
-    call (:func:`.dense_kernels.multiplier_reactions`)."""
+    alone (no component about a revolute axis), as for any driven joint.  With ``drivers``,
+    ``lam`` holds the drivers' rows after the gears' and their efforts count as applied
+    too.  One kernel call (:func:`.dense_kernels.multiplier_reactions`)."""
     react = np.empty((model.nj, 6))
     c = np.ascontiguousarray
-    multiplier_reactions(ca, reaction_model(model), Frames(c(x), c(R), c(V), c(P), _NO_SUBSPACE), c(A), c(Fext),
+    multiplier_reactions(ca, reaction_model(model, drivers), Frames(c(x), c(R), c(V), c(P), _NO_SUBSPACE), c(A), c(Fext),
                          c(lam, dtype=float), react)
     return react
 

@@ -22,6 +22,13 @@ and ``rcr``, so every CSV column means the same; dependent entries are slaved.
   ``D = X^T M_S X`` (eq. 51, M_S carrying the articulated inertias of S's other
   children), then base to tip.  No constraint force enters; reactions are recovered
   at output instants only.
+* **Drivers** (docs/file-format.md, "Drivers") are joint-space rows ``e_J`` too, with
+  time in their right-hand sides: ``q_J - q_J0 = f(t) - f(0)``, ``v_J = f'(t)``,
+  ``vdot_J = f''(t)``.  A driven hinge outside every loop is an aggregated body of its own
+  with no independent velocity -- Featherstone's hybrid dynamics: its acceleration is
+  known, its force computed; a driven hinge of a loop joins the loop's aggregated body
+  as one more row (a rheonomic loop constraint).  The effort is minus the driver row's
+  multiplier, recovered at output instants with the reactions.
 * **Position closure** after every step by Newton on each aggregated body's
   constraint equations for its dependent coordinates (warm-started from the state,
   quaternion-safe increments), so ``violation.position`` stays at round-off.
@@ -46,6 +53,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
+from ..drivers import motion_values
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
@@ -239,6 +247,7 @@ class EmbeddingFormulation(RCRFormulation):
                        "formulation crosses such configurations (--formulation dense).")
 
     honours_couplings = True
+    honours_drivers = True
     _positions_entry = staticmethod(_positions)
     #: gear pairs (paper 003 section 5.1) this instance embeds besides the file's couplings
     #: (tests embed invented pairs this way)
@@ -251,6 +260,10 @@ class EmbeddingFormulation(RCRFormulation):
         self.gears = tuple(self.gears) + tuple(
             Gear(driver=int(d), driven=int(n), ratio=float(mu))
             for d, n, mu in zip(m.g_driver[: m.ng], m.g_driven[: m.ng], m.g_ratio[: m.ng]))
+        # the file's drivers, last: a joint-space row e_J each (a "gear" of the joint with
+        # itself and ratio 0, whose zero entry _use skips), rheonomic (_drive)
+        self.ndr = m.nd
+        self.gears = self.gears + tuple(Gear(driver=int(j), driven=int(j), ratio=0.0) for j in m.d_joint)
         self.loops_structure = loop_structure(m)
         self.aggregates = aggregated_bodies(m, self.gears, self.loops_structure)
         self.ranks = None
@@ -270,6 +283,7 @@ class EmbeddingFormulation(RCRFormulation):
             self.phi = np.zeros(nrow)
             self.gam = np.zeros(nrow)
             self.zero_rows = np.zeros(nrow)
+            self.nu = np.zeros(nrow)
             self.w = np.zeros(nrow)
             self._bound_kernels = None  # they gathered the arrays above replace
 
@@ -313,6 +327,8 @@ class EmbeddingFormulation(RCRFormulation):
                     continue
                 gear = self.gears[r - ncr]
                 for joint, val in ((gear.driver, 1.0), (gear.driven, -gear.ratio)):
+                    if val == 0.0:  # a driver's row: its one entry is the first
+                        continue
                     jr[0].append(kofs[b] + rr * n + pos[int(m.v_adr[joint])])
                     jr[1].append(r)
                     jr[2].append(int(m.q_adr[joint]))
@@ -321,10 +337,37 @@ class EmbeddingFormulation(RCRFormulation):
         self.jr = (np.asarray(jr[0], dtype=np.int64), np.asarray(jr[1], dtype=np.int64),
                    np.asarray(jr[2], dtype=np.int64), np.asarray(jr[3], dtype=np.float64),
                    np.asarray(jr[4], dtype=np.float64))
+        # the drivers' entries of jr: (entry, driver) -- their jr_q0 moves with f(t) (_drive)
+        first = ncr + len(self.gears) - self.ndr
+        self._drive_entries = [(k, int(r) - first) for k, r in enumerate(jr[1]) if r >= first]
+        self._drive_q0 = np.array([jr[4][k] for k, _ in self._drive_entries], dtype=float)
+
+    def _drive(self, t: float) -> None:
+        """The drivers' rows at time ``t`` (docs/derivations.md, "Drivers"): the position
+        residual ``q_J - q_J0 - (f(t) - f(0))`` (through ``jr_q0``), the velocity right-hand
+        side ``nu = f'(t)`` and the acceleration one ``gam = f''(t)`` (the kernels never
+        write the joint-space rows of ``gam``)."""
+        if not self.ndr:
+            return
+        m = self.model
+        first = self.ncr + len(self.gears) - self.ndr
+        for i in range(self.ndr):
+            f, fd, fdd = motion_values(m.d_motion, i, t)
+            self.nu[first + i] = fd
+            self.gam[first + i] = fdd
+        q0 = self.jr[4]
+        for (k, i), base in zip(self._drive_entries, self._drive_q0):
+            q0[k] = base + motion_values(m.d_motion, i, t)[0] - m.d_f0[i]
 
     @property
     def projects(self) -> bool:
         return self.ncr + self.njr > 0
+
+    def evaluate(self, t, y):
+        ev = super().evaluate(t, y)
+        if self.ndr:  # minus the drivers' multipliers (the reactions' solve, _reactions)
+            ev.extra["driver_effort"] = -self._lam[len(self._lam) - self.ndr:].copy()
+        return ev
 
     def _repartition(self, t, y, close=True):
         """rcr's monitor (partition switch, or the stop at a change of mobility); the stop

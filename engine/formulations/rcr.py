@@ -148,6 +148,8 @@ class RCRFormulation(Formulation):
                "coordinates restored by Newton after every step; linear cost on ladders.")
     #: joint-space rows (gear pairs) after the cut-joint rows: none in rcr (embedding has them)
     njr: int = 0
+    #: rheonomic joint-space rows among them (embedding's drivers), the last ``ndr``
+    ndr: int = 0
     #: the right-hand side's kernel of positions and blocks, and the arrays it takes between
     #: ``lx`` and ``nb`` (embedding's: its joint-space rows, ``jr``)
     _positions_entry = staticmethod(K.positions_and_blocks)
@@ -180,6 +182,7 @@ class RCRFormulation(Formulation):
         self.phi = np.zeros(self.ncr)  # closure residuals, cut_rows
         self.gam = np.zeros(self.ncr)  # eq. (35) remainder, _loop_rhs
         self.zero_rows = np.zeros(self.ncr)
+        self.nu = np.zeros(self.ncr)  # the closure rows' velocity right-hand side (embedding's drivers: f'(t))
         self.pos = np.zeros(m.nv, dtype=np.int64)  # column -> block position scratch, block_rows
         self.w = np.zeros(max(self.ncr, 1))  # block solve scratch
         self.v = np.zeros(m.nv)  # closed speeds (eq. 34), evaluate
@@ -262,7 +265,7 @@ class RCRFormulation(Formulation):
                 K.dynamics, (self.mk, self.ca, self.fa, p.lx, m.mass, m.inertia, m.q_adr, m.nv_j, self.spring_tree,
                              self.cut_spring, K.Poses(self.x, self.R, self.P, self.S, self.S6), self.V, self.c,
                              self.Ab, self.Ao, self.co, self.Fext, self.jq, self.jq_ref,
-                             K.CutRows(self.GA, self.GB, self.g0, self.phi), self.gam, self.zero_rows,
+                             K.CutRows(self.GA, self.GB, self.g0, self.phi), self.gam, self.nu, self.zero_rows,
                              self._blocks(), self.w, Articulated(self.I6, self.p6, self.U, self.Dl, self.u),
                              LoopMaps(self.N, self.g, self.Gam, self.beta), ClusterFold(self.Ucl, self.Dcl, self.ucl),
                              self.a, self.v, self.vdot, self.t6, self.zero_v))
@@ -285,6 +288,7 @@ class RCRFormulation(Formulation):
     def _solve(self, t, q, v, check=True, out=NO_RATES):
         """One evaluation into the workspace, and the right-hand side into ``out`` if it is
         as long as the state; ``check``: refuse non-finite speeds or accelerations."""
+        self._drive(t)
         positions, dynamics = self._kernels()
         self.block_conditioning = positions(q)
         ok = dynamics(q, v, out)
@@ -296,7 +300,7 @@ class RCRFormulation(Formulation):
         has no loop to close after each step (:mod:`.rk4_kernel`, the same arithmetic bit
         for bit); the generic loop elsewhere."""
         cls = type(self)
-        if (self.ncr or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
+        if (self.ncr or self.ndr or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
                 or "rhs" in vars(self) or not hasattr(K.dynamics, "overloads")):
             return super().rk4_steps(t0, t1, y, n)
         fast = self.__dict__.get("_rk4_interval")
@@ -322,14 +326,18 @@ class RCRFormulation(Formulation):
     def projects(self) -> bool:
         return self.ncr > 0
 
+    def _drive(self, t: float) -> None:
+        """The rheonomic rows' right-hand sides at time ``t`` (embedding's drivers); none here."""
+
     def _close(self, t, y, check=True):
         """Newton on the loop equations for the dependent coordinates, then
         eq. (34) for the dependent speeds (independent ones untouched)."""
         m, p = self.model, self.part
+        self._drive(t)
         y = y.copy()
         q, v = y[: m.nq], y[m.nq:]
         normalize_quaternions(self.mk, q)
-        if not self.ncr:
+        if not self.ncr and not self.ndr:
             return y
         rhs = np.zeros(self.phi.shape[0])
         blocks, work = self._blocks(), K.NewtonScratch(self.w, self.dq, rhs)
@@ -346,7 +354,7 @@ class RCRFormulation(Formulation):
         if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
             raise SimulationError(t, f"{self.name}: the loop equations cannot be closed from the independent "
                                      f"coordinates (residual {res:.3g} after {it} Newton steps)")
-        K.close_velocities(p.lx, blocks, v, self.zero_rows, self.w)
+        K.close_velocities(p.lx, blocks, v, self.nu, self.w)
         return y
 
     def post_step(self, t, y):
@@ -465,9 +473,13 @@ class RCRFormulation(Formulation):
                 rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
                 Kmat[np.ix_(rr, cc)] = self.Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
             if self.njr:  # the gears' constant rows, in dense's order and scale (multipliers as dense's)
-                Kmat[self.ncr:] = coupling_rows(m, m.q_zero())[1]
+                Kmat[self.ncr:self.ncr + m.ng] = coupling_rows(m, m.q_zero())[1]
+            for i in range(self.ndr):  # then the drivers' rows e_J (embedding)
+                Kmat[nr - self.ndr + i, m.v_adr[m.d_joint[i]]] = 1.0
             lam = np.linalg.lstsq(Kmat.T, -tau, rcond=config.RANK_RTOL)[0]
-        return reactions_from_multipliers(m, self.ca, self.x, self.R, self.V, self.P, A, self.Fext, lam)
+        self._lam = lam
+        return reactions_from_multipliers(m, self.ca, self.x, self.R, self.V, self.P, A, self.Fext, lam,
+                                          drivers=self.ndr > 0)
 
     def _closure_residual(self):
         """(largest acceleration residual of the cut rows, the scale of its terms)."""

@@ -324,7 +324,7 @@ def dynamics(desc, proto, q, v_in, out):
     (:func:`~engine.kinematics.ode_rates`).  Returns False if a cluster's reduced inertia
     is not positive definite or a rate is not finite."""
     (mk, ca, fa, lx, mass, inertia, q_adr, nv_j, spring_tree, spring_cut, poses, V, c, Ab, Ao, co, Fext, jq, jq_ref,
-     rows, gam, zero_rows, blocks, w, art, maps, fold, a, v, vdot, t6, zero_v) = unpack(desc, proto)
+     rows, gam, nu, zero_rows, blocks, w, art, maps, fold, a, v, vdot, t6, zero_v) = unpack(desc, proto)
     x, R, P, S, S6 = poses.x, poses.R, poses.P, poses.S, poses.S6
     GA, GB, g0, phi = rows.GA, rows.GB, rows.g0, rows.phi
     N, g = maps.N, maps.g
@@ -333,7 +333,7 @@ def dynamics(desc, proto, q, v_in, out):
     nj = pred.shape[0]
     for k in range(v.shape[0]):
         v[k] = v_in[k]
-    close_velocities(lx, blocks, v, zero_rows, w)  # eq. (34)
+    close_velocities(lx, blocks, v, nu, w)  # eq. (34); nu: the rheonomic rows' rates (embedding's drivers)
     fk_velocities(mk, x, P, S, v, V, c)
     tree_applied_forces(fa, q, q_adr, spring_tree, spring_cut, x, R, V, jq, jq_ref, Fext)
     fk_accelerations(mk, x, P, S, c, zero_v, Ab)

@@ -35,8 +35,8 @@ from .rotating import spinning_arm_fourbar, turntable_fourbar
 
 __all__ = [
     "ADAPTIVE", "G", "UNIT_INERTIA",
-    "chain", "closed_loop", "demo_cases", "double_loop", "driven_slider_crank", "finish", "fivebar", "fourbar", "geared_arm",
-    "geared_fourbar", "geared_pendulum", "joint_spec", "joint_zoo", "ladder", "paper000_chain",
+    "chain", "closed_loop", "demo_cases", "double_loop", "driven_slider_crank", "finish", "fivebar", "fourbar",
+    "geared_arm", "geared_fourbar", "geared_pendulum", "joint_spec", "joint_zoo", "ladder", "paper000_chain",
     "paper_cases", "quat_from_rotation", "random_mechanism", "rod_body", "rod_inertia", "slider_crank",
     "spatial_double_pendulum", "spinning_arm_fourbar", "turntable_fourbar", "vec", "write_examples",
 ]

@@ -165,6 +165,8 @@ class _Exporter:
         self._torques_as_actuators(root)
         self._linkwork_texts(root, {name: spec.joints[k] for name, k in tree.items()}, cuts)
         self._warn("mesh drawings: not exported", self._mesh)
+        self._warn("drivers (prescribed joint motions; MJCF has no rheonomic equality): not exported",
+                   [d.name for d in spec.drivers])
         moving = [b.name for b in spec.bodies if any(b.velocity) or any(b.angular_velocity)]
         self._warn("body velocities (MJCF's initial velocities are joint rates): not exported", moving)
         if any(self.qvel):

@@ -17,14 +17,16 @@ flat arrays for the kernels is :mod:`engine.model`'s job.
 
 from .io import dumps, load, loads, save, spec_to_dict
 from .spec import (
-    COUPLING_TYPES, DRIVER_KINDS, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE, SHAPE_KINDS,
+    COUPLING_TYPES, DRIVER_KINDS, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE,
+    SHAPE_KINDS,
     BodySpec, Connectivity, CouplingSpec, DriverSpec, ForceSpec, JointSpec, MechanismSpec, MotionSpec, ShapeSpec,
     Vec3,
 )
 from .validate import SETTINGS_KEYS, spec_from_dict
 
 __all__ = [
-    "COUPLING_TYPES", "DRIVER_KINDS", "FORCE_TYPES", "FORMAT_NAME", "FORMAT_VERSION", "GROUND", "JOINT_TYPES", "MAX_MAGNITUDE",
-    "SETTINGS_KEYS", "SHAPE_KINDS", "BodySpec", "Connectivity", "CouplingSpec", "DriverSpec", "ForceSpec", "JointSpec", "MechanismSpec",
-    "MotionSpec", "ShapeSpec", "Vec3", "dumps", "load", "loads", "save", "spec_from_dict", "spec_to_dict",
+    "COUPLING_TYPES", "DRIVER_KINDS", "FORCE_TYPES", "FORMAT_NAME", "FORMAT_VERSION", "GROUND", "JOINT_TYPES",
+    "MAX_MAGNITUDE", "SETTINGS_KEYS", "SHAPE_KINDS", "BodySpec", "Connectivity", "CouplingSpec", "DriverSpec",
+    "ForceSpec", "JointSpec", "MechanismSpec", "MotionSpec", "ShapeSpec", "Vec3", "dumps", "load", "loads", "save",
+    "spec_from_dict", "spec_to_dict",
 ]

@@ -15,7 +15,8 @@ import numpy as np
 from .. import config
 from ..errors import MechanismError
 from .spec import (
-    COUPLING_TYPES, DRIVER_KINDS, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE, SHAPE_KINDS,
+    COUPLING_TYPES, DRIVER_KINDS, FORCE_TYPES, FORMAT_NAME, FORMAT_VERSION, GROUND, JOINT_TYPES, MAX_MAGNITUDE,
+    SHAPE_KINDS,
     BodySpec, CouplingSpec, DriverSpec, ForceSpec, JointSpec, MechanismSpec, MotionSpec, ShapeSpec, Vec3,
 )
 
@@ -460,7 +461,8 @@ def _read_motion(r: _Reader, path: str, v: Any) -> MotionSpec:
         raise MechanismError(f"{path}.q", f"must hold one value per instant of {path}.t ({len(ts)}; got {len(qs)})")
     for i in range(1, len(ts)):
         if not ts[i] > ts[i - 1]:
-            raise MechanismError(f"{path}.t[{i}]", f"instants must increase (got {_fmt(ts[i])} after {_fmt(ts[i - 1])})")
+            raise MechanismError(f"{path}.t[{i}]",
+                                 f"instants must increase (got {_fmt(ts[i])} after {_fmt(ts[i - 1])})")
     return MotionSpec(kind, t=tuple(ts), q=tuple(qs))
 
 
