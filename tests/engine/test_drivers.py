@@ -312,3 +312,49 @@ def test_a_driven_loop_with_a_freedom_left_agrees_between_formulations():
         c = _run(spec, form, t_end=1.0, dt=0.05)
         for col in ("P2.x", "P2.y", "D1.x", "D2.y", "driver.m.effort"):
             assert np.abs(c[col] - ref[col]).max() < 1e-8, (form, col)
+
+
+def test_the_effort_keeps_the_file_sense_of_a_reversed_joint():
+    """The pivot written rod -> ground measures ground's angle relative to the rod: the
+    rod turns by -(f(t) - f(0)), and the effort acts on ground relative to the rod, so
+    effort = -(I_pivot theta'' + m g (l/2) sin theta) with theta = THETA_P - (f - f(0))."""
+    A, nu = 0.5, 0.6
+    spec = _pendulum(MotionSpec("harmonic", amplitude=A, frequency=nu))
+    (pivot,) = spec.joints
+    spec = spec.with_(joints=(JointSpec("pivot", "revolute", "rod", GROUND, pivot.anchor, axis=pivot.axis),))
+    w = 2 * np.pi * nu
+    I_pivot = spec.bodies[0].inertia[2][2] + ROD_M * (ROD_L / 2) ** 2
+    for form in HONOURING:
+        c = _run(spec, form, t_end=1.0, dt=0.05)
+        t = c["t"]
+        f = A * np.sin(w * t)
+        theta = THETA_P - f
+        effort = -(I_pivot * (A * w * w * np.sin(w * t)) + ROD_M * G * (ROD_L / 2) * np.sin(theta))
+        assert np.abs(c["driver.swing.q"] - f).max() < 1e-9
+        assert np.abs(c["rod.wz"] - (-A * w * np.cos(w * t))).max() < 1e-9
+        assert np.abs(c["driver.swing.effort"] - effort).max() < 1e-9
+
+
+def test_a_prismatic_driver_applies_a_force():
+    """A block on a vertical prismatic guide (axis +y) lifted harmonically: the effort is
+    the force m (y'' + g) along the axis."""
+    m_block, A, nu = 3.0, 0.2, 1.5
+    block = BodySpec("block", m_block, ((0.01, 0, 0), (0, 0.01, 0), (0, 0, 0.01)), (0.0, 0.5, 0.0))
+    guide = JointSpec("guide", "prismatic", GROUND, "block", (0.0, 0.5, 0.0), axis=(0.0, 1.0, 0.0))
+    spec = MechanismSpec(bodies=(block,), joints=(guide,), gravity=(0.0, -G, 0.0), name="lift",
+                         drivers=(DriverSpec("lift", "guide", MotionSpec("harmonic", amplitude=A, frequency=nu)),))
+    w = 2 * np.pi * nu
+    for form in HONOURING:
+        c = _run(spec, form, t_end=1.0, dt=0.05)
+        t = c["t"]
+        assert np.abs(c["block.y"] - (0.5 + A * np.sin(w * t))).max() < 1e-9
+        assert np.abs(c["driver.lift.effort"] - m_block * (-A * w * w * np.sin(w * t) + G)).max() < 1e-9
+        assert np.abs(c["reaction.guide.fy"]).max() < 1e-9  # the driver's force is applied, not a reaction
+
+
+def test_info_counts_each_driver_as_one_equation():
+    model = build_model(gen.driven_slider_crank())
+    d = analyze(model).as_dict(model)
+    assert (d["driver_equations"], d["dof"], d["redundant_constraints"]) == (1, 0, 3)
+    assert d["drivers"] == [{"name": "motor", "joint": "crank_pin", "motion": "constant-rate"}]
+    assert d["constraint_equations"] == d["joint_equations"] + d["driver_equations"] + d["normalisation_equations"]
