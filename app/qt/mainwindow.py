@@ -28,6 +28,7 @@ from .generators import GeneratorDialog
 from .help import MarkdownDialog, about_text, docs_dir, formulation_guide
 from .interop_dialogs import export_mjcf_dialog, import_dialog
 from .messages import MessagesPanel
+from .modes import ModesPanel
 from .plots import PlotPanel
 from .recovery import AutosaveTimer, default_runs_folder
 from .runner import RunController
@@ -100,13 +101,15 @@ class MainWindow(QMainWindow):
         self.plots = PlotPanel(self.session)
         self.runs_panel = RunsPanel(self.session, self.compare_menu)
         self.messages = MessagesPanel(self.session)
+        self.modes_panel = ModesPanel(self.session)
         self.docks = {}
         for key, title, widget, area in (
                 ("mechanism", "Mechanism", self.editor, Qt.LeftDockWidgetArea),
                 ("solver", "Solver", self.solver_panel, Qt.RightDockWidgetArea),
                 ("runs", "Runs", self.runs_panel, Qt.RightDockWidgetArea),
                 ("plots", "Plots", self.plots, Qt.BottomDockWidgetArea),
-                ("messages", "Messages", self.messages, Qt.BottomDockWidgetArea)):
+                ("messages", "Messages", self.messages, Qt.BottomDockWidgetArea),
+                ("modes", "Modes", self.modes_panel, Qt.RightDockWidgetArea)):
             d = QDockWidget(title, self)
             d.setObjectName(f"dock_{key}")
             d.setWidget(widget)
@@ -117,6 +120,9 @@ class MainWindow(QMainWindow):
         self.splitDockWidget(self.docks["solver"], self.docks["runs"], Qt.Vertical)
         self.tabifyDockWidget(self.docks["plots"], self.docks["messages"])
         self.docks["plots"].raise_()
+        self.tabifyDockWidget(self.docks["runs"], self.docks["modes"])
+        self.docks["modes"].hide()  # Analysis > Equilibrium or Modes shows it
+        self.modes_panel.poses.connect(self._show_mode_poses)
         self._default_state = None
         self._make_menus()
 
@@ -291,6 +297,16 @@ class MainWindow(QMainWindow):
         r.addSeparator()
         r.addAction(self.actions["play"])
         r.addAction(self.actions["clear_runs"])
+        an = mb.addMenu("&Analysis")
+        an.setObjectName("analysisMenu")
+        for key, text, tip in (("equilibrium", "&Equilibrium", "Where the mechanism comes to rest; stable or not"),
+                               ("modes", "&Modes", "Natural frequencies and mode shapes about the rest")):
+            a = QAction(text, self)
+            a.setObjectName(f"action_{key}")
+            a.setStatusTip(tip)
+            a.triggered.connect(lambda _=False, k=key: self.analyse(k))
+            an.addAction(a)
+            self.actions[key] = a
         x = mb.addMenu("E&xport")
         x.setObjectName("exportMenu")
         x.addAction(self.actions["export_csv"])
@@ -312,6 +328,18 @@ class MainWindow(QMainWindow):
         h.addAction(self.actions["guide"])
         h.addAction(self.actions["user_guide"])
         h.addAction(self.actions["about"])
+
+    def analyse(self, what: str) -> bool:
+        """Analysis > Equilibrium (``what`` "equilibrium") or > Modes: the Modes dock shown
+        with the result (docs/user-guide.md, "Static equilibrium and vibration modes")."""
+        self.docks["modes"].show()
+        self.docks["modes"].raise_()
+        panel = self.modes_panel
+        return panel.find_equilibrium() if what == "equilibrium" else panel.compute_modes()
+
+    def _show_mode_poses(self, poses) -> None:
+        if self.view_panel.scene is not None:
+            self.view_panel.scene.show_poses(poses)
 
     def _fill_examples(self) -> None:
         from linkwork.engine.mechfile import load
@@ -892,7 +920,7 @@ class MainWindow(QMainWindow):
         self._closed = True
         self._subs.disconnect_all()
         for w in (self.plots, self.solver_panel, self.editor, self.runs_panel, self.messages,
-                  self.sketch_panel, self.view_panel, self.status_summary):
+                  self.modes_panel, self.sketch_panel, self.view_panel, self.status_summary):
             w.close_panel()
         for d in list(self._dialogs):
             d.close()

@@ -97,6 +97,9 @@ class MechanismScene:
         self.session = session
         self.offscreen = offscreen
         self.on_update = None
+        #: (x (nb, 3), R (nb, 3, 3)), file order, drawn instead of the run's or the file's
+        #: poses while set (a vibration mode animated: :meth:`show_poses`)
+        self.pose_override = None
         self.canvas = scene.SceneCanvas(keys=None, bgcolor=BG, size=size, parent=None if offscreen else parent,
                                         show=False, config={"samples": 0 if offscreen else 4})
         self.canvas.unfreeze()
@@ -393,6 +396,10 @@ class MechanismScene:
 
     # -------------------------------------------------------------------- poses
     def current_poses(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.pose_override is not None and self._spec is not None \
+                and len(self.pose_override[0]) == len(self._spec.bodies):
+            self._row = None
+            return self.pose_override
         spec = self._spec
         run = self._run
         if run is not None and run.n_rows > 0:
@@ -402,6 +409,11 @@ class MechanismScene:
             return poses_from_row(row, len(spec.bodies))
         self._row = None
         return initial_poses(spec)
+
+    def show_poses(self, poses) -> None:
+        """Draw the bodies at ``poses`` (``(x, R)``, file order) until called with None."""
+        self.pose_override = poses
+        self._draw_now()
 
     def _pose(self) -> None:
         m = self._meshes

@@ -110,6 +110,18 @@ def modes_at(st: Statics, eq: Equilibrium) -> Modes:
     return Modes(eq, w2, shapes, zeta, s, coupling, tuple(st.coordinate_labels()), M, K, C, N)
 
 
+def poses_along(model: Model, q: np.ndarray, dv: np.ndarray, statics: Statics | None = None):
+    """Body poses ``(x (nb, 3), R (nb, 3, 3))``, in file order, at the configuration ``q``
+    moved by the tree-velocity increment ``dv`` (a mode shape times an amplitude) and put
+    back onto the loops where it can be: what an animation of a mode draws."""
+    st = statics or Statics(model)
+    qn = st.retract(q, np.asarray(dv, dtype=float))
+    qp, res = st.project(qn)
+    st.pose(qp if res <= 1e-9 else qn)
+    order = model.body_internal
+    return st.x[order].copy(), st.R[order].copy()
+
+
 def write_modes(modes: Modes, directory) -> list:
     """``modes.csv`` (one row per mode) and ``shapes.csv`` (one row per mode and tree
     coordinate) in ``directory`` (docs/user-guide.md, "Static equilibrium and vibration modes")."""

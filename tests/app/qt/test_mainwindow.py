@@ -25,7 +25,7 @@ def test_menus_and_shortcuts(make_window):
     assert win.actions["run"].shortcut().toString() == "F5"
     assert win.actions["undo"].shortcut().matches(Qt.CTRL | Qt.Key_Z)
     assert win.actions["open"].shortcut().matches(Qt.CTRL | Qt.Key_O)
-    assert set(win.docks) == {"mechanism", "solver", "runs", "plots", "messages"}
+    assert set(win.docks) == {"mechanism", "solver", "runs", "plots", "messages", "modes"}
     # nothing to run yet
     assert not win.actions["run"].isEnabled()
     assert "empty" in win.actions["run"].toolTip()
