@@ -62,6 +62,8 @@ def quantity_label(col: str) -> str:
     if col.startswith("reaction.") and len(parts) >= 3:
         kind = {"f": "force", "n": "moment"}.get(parts[-1][0], "")
         return f"reaction {'.'.join(parts[1:-1])} {kind} {parts[-1][1:]}"
+    if col.startswith("driver.") and len(parts) >= 3:
+        return f"driver {'.'.join(parts[1:-1])} {parts[-1]}"
     if col.startswith("energy.") or col.startswith("violation."):
         return col.replace(".", " ")
     return col
@@ -81,6 +83,15 @@ def quantity_unit(col: str, spec=None) -> str:
             jtype = next((j.type for j in spec.joints if j.name == name), None)
         base = {"revolute": "rad", "prismatic": "m"}.get(jtype, "")
         return base + ("/s" if base and last == "qd" else "")
+    if col.startswith("driver."):  # docs/file-format.md, "Drivers"
+        if last == "power":
+            return "W"
+        name = ".".join(col.split(".")[1:-1])
+        joint = next((d.joint for d in spec.drivers if d.name == name), None) if spec is not None else None
+        jtype = next((j.type for j in spec.joints if j.name == joint), None) if joint is not None else None
+        units = {"revolute": {"q": "rad", "rate": "rad/s", "effort": "N·m"},
+                 "prismatic": {"q": "m", "rate": "m/s", "effort": "N"}}
+        return units.get(jtype, {}).get(last, "")
     if last in ("x", "y", "z"):
         return "m"
     if last in ("vx", "vy", "vz"):
