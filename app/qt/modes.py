@@ -154,7 +154,7 @@ class ModesPanel(QWidget):
             d = md.shapes[:, k]
             big = float(max(abs(d).max(), 1e-300))
             shape = ", ".join(f"{md.labels[i]} {d[i] / big:+.2f}" for i in range(d.size) if abs(d[i]) >= 0.05 * big)
-            if md.eigenvalues[k] < 0:
+            if md.eigenvalues[k] < 0 and not md.neutral[k]:
                 cells = (str(k + 1), "unstable", f"grows {math.sqrt(-md.eigenvalues[k]):.4g} 1/s", "", shape)
             else:
                 z = md.damping_ratios[k]

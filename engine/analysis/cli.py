@@ -55,13 +55,15 @@ def equilibrium_report(model, eq) -> str:
              f"{'freedom' if f == 1 else 'freedoms'} at rest)",
              f"  Newton iterations     {eq.iterations}",
              f"  constraint residual   {eq.constraint_residual:.3g}",
-             f"  gradient residual     {eq.gradient_residual:.3g} (reduced; tolerance {GRADIENT_ACCEPT * eq.force_scale:.3g})",
+             f"  gradient residual     {eq.gradient_residual:.3g} "
+             f"(reduced; tolerance {GRADIENT_ACCEPT * eq.force_scale:.3g})",
              f"  potential energy      {eq.energy:.12g} J (file's configuration: {eq.energy_start:.12g} J)"]
     if f:
         ev = ", ".join(f"{w:.6g}" for w in eq.eigenvalues)
         lines.append(f"  verdict               {eq.verdict}; reduced Hessian eigenvalues {ev}")
     else:
-        lines.append(f"  verdict               {eq.verdict}: no freedom (the joints, gears and held joints fix every body)")
+        lines.append(f"  verdict               {eq.verdict}: no freedom "
+                     "(the joints, gears and held joints fix every body)")
     for k, w in enumerate(eq.eigenvalues):
         if w < -eq.neutral_tol:
             lines.append(f"    unstable direction  {eq.direction_text(k)}  (eigenvalue {w:.6g})")
@@ -122,13 +124,14 @@ def modes_table(md, count: int | None = None) -> str:
         d = md.shapes[:, k]
         big = float(np.max(np.abs(d))) or 1.0
         shape = ", ".join(f"{md.labels[i]} {d[i] / big:+.3g}" for i in range(d.size) if abs(d[i]) >= 0.05 * big)
-        if w2 < 0:
+        if w2 < 0 and not md.neutral[k]:
             rows.append(f"{k + 1:>4}  {'unstable':>15}  {'':>14}  {'':>13}  {shape}  "
                         f"(grows as exp({np.sqrt(-w2):.6g} t))")
             continue
         z = md.damping_ratios[k]
         zs = "-" if np.isnan(z) else f"{z:.6g}"
-        rows.append(f"{k + 1:>4}  {md.frequency_hz[k]:>15.9g}  {md.omega[k]:>14.9g}  {zs:>13}  {shape}")
+        note = "  (neutral: moves freely)" if md.neutral[k] else ""
+        rows.append(f"{k + 1:>4}  {md.frequency_hz[k]:>15.9g}  {md.omega[k]:>14.9g}  {zs:>13}  {shape}{note}")
     return "\n".join(rows)
 
 
@@ -172,7 +175,7 @@ def cmd_modes(argv: list[str]) -> int:
         keep = slice(None) if args.count is None else slice(0, args.count)
         from dataclasses import replace
 
-        part = replace(md, eigenvalues=md.eigenvalues[keep], shapes=md.shapes[:, keep],
+        part = replace(md, eigenvalues=md.eigenvalues[keep], neutral=md.neutral[keep], shapes=md.shapes[:, keep],
                        damping_ratios=md.damping_ratios[keep])
         try:
             written = write_modes(part, args.out)

@@ -24,7 +24,8 @@ import numpy as np
 import scipy.linalg
 
 from ..model import Model
-from .equilibrium import Equilibrium, Statics, check_equilibrium, find_equilibrium, held_joints, null_space
+from .equilibrium import (NEUTRAL_TOL, Equilibrium, Statics, check_equilibrium, find_equilibrium, held_joints,
+                          null_space)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Modes:
 
     equilibrium: Equilibrium
     eigenvalues: np.ndarray  # (f,) omega^2 of K_r phi = omega^2 M_r phi, 1/s^2 (negative: unstable)
+    neutral: np.ndarray  # (f,) bool: |omega^2| within NEUTRAL_TOL of the largest, a free motion (omega = 0)
     shapes: np.ndarray  # (nv, f) mode shapes in tree velocity coordinates, phi^T M phi = 1
     damping_ratios: np.ndarray  # (f,) modal damping ratios (NaN where omega = 0)
     damped_eigenvalues: np.ndarray  # (2f,) eigenvalues s of M_r s^2 + C_r s + K_r = 0, complex
@@ -45,10 +47,11 @@ class Modes:
 
     @property
     def omega(self) -> np.ndarray:
-        """Natural circular frequencies, rad/s (NaN for an unstable direction)."""
+        """Natural circular frequencies, rad/s (0 for a neutral direction, NaN for an unstable one)."""
         w = np.full(self.eigenvalues.shape, np.nan)
         ok = self.eigenvalues >= 0
         w[ok] = np.sqrt(self.eigenvalues[ok])
+        w[self.neutral] = 0.0
         return w
 
     @property
@@ -80,7 +83,7 @@ def modes_at(st: Statics, eq: Equilibrium) -> Modes:
     f = N.shape[1]
     if f == 0:
         empty = np.zeros(0)
-        return Modes(eq, empty, np.zeros((m.nv, 0)), empty, np.zeros(0, complex), 0.0,
+        return Modes(eq, empty, np.zeros(0, bool), np.zeros((m.nv, 0)), empty, np.zeros(0, complex), 0.0,
                      tuple(st.coordinate_labels()), M, K, C, N)
     w2, Z = scipy.linalg.eigh(Kr, Mr)
     shapes = N @ Z  # phi^T M phi = z^T M_r z = 1
@@ -93,8 +96,8 @@ def modes_at(st: Statics, eq: Equilibrium) -> Modes:
     Cm = Z.T @ Cr @ Z  # modal damping matrix
     omega = np.sqrt(np.maximum(w2, 0.0))
     zeta = np.full(f, np.nan)
-    tiny = 1e-9 * max(float(np.max(np.abs(w2))), 1e-300)
-    ok = w2 > tiny
+    neutral = np.abs(w2) <= NEUTRAL_TOL * max(float(np.max(np.abs(w2))), 1e-300)
+    ok = (w2 > 0) & ~neutral
     zeta[ok] = np.diag(Cm)[ok] / (2.0 * omega[ok])
     d = np.sqrt(np.abs(np.diag(Cm)))
     off = np.abs(Cm - np.diag(np.diag(Cm)))
@@ -107,7 +110,7 @@ def modes_at(st: Statics, eq: Equilibrium) -> Modes:
     S = np.block([[np.zeros((f, f)), np.eye(f)], [-Minv @ Kr, -Minv @ Cr]])
     s = np.linalg.eigvals(S)
     s = s[np.lexsort((s.imag, np.abs(s)))]
-    return Modes(eq, w2, shapes, zeta, s, coupling, tuple(st.coordinate_labels()), M, K, C, N)
+    return Modes(eq, w2, neutral, shapes, zeta, s, coupling, tuple(st.coordinate_labels()), M, K, C, N)
 
 
 def poses_along(model: Model, q: np.ndarray, dv: np.ndarray, statics: Statics | None = None):

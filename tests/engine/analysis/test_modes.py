@@ -195,3 +195,19 @@ def test_linearisation_matches_finite_differences_of_the_engines_own_dynamics():
         cols.append(N.T @ (acc[0] - acc[1]) / (2 * eps))
     w2 = np.sort(np.linalg.eigvals(-np.array(cols).T).real)
     np.testing.assert_allclose(w2, md.eigenvalues, rtol=1e-6)
+
+
+def test_free_spins_are_neutral_modes_of_zero_frequency():
+    """A rod hanging from a spherical joint: its spin about its own (vertical) axis is free
+    -- a neutral mode of frequency 0, not an unstable one -- and it swings in two planes
+    at sqrt(m g d / I_pivot)."""
+    m, L = 1.5, 0.8
+    d = {"format": "linkwork-mechanism", "version": 1, "name": "ball pendulum", "gravity": [0.0, -G, 0.0],
+         "bodies": [{"name": "rod", "mass": m, "inertia": [m * L * L / 12, 1e-3, m * L * L / 12],
+                     "position": [0.0, -L / 2, 0.0]}],
+         "joints": [{"name": "ball", "type": "spherical", "parent": "ground", "child": "rod", "anchor": [0, 0, 0]}],
+         "forces": []}
+    md = linear_modes(build_model(spec_from_dict(d)))
+    assert md.equilibrium.verdict == "neutral"
+    assert list(md.neutral) == [True, False, False] and md.omega[0] == 0.0
+    np.testing.assert_allclose(md.omega[1:], math.sqrt(m * G * L / 2 / (m * L * L / 3)), rtol=1e-8)
