@@ -81,6 +81,8 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
             _sweep_dialog(app, win, grab)
         if "recovery-offer" in only:
             _recovery_offer(app, win, shots, out)
+        if "modes-dock" in only:
+            _modes_dock(app, win, grab)
         win.session.document.set_dirty_from_undo(True)
         win.close()
         app.processEvents()
@@ -204,7 +206,10 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     # 9. a two-parameter sweep of the slider-crank, its result as an image
     _sweep_dialog(app, win, grab)
 
-    # 10. the restore offer after a crash
+    # 10. Analysis > Modes on the sprung parallelogram, the mode animated
+    _modes_dock(app, win, grab)
+
+    # 11. the restore offer after a crash
     _recovery_offer(app, win, shots, out)
 
     win.session.document.set_dirty_from_undo(True)
@@ -238,6 +243,26 @@ def _sweep_dialog(app, win, grab) -> None:
     grab(dlg, "sweep-dialog.png")
     dlg.reject()
     _wait(app, 0.2)
+
+
+def _modes_dock(app, win, grab) -> None:
+    """Analysis > Modes on the sprung parallelogram: the Modes dock listing its mode, the
+    3-D view caught part way through the animation."""
+    from linkwork.engine.paths import examples_dir
+
+    win.session.document.set_dirty_from_undo(True)
+    win.open_file(examples_dir() / "sprung-parallelogram.mech.json")
+    win.tabs.setCurrentIndex(0)
+    win.analyse("modes")
+    win.modes_panel.amplitude.setValue(0.35)
+    win.modes_panel.animate_button.setChecked(True)
+    win.view_panel.reset_camera("front")
+    _wait_for(app, lambda: 1.0 < win.modes_panel._phase < 1.6, timeout=10.0)
+    win.modes_panel.animate_button.setChecked(False)
+    win.modes_panel.poses.emit(win.modes_panel.mode_poses(1.3))
+    _wait(app, 0.4)
+    grab(win, "modes-dock.png")
+    win.modes_panel.clear()
 
 
 def _recovery_offer(app, win, shots, out: Path) -> None:

@@ -26,7 +26,7 @@ from linkwork.app.session import Session, Subscriptions
 PERIOD = 1.6
 #: milliseconds between animation frames
 FRAME_MS = 40
-COLUMNS = ("Mode", "Frequency [Hz]", "ω [rad/s]", "Damping ratio", "Shape")
+COLUMNS = ("#", "f [Hz]", "ω [rad/s]", "ζ", "Shape")
 
 
 class ModesPanel(QWidget):
@@ -73,6 +73,9 @@ class ModesPanel(QWidget):
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("modesTable")
         self.table.setHorizontalHeaderLabels(COLUMNS)
+        for c, tip in enumerate(("Mode, slowest first", "Natural frequency", "Natural circular frequency",
+                                 "Damping ratio (the mode's own)", "The mode's larger joint components")):
+            self.table.horizontalHeaderItem(c).setToolTip(tip)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -165,6 +168,7 @@ class ModesPanel(QWidget):
                 if c < 4:
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 self.table.setItem(k, c, item)
+        self.table.resizeColumnsToContents()
         n = md.eigenvalues.shape[0]
         self.report.setText(f"{n} {'mode' if n == 1 else 'modes'} about the rest ({self.equilibrium.verdict}); "
                             "choose one and press Animate." if n else "No freedom at rest: no modes.")
