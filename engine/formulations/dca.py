@@ -18,6 +18,15 @@ accelerations come from the body accelerations, ``vdot_j = S_j^T (A_succ - A_pre
 Loops are held by projection at the output instants (:mod:`.stabilise`, on by default;
 ``projection=False`` lets the drift be studied); ``baumgarte=(alpha, beta)`` adds
 ``2 alpha Phi_dot + beta^2 Phi`` to the closure rows between them.
+
+Drivers (docs/file-format.md, "Drivers") by superposition -- Featherstone's hybrid
+dynamics done with the forward dynamics itself: the joint accelerations are affine in
+the generalized forces applied to the driven joints, ``vdot_J = a0 + Phi tau``, so
+``nd + 1`` evaluations (tau = 0, then a unit effort on each driven joint) give ``a0`` and
+``Phi``, the efforts are ``tau = Phi^-1 (f'' - a0)``, and a last evaluation applies them
+(a joint torque, or force, on each driven joint: an applied load, so the reactions stay
+constraint wrenches).  The driven coordinates and rates are held with the loops by the
+projection at output instants, whose rows include the drivers' at that time.
 """
 
 from __future__ import annotations
@@ -25,10 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import config
+from ..drivers import motion_values
 from ..errors import SingularSystemError
+from ..forces import ForceArrays, force_arrays
 from ..initial import initial_state, tree_velocities
 from ..kinematics import classical_accelerations, fk_positions
-from ..model import Model
+from ..model import F_JOINT_TORQUE, Model
 from ..threads import DCA_TREE_SERIAL_BELOW, PARALLEL_MIN_BODIES
 from .base import Evaluation, NO_RATES, StateKernel, check_consistent
 from .dca_chain import (
@@ -51,9 +62,16 @@ class DCAFormulation(TreeFormulation):
     summary = ("Featherstone's divide-and-conquer algorithm in joint coordinates: O(n) work, "
                "O(log n) depth over a binary assembly tree, loops closed at the acceleration level.")
 
+    honours_drivers = True
+
     def __init__(self, model: Model, settings, plan=None):
         super().__init__(model, settings, plan)
         m = model
+        if m.nd:  # the drivers' efforts as joint torques the evaluations apply (module docstring)
+            self.fa, self.effort = driver_force_arrays(m)
+            self._driven_v = np.array([m.v_adr[j] for j in m.d_joint], dtype=np.int64)
+            flag = getattr(settings, "projection", None)
+            self._project = flag is None or bool(flag)  # the drivers' rows, with the loops'
         bg = getattr(settings, "baumgarte", None)
         self.alpha, self.beta = (float(bg[0]), float(bg[1])) if bg else (0.0, 0.0)
         # workspace: position -> velocity -> acceleration -> constraint
@@ -76,7 +94,7 @@ class DCAFormulation(TreeFormulation):
         # one grounded region on one thread: its passes called directly (evaluate_region);
         # an unbranched chain's on two threads, beside one another (evaluate_chain)
         direct = self.lay.one_region and m.nb < self.lay.ix.body_parallel_from
-        self.two_roles = direct and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
+        self.two_roles = direct and not m.nd and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
         kernel = evaluate_chain if self.two_roles else evaluate_region if direct else evaluate
         self._kernel = StateKernel(kernel, self._workspace())
         self.twin = {}  # the second copies of CHAIN_TWIN's arrays, by name (two roles only)
@@ -92,6 +110,8 @@ class DCAFormulation(TreeFormulation):
             self._alone = StateKernel(evaluate_region, self._workspace())
             self._rhs_kernels = self._roles
             self.rhs = self._rhs_two_roles  # the other mechanisms' rhs pays nothing for the choice
+        if m.nd:
+            self.rhs = self._rhs_driven
         self._decide_ranks()
 
     def _rhs_two_roles(self, t, y):
@@ -119,6 +139,36 @@ class DCAFormulation(TreeFormulation):
         self._rhs_kernels = roles if t_roles < t_alone else (alone, alone)
         if len(self.kernel_choices) < 1000:
             self.kernel_choices.append((self.nfev, t_roles, t_alone))
+
+    def _rhs_driven(self, t, y):
+        """``rhs`` with drivers: the efforts at ``(t, y)`` (:meth:`_drive`), then the rates."""
+        self.nfev += 1
+        self._drive(t, y)
+        out, finite = self._kernel.rates(y)
+        if not finite:
+            raise SingularSystemError(t, self.not_finite)
+        return out
+
+    def _drive(self, t, y) -> None:
+        """The drivers' efforts at ``(t, y)`` into :attr:`effort` (module docstring):
+        ``nd + 1`` evaluations give the driven joints' accelerations ``a0`` without effort
+        and their response ``Phi`` to a unit effort on each; ``tau = Phi^-1 (f'' - a0)``."""
+        m, tau, cols = self.model, self.effort, self._driven_v
+        tau[:] = 0.0
+        self._kernel(y, NO_RATES)
+        a0 = self.vdot[cols].copy()
+        Phi = np.empty((m.nd, m.nd))
+        for k in range(m.nd):
+            tau[:] = 0.0
+            tau[k] = 1.0
+            self._kernel(y, NO_RATES)
+            Phi[:, k] = self.vdot[cols] - a0
+        target = np.array([motion_values(m.d_motion, i, t)[2] for i in range(m.nd)])
+        try:
+            tau[:] = np.linalg.solve(Phi, target - a0)
+        except np.linalg.LinAlgError:
+            raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
+                                         "(a driver on a joint its loops lock)") from None
 
     def _chain_twin(self) -> list:
         """The arrays of :data:`CHAIN_TWIN`: the layout's by its names, the formulation's by its own."""
@@ -186,6 +236,8 @@ class DCAFormulation(TreeFormulation):
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
         accelerations."""
+        if self.model.nd:
+            self._drive(t, y)
         self._kernel(y, NO_RATES)
         if check and not np.isfinite(self.vdot).all():
             raise SingularSystemError(t, self.not_finite)
@@ -205,4 +257,28 @@ class DCAFormulation(TreeFormulation):
         reactions = self._reactions()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
-                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy()})
+                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy(),
+                                                    **({"driver_effort": self.effort.copy()} if m.nd else {})})
+
+
+def driver_force_arrays(m: Model) -> tuple[ForceArrays, np.ndarray]:
+    """``force_arrays(m)`` with one joint-torque element per driver after the file's, and
+    the writable view of their values (the drivers' efforts, which :meth:`DCAFormulation._drive`
+    sets).  The arrays are read-only, as the model's, so the kernels keep their compiled
+    types; the values are written through their writable base."""
+    def frozen(a):
+        a = np.ascontiguousarray(a)
+        a.setflags(write=False)
+        return a
+
+    nd, nf = m.nd, m.f_type.shape[0]
+    params = np.concatenate([m.f_params, np.zeros((nd, m.f_params.shape[1]))])
+    view = params.view()
+    view.setflags(write=False)
+    fa = force_arrays(m)._replace(
+        f_type=frozen(np.concatenate([m.f_type, np.full(nd, F_JOINT_TORQUE, dtype=m.f_type.dtype)])),
+        f_body=frozen(np.concatenate([m.f_body, np.full((nd, 2), -1, dtype=m.f_body.dtype)])),
+        f_point=frozen(np.concatenate([m.f_point, np.zeros((nd, 2, 3))])),
+        f_joint=frozen(np.concatenate([m.f_joint, m.d_joint.astype(m.f_joint.dtype)])),
+        f_params=view)
+    return fa, params[nf:, 0]

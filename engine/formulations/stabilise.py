@@ -8,8 +8,9 @@ each rk4 step; at the end of each output interval of an adaptive integrator, whi
 restarts from the projected state) :class:`LoopProjection` brings the state back
 (docs/derivations.md, "Projection"):
 
-* positions onto ``Phi(q) = 0`` by mass-weighted Gauss-Newton steps and, for ``dca``,
-  velocities mass-orthogonally onto ``K v = 0`` -- ``dense``'s projection, the same code
+* positions onto ``Phi(q, t) = 0`` by mass-weighted Gauss-Newton steps and, for ``dca``,
+  velocities mass-orthogonally onto ``K v = nu(t)`` (``nu``: the drivers' rates, zero
+  for loops and gears) -- ``dense``'s projection at the state's time, the same code
   (:meth:`DenseFormulation.project_state`), run only when a residual exceeds
   ``PROJECTION_TOL``;
 * ``hdca``'s momenta ``p* = M v + K^T sigma`` carry the impulse ``sigma`` the loops have
@@ -78,9 +79,9 @@ class LoopProjection:
         m = self.model
         q, v = y[: m.nq], y[m.nq:]
         proj = self.projector
-        if max(proj.closure_residuals(q, v)) <= config.PROJECTION_TOL:
+        if max(proj.closure_residuals(q, v, t)) <= config.PROJECTION_TOL:
             return
-        qp, vp = proj.project_state(q.copy(), v.copy())
+        qp, vp = proj.project_state(q.copy(), v.copy(), t=t)
         q[:] = qp
         v[:] = vp
         self.projections += 1
@@ -91,8 +92,8 @@ class LoopProjection:
         m = self.model
         q, p = y[: m.nq], y[m.nq:]
         proj = self.projector
-        if proj.closure_residuals(q, np.zeros(m.nv))[0] > config.PROJECTION_TOL:
-            q[:] = proj.project_state(q.copy(), np.zeros(m.nv), velocities=False)[0]
+        if proj.closure_residuals(q, np.zeros(m.nv), t)[0] > config.PROJECTION_TOL:
+            q[:] = proj.project_state(q.copy(), np.zeros(m.nv), velocities=False, t=t)[0]
             self.projections += 1
         v = self.velocities(t, y)  # the workspace's kinematics are now those of q
         pm = self.momenta(v)

@@ -115,7 +115,12 @@ def test_the_driven_slider_crank_matches_its_closed_form_kinematics_and_motor_to
 def test_the_slider_crank_is_kinematically_driven():
     model = build_model(gen.driven_slider_crank())
     assert analyze(model).dof == 0
-    assert resolve_settings(model, Settings()).formulation == "dense"
+    assert resolve_settings(model, Settings()).formulation == "dense"  # loops: the usual default
+
+
+def test_a_driven_tree_keeps_its_default():
+    model = build_model(_pendulum(MotionSpec("constant-rate", rate=1.0)))
+    assert resolve_settings(model, Settings()).formulation == "dca"
 
 
 # ------------------------------------------------------------------ pendulum, harmonic and table
@@ -288,11 +293,12 @@ def test_formulations_without_drivers_refuse_naming_the_driver(name):
 
 
 def test_cli_refuses_a_driven_run_with_exit_2():
+    refusing = next(n for n in REGISTRY if n not in HONOURING)
     r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(example_path("slider-crank-driven")),
-                        "--formulation", "dca", "--t-end", "0.1"], capture_output=True, text=True)
+                        "--formulation", refusing, "--t-end", "0.1"], capture_output=True, text=True)
     assert r.returncode == 2
-    assert r.stderr.startswith("linkwork: ") and "'motor'" in r.stderr
-    assert "formulations that can: dense, embedding" in r.stderr
+    assert r.stderr.startswith(f"linkwork: formulation '{refusing}' cannot simulate this mechanism") and "'motor'" in r.stderr
+    assert f"formulations that can: {', '.join(HONOURING)}" in r.stderr
 
 
 def test_a_driven_loop_with_a_freedom_left_agrees_between_formulations():
