@@ -7,46 +7,70 @@ joints, springs with dampers, joint torques, initial joint rates, cut joints the
 chooses, and gears where a formulation honours them.  Both sides run dop853 at 1e-10
 for one second (an error-controlled comparison measures the formulations, not the
 integrator; index3, second order, at dt = 1e-4); positions must agree to 1e-6 m.
+
+Every random mechanism carries a point-to-point spring with a damper, a joint spring and
+a joint torque when it has a joint to hold them.  Gears: every fourth mechanism of
+:data:`CASES` where two one-freedom tree joints allow it, and :data:`GEAR_CASES`, built
+to always have one (a geared tree, one loop, two loops); dense and embedding honour
+gears, the others refuse them.  ``pytest --fuzz-long`` (tests/fuzzing.py) runs seeds
+0-299 with loops 0-3 and twenty geared mechanisms.  The counts -- runs, agreements,
+exit-3 stops, silent disagreements (exit 0 with a different motion: must stay 0) --
+are printed after the run.
 """
 
+import collections
 import dataclasses
 
 import numpy as np
 import pytest
 
 from linkwork.engine import generators as gen
-from linkwork.engine.errors import SettingsError
+from linkwork.engine.errors import MechanismError, SettingsError
 from linkwork.engine.formulations import REGISTRY
 from linkwork.engine.mechfile import CouplingSpec, spec_from_dict, spec_to_dict
 from linkwork.engine.model import build_model
 from linkwork.engine.simulation import Settings, Simulation
 from linkwork.engine.topology import loop_bodies
 
+from .. import fuzzing
 from .conftest import run_to_end
 
 #: (seed, bodies, loops): trees, one loop and two loops on trees of 4 to 7 bodies
-CASES = [(seed, 4 + seed % 4, seed % 3) for seed in range(30)]
+#: (--fuzz-long: seeds 0-299, zero to three loops)
+CASES = ([(seed, 4 + seed % 4, seed // 4 % 4) for seed in range(300)] if fuzzing.LONG
+         else [(seed, 4 + seed % 4, seed % 3) for seed in range(30)])
+#: (seed, bodies, loops) of mechanisms built with a gear (:func:`geared_mechanism`)
+GEAR_CASES = ([(1000 + k, 3 + k % 4, k % 3) for k in range(20)] if fuzzing.LONG
+              else [(1000, 3, 0), (1001, 4, 1), (1002, 5, 2)])
 TOLERANCE = 1e-6
 T_END = 1.0
-COUNTS = {"mechanisms": 0, "runs": 0, "agree": 0, "exit 3": 0, "refused": 0}
+#: one-freedom tree joints, so that a gear is always possible (geared_mechanism)
+GEARABLE = ("revolute", "prismatic", "revolute", "cylindrical", "spherical")
 
 
-def mechanism(seed: int, n_bodies: int, loops: int):
-    """A random mechanism; every third with loops has a cut joint of its own choosing (a
-    tree joint on the loop), every fourth a gear between two one-freedom tree joints that
-    are chained or siblings."""
-    spec = gen.random_mechanism(seed, n_bodies=n_bodies, loops=loops)
+def mechanism(seed: int, n_bodies: int, loops: int, gear: bool | None = None, joint_types=None):
+    """A random mechanism; with loops, seeds 4 and 28 (--fuzz-long: every even seed) have
+    a cut joint of their own choosing (the first tree joint on the loop whose cut leaves
+    every body connected), every fourth (or each with ``gear``) a gear between two
+    one-freedom tree joints that are chained or siblings, where there are such."""
+    kw = {} if joint_types is None else {"joint_types": joint_types}
+    spec = gen.random_mechanism(seed, n_bodies=n_bodies, loops=loops, **kw)
     model = build_model(spec)
     joints = list(spec.joints)
-    if loops and seed % 3 == 0 and model.nj > model.nb:
+    if loops and (seed % 2 == 0 if fuzzing.LONG else seed % 24 == 4) and model.nj > model.nb:
         on_loop = set(loop_bodies(model, model.nb)) - {-1}
         names = {model.body_names[b] for b in on_loop}
         for k, j in enumerate(joints[:n_bodies]):
             if j.child in names and j.parent in names | {"ground"}:
-                joints[k] = dataclasses.replace(j, cut=True)
+                trial = joints[:k] + [dataclasses.replace(j, cut=True)] + joints[k + 1:]
+                try:
+                    build_model(dataclasses.replace(spec, joints=tuple(trial)))
+                except MechanismError:  # its cut would leave a body without a path to ground
+                    continue
+                joints = trial
                 break
     couplings = ()
-    if seed % 4 == 1:
+    if (seed % 4 == 1) if gear is None else gear:
         one = [j for j in joints[:n_bodies] if j.type in ("revolute", "prismatic") and not j.cut]
         for a in one:
             b = next((b for b in one if b is not a and (b.parent == a.child or b.parent == a.parent)), None)
@@ -56,11 +80,14 @@ def mechanism(seed: int, n_bodies: int, loops: int):
     return spec_from_dict(spec_to_dict(dataclasses.replace(spec, joints=tuple(joints), couplings=couplings)))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tally():
-    """The module's tally, printed after its tests (``pytest -s``: the counts of a run)."""
-    yield COUNTS
-    print(f"\ndifferential test: {COUNTS}")
+def geared_mechanism(seed: int, n_bodies: int, loops: int):
+    """A random mechanism with a gear: the first of the seeds ``seed``, ``seed + 100``, ...
+    whose mechanism has two one-freedom tree joints to gear."""
+    for s in range(seed, seed + 2000, 100):
+        spec = mechanism(s, n_bodies, loops, gear=True, joint_types=GEARABLE)
+        if spec.couplings:
+            return spec
+    raise AssertionError(f"no geared mechanism from seed {seed}")
 
 
 def _run(model, form):
@@ -80,53 +107,88 @@ def _run(model, form):
     return rows[:, idx], err
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed,n_bodies,loops", CASES)
-def test_every_formulation_agrees_with_dense_or_stops(seed, n_bodies, loops):
-    model = build_model(mechanism(seed, n_bodies, loops))
-    COUNTS["mechanisms"] += 1
+def verdict(ref, ref_err, pos, err) -> tuple[str, float]:
+    """How a formulation's positions ``pos`` (error ``err``) compare with dense's ``ref``
+    (``ref_err``), and the largest deviation: "agree" (both ran to the end, same motion),
+    "exit 3" (either stopped, and the rows before the stop agree), "disagree before a
+    stop", or "silent disagreement" (both ran to the end, exit 0, with different motions
+    or numbers of rows)."""
+    n = min(len(pos), len(ref))
+    dev = float(np.abs(pos[:n] - ref[:n]).max()) if n else 0.0
+    if err is not None or ref_err is not None:
+        return ("exit 3" if dev < TOLERANCE else "disagree before a stop"), dev
+    if len(pos) != len(ref) or not dev < TOLERANCE:
+        return "silent disagreement", dev
+    return "agree", dev
+
+
+def _differential(model, counts, label, forms=tuple(REGISTRY)):
+    """Every formulation of ``forms`` that takes ``model`` against dense; counts what happened."""
+    for key in ("runs", "agree", "exit 3", "refused", "silent disagreements"):
+        counts[key] += 0
+    counts["mechanisms"] += 1
     ref, ref_err = _run(model, "dense")
-    for form in REGISTRY:
+    for form in forms:
         if form == "dense":
             continue
         ok, why = REGISTRY[form].supports(model)
         if not ok:
             assert model.ng and "formulations that can" in why  # gears only
-            COUNTS["refused"] += 1
+            counts["refused"] += 1
             continue
         try:
             pos, err = _run(model, form)
         except SettingsError:
-            COUNTS["refused"] += 1
+            counts["refused"] += 1
             continue
-        COUNTS["runs"] += 1
-        n = min(len(pos), len(ref))
-        if err is not None or ref_err is not None:
-            COUNTS["exit 3"] += 1
-            # what was handed over before a stop still agrees
-            dev = np.abs(pos[:n] - ref[:n]).max() if n else 0.0
-        else:
-            assert len(pos) == len(ref)
-            dev = np.abs(pos - ref).max()
-            COUNTS["agree"] += 1
-        assert dev < TOLERANCE, (seed, form, dev, err)
+        counts["runs"] += 1
+        what, dev = verdict(ref, ref_err, pos, err)
+        counts["silent disagreements" if what == "silent disagreement" else what] += 1
+        assert what in ("agree", "exit 3"), (label, form, what, dev, err)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,n_bodies,loops", CASES)
+def test_every_formulation_agrees_with_dense_or_stops(seed, n_bodies, loops, fuzz_counts):
+    _differential(build_model(mechanism(seed, n_bodies, loops)), fuzz_counts, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,n_bodies,loops", GEAR_CASES)
+def test_geared_mechanisms_agree_with_dense_or_stop(seed, n_bodies, loops, fuzz_counts):
+    model = build_model(geared_mechanism(seed, n_bodies, loops))
+    assert model.ng == 1 and model.spec.forces
+    fuzz_counts["geared"] += 1
+    _differential(model, fuzz_counts, seed)
+    assert fuzz_counts["runs"] >= 1  # embedding honours the gear: a comparison took place
 
 
 def test_the_differential_test_catches_a_wrong_formulation(monkeypatch):
-    """A planted error -- dca's joint accelerations scaled by 1 + 1e-3 -- disagrees with
-    dense on a random mechanism with a loop, and the comparison above fails on it."""
+    """A planted error -- dca's joint accelerations scaled by 1 + 1e-3 -- runs to the end
+    without an error and disagrees with dense on a random mechanism with loops: the
+    comparison above calls it a silent disagreement (the check, not a crash, fails it).
+    Unplanted, dca agrees on the same mechanism."""
     from linkwork.engine.formulations.dca import DCAFormulation
 
     model = build_model(mechanism(2, 6, 2))
     rhs = DCAFormulation.rhs
+    calls = []
 
     def wrong(self, t, y):
+        calls.append(t)
         out = rhs(self, t, y)
         out[self.model.nq:] *= 1.0 + 1e-3
         return out
 
-    ref, _ = _run(model, "dense")
+    ref, ref_err = _run(model, "dense")
+    assert verdict(ref, ref_err, *_run(model, "dca"))[0] == "agree"
     monkeypatch.setattr(DCAFormulation, "rhs", wrong)
     pos, err = _run(model, "dca")
-    n = min(len(pos), len(ref))
-    assert np.abs(pos[:n] - ref[:n]).max() > TOLERANCE
+    what, dev = verdict(ref, ref_err, pos, err)
+    assert calls and err is None and len(pos) == len(ref)
+    assert what == "silent disagreement" and dev > 10 * TOLERANCE, (what, dev)
+    # and the differential test itself fails on it, on its comparison
+    counts = collections.Counter()
+    with pytest.raises(AssertionError, match="silent disagreement"):
+        _differential(model, counts, "planted", forms=("dca",))
+    assert counts["silent disagreements"] == 1 and counts["runs"] == 1

@@ -3,8 +3,9 @@
 :func:`linkwork.engine.cli.main`.  Every list ends with status 0, 2 or 3, never a
 traceback; a refusal (2) ends stderr with one ``linkwork: ...`` line.
 
-Runs stay tiny (``--t-end 0.01`` last, the small examples only); every path written is in
-the test's temporary folder (the working directory during the test); ``linkwork sweep``
+Runs stay tiny (``--t-end 0.01`` last, the small examples only).  Every file named is a
+copy in the test's temporary folder, the working directory during the test, so whatever
+the fuzz writes (any file name may land after ``--out``) stays there; ``linkwork sweep``
 never starts Dask: its file is read and every case prepared (the loader and the
 settings check, as a sweep does before submitting), then a stand-in for
 :func:`~linkwork.engine.sweep.run_sweep` reports the cases done, and a stand-in
@@ -36,14 +37,17 @@ pytest.importorskip("distributed")
 MODELS = Path(__file__).resolve().parent / "interop" / "models"
 BUNDLED_SWEEP = Path(__file__).resolve().parents[2] / "resources" / "sweeps" / "slider-crank-spring.sweep.json"
 #: small examples: a run of 0.01 s takes milliseconds once compiled
-SMALL = [str(example_path(n)) for n in ("parallelogram-fourbar", "slider-crank", "fourbar-geared",
-                                         "spatial-double-pendulum")]
+SMALL = [f"{n}.mech.json" for n in ("parallelogram-fourbar", "slider-crank", "fourbar-geared",
+                                     "spatial-double-pendulum")]
+#: copied into the working directory (no path of the fuzz leads out of it)
+COPIES = [example_path(n.split(".")[0]) for n in SMALL] + [BUNDLED_SWEEP] + [
+    MODELS / n for n in ("fourbar.xml", "arm6.urdf", "unsupported.xml")]
 
-#: files in the working directory (made by the ``workdir`` fixture) and elsewhere
+#: files in the working directory (made by the ``workdir`` fixture), some missing
 INPUTS = SMALL + [
-    "missing.mech.json", "garbage.mech.json", "stiff.mech.json", "empty.json", "folder", "tiny.sweep.json", "bad.sweep.json",
-    "nowhere.sweep.json", str(BUNDLED_SWEEP), str(MODELS / "fourbar.xml"), str(MODELS / "arm6.urdf"),
-    str(MODELS / "unsupported.xml"), "garbage.xml", "", "-",
+    "missing.mech.json", "garbage.mech.json", "stiff.mech.json", "empty.json", "folder", "tiny.sweep.json",
+    "bad.sweep.json", "nowhere.sweep.json", BUNDLED_SWEEP.name, "fourbar.xml", "arm6.urdf", "unsupported.xml",
+    "garbage.xml", "", "-",
 ]
 #: where outputs may go: all inside the working directory
 OUTPUTS = ["out.csv", "out.xml", "out.mech.json", "folder", "no/such/dir/x.csv", "results", "garbage.mech.json"]
@@ -51,7 +55,9 @@ NUMBERS = ["0", "-0", "-1", "1", "2", "0.001", "0.01", "1e-3", "1e-6", "1e-12", 
            "1e999", "abc", "", " ", "1,5", "\u0662", "0x10", "1_0", "--1"]
 WORDS = ["dense", "dca", "hdca", "index3", "rcr", "embedding", "nope", "rk4", "rk45", "rk23", "dop853", "lsoda",
          "radau", "bdf", "trapezoidal", "euler", "on", "off", "exact", "penalised", "none", "0:stall", "0:kill",
-         "99:kill", "x:stall", "0:boom", "tcp://127.0.0.1:1", "ëñ", "\x00", "home"]
+         "99:kill", "x:stall", "0:boom", "tcp://127.0.0.1:1", "ëñ", "home"]
+#: free text: no "/" (a path out of the working directory) and no NUL (never in a real argv)
+FREE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"), max_size=6)
 
 OPTIONS = {
     "run": ["--formulation", "--integrator", "--dt", "--t-end", "--rtol", "--atol", "--penalty", "--newton-iters",
@@ -70,7 +76,7 @@ OPTIONS = {
 def argument_lists(draw):
     cmd = draw(st.sampled_from(sorted(OPTIONS)))
     token = st.one_of(st.sampled_from(OPTIONS[cmd]), st.sampled_from(INPUTS), st.sampled_from(OUTPUTS),
-                      st.sampled_from(NUMBERS), st.sampled_from(WORDS), st.text(max_size=6))
+                      st.sampled_from(NUMBERS), st.sampled_from(WORDS), FREE)
     # mostly a file first, then options and values in any order
     head = [draw(st.sampled_from(INPUTS))] if draw(st.integers(0, 4)) else []
     argv = [cmd] + head + draw(st.lists(token, max_size=7))
@@ -82,6 +88,10 @@ def argument_lists(draw):
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli-fuzz")
+    for p in COPIES:
+        shutil.copy(p, d / p.name)
+    bundled = json.loads(BUNDLED_SWEEP.read_text())  # its mechanism, now beside it
+    (d / BUNDLED_SWEEP.name).write_text(json.dumps(dict(bundled, mechanism="slider-crank.mech.json")))
     (d / "garbage.mech.json").write_text('{"format": "linkwork-mechanism", "bodies": [1, 2')
     (d / "empty.json").write_text("")
     (d / "garbage.xml").write_text("<mujoco><worldbody><body>")
@@ -89,7 +99,7 @@ def workdir(tmp_path_factory):
     stiff = spec_to_dict(gen.chain(1, "revolute"))  # rk4 at dt = 0.01 diverges at t = 0.02 s: exit 3
     stiff["forces"] = [{"type": "joint-spring", "joint": "J1", "stiffness": 1e9, "damping": 1.0, "rest": 0.5}]
     (d / "stiff.mech.json").write_text(json.dumps(stiff))
-    tiny = {"format": "linkwork-sweep", "version": 1, "mechanism": str(example_path("slider-crank")),
+    tiny = {"format": "linkwork-sweep", "version": 1, "mechanism": "slider-crank.mech.json",
             "settings": {"t_end": 0.01}, "grid": {"joints[0].rate": [1.0, 2.0], "dt": [0.01, -1.0]}}
     (d / "tiny.sweep.json").write_text(json.dumps(tiny))
     (d / "bad.sweep.json").write_text(json.dumps(dict(tiny, grid={"bodies[99].mass": [1.0]})))
@@ -156,7 +166,7 @@ def test_the_fuzz_reaches_every_command_and_status(workdir, no_dask, monkeypatch
         (["examples"], 0), (["examples", "x"], 2),
         (["sweep", "tiny.sweep.json", "--out", "results"], 0), (["sweep", "bad.sweep.json", "--out", "results"], 2),
         (["sweep", "tiny.sweep.json", "--out", "results", "--scheduler", "tcp://127.0.0.1:1"], 2),
-        (["import", str(MODELS / "fourbar.xml"), "--out", "out.mech.json"], 0), (["import", "garbage.xml"], 2),
+        (["import", "fourbar.xml", "--out", "out.mech.json"], 0), (["import", "garbage.xml"], 2),
         (["export", SMALL[0], "--mjcf", "out.xml"], 0), (["export", SMALL[0], "--mjcf", "no/such/dir/x.xml"], 2),
     ]
     for argv, expected in cases:

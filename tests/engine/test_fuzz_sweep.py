@@ -163,13 +163,13 @@ def _read_and_prepare(tmp_path, text, counts):
             assert pc.refused.startswith(f"case {case.index} ("), pc.refused
 
 
-@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=mutated_sweeps())
 def test_mutated_sweep_files_load_or_are_refused_by_path(text, tmp_path, fuzz_counts):
     _read_and_prepare(tmp_path, text, fuzz_counts)
 
 
-@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck))
 @given(text=generated_sweeps())
 def test_generated_sweep_files_load_or_are_refused_by_path(text, tmp_path, fuzz_counts):
     _read_and_prepare(tmp_path, text, fuzz_counts)
