@@ -364,3 +364,18 @@ def test_info_counts_each_driver_as_one_equation():
     assert (d["driver_equations"], d["dof"], d["redundant_constraints"]) == (1, 0, 3)
     assert d["drivers"] == [{"name": "motor", "joint": "crank_pin", "motion": "constant-rate"}]
     assert d["constraint_equations"] == d["joint_equations"] + d["driver_equations"] + d["normalisation_equations"]
+
+
+def test_two_drivers_with_a_free_joint_between_agree_between_formulations():
+    """A three-link chain, its first joint driven harmonically and its last by a table, the
+    middle one free: every honouring formulation's efforts and motion equal dense's."""
+    base = gen.chain(3, "revolute", planar=True, angle_deg=20.0)
+    spec = base.with_(drivers=(
+        DriverSpec("a", "J1", MotionSpec("harmonic", amplitude=0.4, frequency=0.7)),
+        DriverSpec("b", "J3", MotionSpec("table", t=(0.0, 0.5, 1.0, 1.5), q=(0.0, 0.3, -0.1, 0.2)))))
+    ref = _run(spec, "dense", t_end=1.5, dt=0.05)
+    assert np.ptp(ref["joint.J2.q"]) > 0.05
+    for form in HONOURING:
+        c = _run(spec, form, t_end=1.5, dt=0.05)
+        for col in ("driver.a.effort", "driver.b.effort", "L2.x", "L3.y", "joint.J2.q"):
+            assert np.abs(c[col] - ref[col]).max() < 1e-9, (form, col)
