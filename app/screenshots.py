@@ -83,6 +83,8 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
             _recovery_offer(app, win, shots, out)
         if "modes-dock" in only:
             _modes_dock(app, win, grab)
+        if "driven-effort" in only:
+            _driven_effort(app, win, grab)
         win.session.document.set_dirty_from_undo(True)
         win.close()
         app.processEvents()
@@ -263,6 +265,27 @@ def _modes_dock(app, win, grab) -> None:
     _wait(app, 0.4)
     grab(win, "modes-dock.png")
     win.modes_panel.clear()
+
+
+def _driven_effort(app, win, grab) -> None:
+    """The driven slider-crank run: its driver selected in the editor, the motor's torque
+    plotted over two turns of the crank."""
+    from linkwork.engine.paths import examples_dir
+
+    from .session.document import Selection
+
+    win.session.document.set_dirty_from_undo(True)
+    win.open_file(examples_dir() / "slider-crank-driven.mech.json")
+    win.tabs.setCurrentIndex(0)
+    win.session.solver.update(t_end=2.0)
+    win.session.plot_options.set(quantity="driver.motor.effort")
+    win.session.document.select(Selection("driver", "motor"))
+    win.run()
+    _wait_for(app, lambda: not win.runner.busy)
+    win.session.playback.set_time(1.3)
+    win.view_panel.reset_camera("front")
+    _wait(app, 0.6)
+    grab(win, "driven-effort.png")
 
 
 def _recovery_offer(app, win, shots, out: Path) -> None:

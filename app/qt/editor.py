@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
 
 from linkwork.app.session import Session, Subscriptions
 from linkwork.app.session.document import Selection
+from linkwork.app.session.edits import motion_summary
 
 from .properties import PropertyPanel
 
@@ -135,6 +136,14 @@ class MechanismTree(QTreeWidget):
                     it.setToolTip(1, f"q_{c.driver} = {c.ratio:g} · q_{c.driven} (both from t = 0)")
                     gg.addChild(it)
                     self._items[("gear", c.name)] = it
+            if spec.drivers:
+                gd = group("Drivers", len(spec.drivers))
+                for d in spec.drivers:
+                    it = QTreeWidgetItem([d.name, f"{d.joint}: {motion_summary(d.motion)}"])
+                    it.setData(0, ROLE, ("driver", d.name))
+                    it.setToolTip(1, f"{d.joint}'s coordinate follows f(t) - f(0) (docs/file-format.md, \"Drivers\")")
+                    gd.addChild(it)
+                    self._items[("driver", d.name)] = it
             if self.doc.pivots:
                 gp = group("Ground pivots", len(self.doc.pivots))
                 for k, p in enumerate(self.doc.pivots):

@@ -1,4 +1,4 @@
-"""Property panel: edit the selected body, joint, force, gear, pivot or the mechanism.
+"""Property panel: edit the selected body, joint, force, gear, driver, pivot or the mechanism.
 
 Every change is one undoable document edit.  Numbers are not clamped here:
 the engine judges the mechanism, and its refusal is shown above the fields
@@ -347,9 +347,15 @@ class JointPage(_Page):
         self.gear_btn.setToolTip("Gear this joint (driver) to another one-freedom joint (driven): "
                                  "q_driver = ratio · q_driven")
         self.gear_btn.clicked.connect(self._add_gear)
+        self.driver_btn = QPushButton("Add driver")
+        self.driver_btn.setObjectName("addDriver")
+        self.driver_btn.setToolTip("Drive this joint: its coordinate follows a prescribed motion (a motor at "
+                                   "constant rate, harmonic, or a table); the effort it takes is a result column")
+        self.driver_btn.clicked.connect(self._add_driver)
         fb.addWidget(self.spring_btn)
         fb.addWidget(self.torque_btn)
         fb.addWidget(self.gear_btn)
+        fb.addWidget(self.driver_btn)
         fw = QWidget()
         fw.setLayout(fb)
         fb.setContentsMargins(0, 0, 0, 0)
@@ -404,7 +410,9 @@ class JointPage(_Page):
         spec = self.doc.spec
         geared = any(j.name in (c.driver, c.driven) for c in spec.couplings)
         self.gear_btn.setEnabled(dof == 1 and not geared
-                                 and bool(edits.geared_joint_candidates(spec, exclude=j.name)))
+                                 and bool(edits.geared_joint_candidates(spec, exclude=j.name))
+                                 and all(d.joint != j.name for d in spec.drivers))
+        self.driver_btn.setEnabled(j.name in edits.drivable_joints(spec))
 
     def _rename(self) -> None:
         new = self.name_edit.text().strip()
@@ -444,6 +452,11 @@ class JointPage(_Page):
         name = edits.next_gear_name(self.doc.spec)
         self.edit(f"Add gear {name} on {self.name}", edits.add_gear, self.name, name=name,
                   select=Selection("gear", name))
+
+    def _add_driver(self) -> None:
+        name = edits.next_driver_name(self.doc.spec)
+        self.edit(f"Add driver {name} on {self.name}", edits.add_driver, self.name, name=name,
+                  select=Selection("driver", name))
 
 
 class GearPage(_Page):
@@ -504,6 +517,128 @@ class GearPage(_Page):
 
 def _numbers_text(values) -> str:
     return ", ".join(repr(float(x)) for x in values)
+
+
+def _finite_numbers(edit: QLineEdit, old, panel: "PropertyPanel", what: str) -> tuple[float, ...] | None:
+    """The field's finite numbers (comma- or semicolon-separated); anything else is flagged
+    red, reverted to ``old`` and refused (None), as a number field does."""
+    text = edit.text()
+    try:
+        vals = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
+        if not all(math.isfinite(v) for v in vals):
+            raise ValueError
+    except ValueError:
+        mark_invalid(edit, True)
+        edit.setToolTip(f"not finite numbers separated by commas: {text.strip()!r}")
+        edit.setText(_numbers_text(old) if old is not None else "")
+        panel.show_local_error(f"{what} must be finite numbers separated by commas")
+        return None
+    mark_invalid(edit, False)
+    return vals
+
+
+class DriverPage(_Page):
+    """A driver (docs/file-format.md, "Drivers"): the joint it drives and its motion law.
+    Any combination may be entered; the loader's rules judge it (a one-freedom joint, one
+    driver each, no gear on it, knots increasing) and its refusal is shown above."""
+
+    kind = "driver"
+    LAWS = (("constant-rate", "Constant rate (motor)"), ("harmonic", "Harmonic"), ("table", "Table (spline)"))
+
+    def __init__(self, panel):
+        super().__init__(panel)
+        self.name_edit = self.row("Name", "name", QLineEdit())
+        self.name_edit.setObjectName("driverName")
+        self.name_edit.editingFinished.connect(self._rename)
+        self.joint_combo = self.row("Joint", "joint", QComboBox())
+        self.joint_combo.setObjectName("driverJoint")
+        self.joint_combo.activated.connect(lambda i: self._set(joint=self.joint_combo.itemData(i)))
+        self.kind_combo = self.row("Motion", "kind", QComboBox())
+        self.kind_combo.setObjectName("driverKind")
+        for key, label in self.LAWS:
+            self.kind_combo.addItem(label, key)
+        self.kind_combo.activated.connect(self._kind)
+        self.rate = self.row("Rate [/s]", "rate", NumberEdit())
+        self.rate.setToolTip("rad/s for a revolute joint, m/s for a prismatic one: f(t) = rate · t")
+        self.amplitude = self.row("Amplitude", "amplitude", NumberEdit())
+        self.frequency = self.row("Frequency [Hz]", "frequency", NumberEdit())
+        self.phase = self.row("Phase [rad]", "phase", NumberEdit())
+        self.offset = self.row("Offset", "offset", NumberEdit())
+        for key in ("amplitude", "frequency", "phase", "offset"):
+            self.fields[key].setToolTip("f(t) = offset + amplitude · sin(2π · frequency · t + phase)")
+        self.t_edit = self.row("Table t [s]", "t", QLineEdit())
+        self.q_edit = self.row("Table q", "q", QLineEdit())
+        for key in ("t", "q"):
+            self.fields[key].setToolTip("comma-separated; the natural cubic spline through the points (t, q), "
+                                        "continued linearly beyond the first and last")
+        self.rate.valueEdited.connect(lambda v: self._set(rate=v))
+        for key in ("amplitude", "frequency", "phase", "offset"):
+            self.fields[key].valueEdited.connect(lambda v, key=key: self._set(**{key: v}))
+        self.t_edit.editingFinished.connect(lambda: self._table("t"))
+        self.q_edit.editingFinished.connect(lambda: self._table("q"))
+        note = QLabel("The joint's coordinate, measured from its value at t = 0, follows f(t) − f(0). "
+                      "Its effort (torque or force) is a result column, driver.NAME.effort. Formulations "
+                      "that cannot honour a driver refuse the run; dense honours it.")
+        note.setWordWrap(True)
+        note.setStyleSheet("color: #666;")
+        self.form.addRow(note)
+
+    def driver(self):
+        for d in self.doc.spec.drivers:
+            if d.name == self.name:
+                return d
+        raise KeyError(self.name)
+
+    def load(self, name: str) -> None:
+        self.name = name
+        d = self.driver()
+        m = d.motion
+        if self.name_edit.text() != d.name:
+            self.name_edit.setText(d.name)
+        with QSignalBlocker(self.joint_combo):
+            self.joint_combo.clear()
+            for j in self.doc.spec.joints:
+                self.joint_combo.addItem(f"{j.name} ({j.type})", j.name)
+            i = self.joint_combo.findData(d.joint)
+            if i < 0:
+                self.joint_combo.addItem(f"{d.joint} (unknown)", d.joint)
+                i = self.joint_combo.count() - 1
+            self.joint_combo.setCurrentIndex(i)
+        with QSignalBlocker(self.kind_combo):
+            self.kind_combo.setCurrentIndex(max(0, self.kind_combo.findData(m.kind)))
+        for kind, keys in edits.MOTION_FIELDS.items():
+            for key in keys:
+                self.set_row_visible(key, kind == m.kind)
+        for key in ("rate", "amplitude", "frequency", "phase", "offset"):
+            self.fields[key].setValue(getattr(m, key))
+        for key in ("t", "q"):
+            self.fields[key].setText(_numbers_text(getattr(m, key)))
+            mark_invalid(self.fields[key], False)
+
+    def _set(self, **kw) -> None:
+        self.edit(f"Change driver {self.name}", edits.set_driver, self.name, **kw)
+
+    def _kind(self, i: int) -> None:
+        kind = self.kind_combo.itemData(i)
+        m = self.driver().motion
+        if kind == m.kind:
+            return
+        kw = {"kind": kind}
+        if kind == "table" and not m.t:  # a table to start from: the present law at 0, 1, 2 s
+            kw.update(t=(0.0, 1.0, 2.0), q=(0.0, 1.0, 0.0))
+        self._set(**kw)
+
+    def _table(self, key: str) -> None:
+        old = getattr(self.driver().motion, key)
+        vals = _finite_numbers(self.fields[key], old, self.panel, f"the table's {key}")
+        if vals is not None and vals != old:
+            self._set(**{key: vals})
+
+    def _rename(self) -> None:
+        new = self.name_edit.text().strip()
+        if new and new != self.name:
+            self.edit(f"Rename driver {self.name} to {new}", edits.set_driver, self.name, name=new,
+                      select=Selection("driver", new))
 
 
 class ForcePage(_Page):
@@ -577,19 +712,10 @@ class ForcePage(_Page):
     def _value(self) -> None:
         """Finite numbers, comma-separated: anything else is flagged, reverted and not applied
         (as a number field does)."""
-        text = self.value.text()
         old = self.doc.spec.forces[int(self.name)].value
-        try:
-            vals = tuple(float(x) for x in text.replace(";", ",").split(",") if x.strip())
-            if not all(math.isfinite(v) for v in vals):
-                raise ValueError
-        except ValueError:
-            mark_invalid(self.value, True)
-            self.value.setToolTip(f"not finite numbers separated by commas: {text.strip()!r}")
-            self.value.setText(_numbers_text(old) if old is not None else "")
-            self.panel.show_local_error("the value must be finite numbers separated by commas")
+        vals = _finite_numbers(self.value, old, self.panel, "the value")
+        if vals is None:
             return
-        mark_invalid(self.value, False)
         self.value.setToolTip(self.VALUE_TIP)
         if vals != old:
             self._set(value=vals)
@@ -653,13 +779,13 @@ class PropertyPanel(QWidget):
         self.local.setObjectName("localMessage")
         lay.addWidget(self.local)
         self.stack = _CurrentPageStack()
-        self.empty = QLabel("Select a body, joint, force or gear in the list or the sketch to edit it.")
+        self.empty = QLabel("Select a body, joint, force, gear or driver in the list or the sketch to edit it.")
         self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.empty.setStyleSheet("color: #666; padding: 6px;")
         self.stack.addWidget(self.empty)
         self.pages: dict[str, _Page] = {}
-        for cls in (MechanismPage, BodyPage, JointPage, ForcePage, GearPage, PivotPage):
+        for cls in (MechanismPage, BodyPage, JointPage, ForcePage, GearPage, DriverPage, PivotPage):
             p = cls(self)
             self.pages[cls.kind] = p
             self.stack.addWidget(p)
@@ -698,6 +824,7 @@ class PropertyPanel(QWidget):
             self.title.setText({"mechanism": "Mechanism", "body": f"Body {sel.name}", "joint": f"Joint {sel.name}",
                                 "force": f"Force {int(sel.name) + 1}" if sel.kind == "force" else "",
                                 "gear": f"Gear {sel.name}",
+                                "driver": f"Driver {sel.name}",
                                 "pivot": "Ground pivot"}.get(sel.kind, ""))
         self.stack.updateGeometry()
         self._show_validation()
@@ -739,11 +866,13 @@ def _field_of(path: str) -> str | None:
     """``bodies[2].shape.radius`` -> ``shape.radius``; ``joints[0].axes[1]`` -> ``axes``."""
     import re
 
-    m = re.match(r"^(?:bodies|joints|forces|couplings)\[\d+\]\.?([A-Za-z_.]*)", path or "")
+    m = re.match(r"^(?:bodies|joints|forces|couplings|drivers)\[\d+\]\.?([A-Za-z_.]*)", path or "")
     if not m:
         return None
     f = m.group(1)
     if f.startswith("shape."):
         return f.split("[")[0]
+    if f.startswith("motion."):  # a driver's law: its field ("motion.rate" -> "rate")
+        return f.split(".")[1]
     f = f.split(".")[0]
     return {"p_from": "shape.from"}.get(f, f) or None

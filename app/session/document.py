@@ -41,7 +41,7 @@ class DocState:
 
 @dataclass(frozen=True)
 class Selection:
-    kind: str  # "body", "joint", "force", "gear", "pivot", "mechanism"
+    kind: str  # "body", "joint", "force", "gear", "driver", "pivot", "mechanism"
     name: str  # body/joint name, force index, pivot index ("" for mechanism)
 
 
@@ -258,6 +258,7 @@ class MechanismDocument:
               or (s.kind == "joint" and any(j.name == s.name for j in spec.joints))
               or (s.kind == "force" and s.name.isdigit() and int(s.name) < len(spec.forces))
               or (s.kind == "gear" and any(c.name == s.name for c in spec.couplings))
+              or (s.kind == "driver" and any(d.name == s.name for d in spec.drivers))
               or (s.kind == "pivot" and s.name.isdigit() and int(s.name) < len(self.pivots)))
         if not ok:
             self.select(None)

@@ -21,7 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from linkwork.engine.mechfile import (
-    GROUND, JOINT_TYPES, BodySpec, CouplingSpec, ForceSpec, JointSpec, MechanismSpec, ShapeSpec,
+    GROUND, JOINT_TYPES, BodySpec, CouplingSpec, DriverSpec, ForceSpec, JointSpec, MechanismSpec, MotionSpec,
+    ShapeSpec,
 )
 from linkwork.engine.spatial import quat_to_rot as _quat_to_rot
 
@@ -224,7 +225,7 @@ def set_joint(spec: MechanismSpec, name: str, /, **changes) -> MechanismSpec:
 
 
 def rename_joint(spec: MechanismSpec, old: str, new: str) -> MechanismSpec:
-    """Rename a joint and every reference to it (force elements, gears)."""
+    """Rename a joint and every reference to it (force elements, gears, drivers)."""
     if old == new:
         return spec
     joints = tuple(replace(j, name=new) if j.name == old else j for j in spec.joints)
@@ -234,7 +235,8 @@ def rename_joint(spec: MechanismSpec, old: str, new: str) -> MechanismSpec:
         return new if n == old else n
 
     couplings = tuple(replace(c, driver=r(c.driver), driven=r(c.driven)) for c in spec.couplings)
-    return replace(spec, joints=joints, forces=forces, couplings=couplings)
+    drivers = tuple(replace(d, joint=r(d.joint)) for d in spec.drivers)
+    return replace(spec, joints=joints, forces=forces, couplings=couplings, drivers=drivers)
 
 
 # ------------------------------------------------------------------------ gears
@@ -279,6 +281,74 @@ def delete_gear(spec: MechanismSpec, name: str) -> MechanismSpec:
     return replace(spec, couplings=tuple(c for c in spec.couplings if c.name != name))
 
 
+# ---------------------------------------------------------------------- drivers
+
+#: the motion law a new driver starts with: one turn a second (60 rpm) on a revolute
+#: joint, 1 m/s on a prismatic one
+NEW_DRIVER_RATE = 2.0 * math.pi
+#: the fields each motion law uses (docs/file-format.md, "Drivers")
+MOTION_FIELDS = {"constant-rate": ("rate",), "harmonic": ("amplitude", "frequency", "phase", "offset"),
+                 "table": ("t", "q")}
+
+
+def motion_summary(m: MotionSpec) -> str:
+    """A driver's motion law in a few words, for lists."""
+    if m.kind == "constant-rate":
+        return f"constant rate {m.rate:g}"
+    if m.kind == "harmonic":
+        return f"{m.offset:g} + {m.amplitude:g} sin(2π·{m.frequency:g} t + {m.phase:g})"
+    return f"table of {len(m.t)} points"
+
+
+def next_driver_name(spec: MechanismSpec) -> str:
+    return _next_numbered("M", {d.name for d in spec.drivers})
+
+
+def drivable_joints(spec: MechanismSpec, exclude: str | None = None) -> list[str]:
+    """One-freedom joints (revolute, prismatic) that carry no driver and no gear, in file order."""
+    used = {d.joint for d in spec.drivers} | {n for c in spec.couplings for n in (c.driver, c.driven)}
+    return [j.name for j in spec.joints
+            if JOINT_TYPES[j.type][0] == 1 and (j.name not in used or j.name == exclude)]
+
+
+def add_driver(spec: MechanismSpec, joint: str, name: str | None = None,
+               motion: MotionSpec | None = None) -> MechanismSpec:
+    """Append a driver on ``joint`` (docs/file-format.md, "Drivers"): by default a constant
+    rate of :data:`NEW_DRIVER_RATE` (rad/s or m/s).  The loader's rules judge the result
+    like any file (one-freedom joint, at most one driver, no gear on it)."""
+    spec.joint(joint)  # KeyError for an unknown joint
+    rate = NEW_DRIVER_RATE if spec.joint(joint).type == "revolute" else 1.0
+    driver = DriverSpec(name or next_driver_name(spec), joint, motion or MotionSpec("constant-rate", rate=rate))
+    return replace(spec, drivers=spec.drivers + (driver,))
+
+
+def set_driver(spec: MechanismSpec, name: str, /, **changes) -> MechanismSpec:
+    """Change driver ``name``: ``name``, ``joint``, or its motion law -- ``kind`` and the
+    law's numbers (``rate``; ``amplitude``, ``frequency``, ``phase``, ``offset``; ``t``, ``q``).
+    A law keeps only its own numbers (those of another kind fall back to zero), as the
+    file holds it."""
+    old = next((d for d in spec.drivers if d.name == name), None)
+    if old is None:
+        raise KeyError(name)
+    motion_keys = {"kind"} | {k for fields in MOTION_FIELDS.values() for k in fields}
+    law = {k: changes.pop(k) for k in list(changes) if k in motion_keys}
+    for k in ("t", "q"):
+        if k in law:
+            law[k] = tuple(float(x) for x in law[k])
+    for k in ("rate", "amplitude", "frequency", "phase", "offset"):
+        if k in law:
+            law[k] = float(law[k])
+    motion = replace(old.motion, **law)
+    # only the law's own numbers are kept, as the file holds them (spec_to_dict)
+    motion = MotionSpec(motion.kind, **{k: getattr(motion, k) for k in MOTION_FIELDS.get(motion.kind, ())})
+    new = replace(old, motion=motion, **changes)
+    return replace(spec, drivers=tuple(new if d.name == name else d for d in spec.drivers))
+
+
+def delete_driver(spec: MechanismSpec, name: str) -> MechanismSpec:
+    return replace(spec, drivers=tuple(d for d in spec.drivers if d.name != name))
+
+
 def set_force(spec: MechanismSpec, index: int, **changes) -> MechanismSpec:
     f = spec.forces[index]
     for key in ("point1", "point2"):
@@ -303,17 +373,18 @@ def delete_force(spec: MechanismSpec, index: int) -> MechanismSpec:
 
 
 def delete_joint(spec: MechanismSpec, name: str) -> MechanismSpec:
-    """Remove a joint, the force elements acting on it and the gears using it."""
+    """Remove a joint, the force elements acting on it and the gears and drivers using it."""
     return replace(
         spec,
         joints=tuple(j for j in spec.joints if j.name != name),
         forces=tuple(f for f in spec.forces if f.joint != name),
         couplings=tuple(c for c in spec.couplings if name not in (c.driver, c.driven)),
+        drivers=tuple(d for d in spec.drivers if d.joint != name),
     )
 
 
 def delete_body(spec: MechanismSpec, name: str) -> MechanismSpec:
-    """Remove a body, its joints and every force element and gear that refers to them."""
+    """Remove a body, its joints and every force element, gear and driver that refers to them."""
     gone_joints = {j.name for j in spec.joints if name in (j.parent, j.child)}
     return replace(
         spec,
@@ -322,6 +393,7 @@ def delete_body(spec: MechanismSpec, name: str) -> MechanismSpec:
         forces=tuple(f for f in spec.forces
                      if f.joint not in gone_joints and name not in (f.body1, f.body2)),
         couplings=tuple(c for c in spec.couplings if not gone_joints & {c.driver, c.driven}),
+        drivers=tuple(d for d in spec.drivers if d.joint not in gone_joints),
     )
 
 

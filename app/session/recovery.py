@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Callable
 
 from linkwork.engine.mechfile import MechanismSpec, spec_to_dict
-from linkwork.engine.mechfile.spec import BodySpec, CouplingSpec, ForceSpec, JointSpec, ShapeSpec
+from linkwork.engine.mechfile.spec import (BodySpec, CouplingSpec, DriverSpec, ForceSpec, JointSpec, MotionSpec,
+                                           ShapeSpec)
 
 from .document import MechanismDocument
 from .events import Event
@@ -277,10 +278,16 @@ def spec_from_record(d: dict) -> MechanismSpec:
             bool(j.get("cut", False))))
     couplings = tuple(CouplingSpec(c["name"], c["driver"], c["driven"], float(c["ratio"]), c["type"])
                       for c in d.get("couplings", ()))
+    drivers = tuple(DriverSpec(m["name"], m["joint"], _motion(m["motion"]), m["type"]) for m in d.get("drivers", ()))
     return MechanismSpec(
         bodies=bodies, joints=tuple(joints), forces=tuple(_force(f) for f in d["forces"]),
         gravity=_t(d["gravity"]), name=d.get("name", ""), description=d.get("description", ""),
-        settings=tuple(d.get("settings", {}).items()), couplings=couplings)
+        settings=tuple(d.get("settings", {}).items()), couplings=couplings, drivers=drivers)
+
+
+def _motion(d: dict) -> MotionSpec:
+    numbers = {k: float(d[k]) for k in ("rate", "amplitude", "frequency", "phase", "offset") if k in d}
+    return MotionSpec(d["kind"], t=_t(d.get("t", ())), q=_t(d.get("q", ())), **numbers)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import numpy as np
 
 from linkwork.engine.mechfile import GROUND, JOINT_TYPES, MechanismSpec
 
-from .edits import (INERTIA_MODES, add_joint, add_link, delete_body, delete_force, delete_gear, delete_joint,
-                    move_point, same_point, vec)
+from .edits import (INERTIA_MODES, add_joint, add_link, delete_body, delete_driver, delete_force, delete_gear,
+                    delete_joint, move_point, same_point, vec)
 from .document import MechanismDocument, Selection
 from .events import Event
 from .geometry import body_primitives
@@ -365,7 +365,7 @@ class SketchModel:
         return self.doc.edit(text, new, pivots, select=select)
 
     def delete_selection(self) -> bool:
-        """Delete the selected body, joint, force, gear or pivot."""
+        """Delete the selected body, joint, force, gear, driver or pivot."""
         s = self.doc.selection
         if s is None:
             return False
@@ -378,6 +378,8 @@ class SketchModel:
             return self.doc.edit(f"Delete force {int(s.name) + 1}", delete_force(spec, int(s.name)))
         if s.kind == "gear":
             return self.doc.edit(f"Delete gear {s.name}", delete_gear(spec, s.name))
+        if s.kind == "driver":
+            return self.doc.edit(f"Delete driver {s.name}", delete_driver(spec, s.name))
         if s.kind == "pivot":
             k = int(s.name)
             return self.doc.edit("Delete ground pivot",

@@ -17,12 +17,12 @@ from linkwork.engine.mechfile import MechanismSpec, spec_from_dict, spec_to_dict
 from linkwork.engine.model import Model, build_model
 from linkwork.engine.topology import analyze
 
-_PATH = re.compile(r"^(bodies|joints|forces|couplings)\[(\d+)\]")
+_PATH = re.compile(r"^(bodies|joints|forces|couplings|drivers)\[(\d+)\]")
 
 
 @dataclass(frozen=True)
 class Target:
-    """What a refusal points at: ``kind`` is "body", "joint", "force", "gear" or "mechanism"."""
+    """What a refusal points at: ``kind`` is "body", "joint", "force", "gear", "driver" or "mechanism"."""
 
     kind: str
     name: str  # body/joint name, force index as text, "" for the mechanism
@@ -82,6 +82,8 @@ def target_of(spec: MechanismSpec, path: str) -> Target:
         return Target("force", str(idx))
     if kind == "couplings" and idx < len(spec.couplings):
         return Target("gear", spec.couplings[idx].name)
+    if kind == "drivers" and idx < len(spec.drivers):
+        return Target("driver", spec.drivers[idx].name)
     return Target("mechanism", "")
 
 

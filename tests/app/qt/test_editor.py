@@ -180,3 +180,51 @@ def test_add_a_gear_from_a_joint_and_edit_it(make_window):
     for _ in range(5):  # ratio 0, ratio 2, ratio -1, driven J4, the gear itself
         win.actions["undo"].trigger()
     assert doc.spec.couplings == ()
+
+
+def test_add_a_driver_from_a_joint_and_edit_it(make_window, qtbot):
+    """Joint page -> "Add driver": the driver is listed and selected; its page switches the
+    motion law and shows only that law's fields; the loader's refusal (table times not
+    increasing) is shown inline at the field; a driven joint offers no gear and no second
+    driver; Delete and undo."""
+    win = make_window(gl=False)
+    doc = win.session.document
+    doc.replace(g.fourbar())
+    doc.select(Selection("joint", "J1"))
+    page = win.editor.properties.current_page()
+    assert page.kind == "joint" and page.driver_btn.isEnabled()
+    page.driver_btn.click()
+    assert [(d.name, d.joint, d.motion.kind) for d in doc.spec.drivers] == [("M1", "J1", "constant-rate")]
+    assert doc.selection == Selection("driver", "M1")
+    dp = win.editor.properties.current_page()
+    assert dp.kind == "driver" and win.editor.properties.title.text() == "Driver M1"
+    assert ("driver", "M1") in win.editor.tree._items
+    assert doc.validation.ok and "DOF 0" in win.editor.summary.text()  # the motor takes the one freedom
+    visible = {k for k, w in dp.fields.items() if dp.form.isRowVisible(w)}
+    assert visible == {"name", "joint", "kind", "rate"}
+    _edit(dp.rate, "3")
+    assert doc.spec.drivers[0].motion.rate == 3.0
+    dp.kind_combo.activated.emit(dp.kind_combo.findData("harmonic"))
+    assert doc.spec.drivers[0].motion.kind == "harmonic"
+    visible = {k for k, w in dp.fields.items() if dp.form.isRowVisible(w)}
+    assert visible == {"name", "joint", "kind", "amplitude", "frequency", "phase", "offset"}
+    _edit(dp.amplitude, "0.4")
+    _edit(dp.frequency, "1.5")
+    assert (doc.spec.drivers[0].motion.amplitude, doc.spec.drivers[0].motion.frequency) == (0.4, 1.5)
+    dp.kind_combo.activated.emit(dp.kind_combo.findData("table"))
+    _edit(dp.t_edit, "0, 2, 1")
+    msg = win.editor.properties.message
+    assert msg.isVisible() and msg.text().startswith("drivers[0].motion.t") and "border" in dp.t_edit.styleSheet()
+    _edit(dp.t_edit, "0, 1, nan")  # not numbers: flagged red, reverted, the document untouched
+    assert doc.spec.drivers[0].motion.t == (0.0, 2.0, 1.0) and dp.t_edit.property("invalid")
+    _edit(dp.t_edit, "0, 1, 2")
+    assert doc.validation.ok
+    doc.select(Selection("joint", "J1"))
+    jp = win.editor.properties.current_page()
+    assert not jp.driver_btn.isEnabled() and not jp.gear_btn.isEnabled()
+    tree = win.editor.tree
+    tree.setCurrentItem(tree._items[("driver", "M1")])
+    qtbot.keyClick(tree, Qt.Key_Delete)
+    assert doc.spec.drivers == ()
+    win.actions["undo"].trigger()
+    assert doc.spec.drivers[0].motion.t == (0.0, 1.0, 2.0)

@@ -133,3 +133,43 @@ def test_renaming_and_deleting_joints_and_bodies_keep_gears_consistent():
     assert edits.delete_body(spec, "A").couplings == ()  # A carries J1
     assert edits.delete_gear(spec, "G1").couplings == ()
     assert edits.set_gear(spec, "G1", name="mesh").couplings[0].name == "mesh"
+
+
+# ---------------------------------------------------------------------- drivers
+
+
+def test_add_driver_starts_a_motor_at_one_turn_a_second_and_validates_like_a_file():
+    from linkwork.engine.mechfile import DriverSpec, MotionSpec
+
+    from linkwork.app.session.validation import validate
+
+    spec = g.fourbar()
+    s1 = edits.add_driver(spec, "J1")
+    assert s1.drivers == (DriverSpec("M1", "J1", MotionSpec("constant-rate", rate=2 * np.pi)),)
+    assert validate(s1).ok
+    assert "J1" not in edits.drivable_joints(s1) and "J2" in edits.drivable_joints(s1)
+    h = edits.set_driver(s1, "M1", kind="harmonic", amplitude=0.5, frequency=2, phase=0.1, offset=0)
+    assert h.drivers[0].motion == MotionSpec("harmonic", amplitude=0.5, frequency=2.0, phase=0.1)
+    assert validate(h).ok
+    # the loader's rules, with the refusal pointing at the driver
+    bad = edits.set_driver(s1, "M1", kind="table", t=[0, 2, 1], q=[0, 1, 2])
+    v = validate(bad)
+    assert not v.ok and v.path.startswith("drivers[0]") and v.target.kind == "driver" and v.target.name == "M1"
+    twice = edits.add_driver(s1, "J1", name="M2")
+    v = validate(twice)
+    assert not v.ok and v.target == type(v.target)("driver", "M2")
+    with pytest.raises(KeyError):
+        edits.add_driver(spec, "no such joint")
+
+
+def test_renaming_and_deleting_joints_and_bodies_keep_drivers_consistent():
+    spec = edits.add_driver(g.fourbar(), "J1")
+    assert edits.rename_joint(spec, "J1", "crank_pin").drivers[0].joint == "crank_pin"
+    assert edits.set_joint(spec, "J1", name="crank_pin").drivers[0].joint == "crank_pin"
+    assert edits.delete_joint(spec, "J1").drivers == ()
+    assert edits.delete_joint(spec, "J2").drivers == spec.drivers
+    assert edits.delete_body(spec, "A").drivers == ()  # A carries J1
+    assert edits.delete_driver(spec, "M1").drivers == ()
+    assert edits.set_driver(spec, "M1", name="motor").drivers[0].name == "motor"
+    with pytest.raises(KeyError):
+        edits.set_driver(spec, "nobody", rate=1.0)

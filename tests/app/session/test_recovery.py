@@ -101,6 +101,18 @@ def test_a_mechanism_the_editor_would_not_save_round_trips_too(tmp_path):
     assert rec.spec == doc.spec and rec.original_path is None and rec.title == doc.spec.name
 
 
+@pytest.mark.parametrize("law", [{}, {"kind": "harmonic", "amplitude": 0.3, "frequency": 1.5, "phase": 0.2,
+                                      "offset": 0.1},
+                                 {"kind": "table", "t": (0.0, 1.0, 3.0), "q": (0.0, 0.5, -0.25)}])
+def test_drivers_round_trip(tmp_path, law):
+    doc = MechanismDocument()
+    doc.replace(edits.add_driver(g.fourbar(), "J1"))
+    if law:
+        doc.edit("law", edits.set_driver(doc.spec, "M1", **law))
+    rec = read_record(RecoveryStore(tmp_path).save(doc))
+    assert rec.spec == doc.spec and rec.spec.drivers
+
+
 def test_damaged_files_are_named_in_the_error(tmp_path):
     p = tmp_path / "recovery-1-x.json"
     p.write_text("{not json")
