@@ -154,7 +154,13 @@ class RunController(QObject):
         if isinstance(item, ResultChunk):
             if self._compile_timer.isActive() or self._compile_shown:
                 self._hide_compiling()
-            run.append(item.rows, item.stats)
+            if not run.active:
+                return  # the run's file failed: what still comes is dropped
+            try:
+                run.append(item.rows, item.stats)
+            except OSError as exc:
+                self._file_failed(run, exc)
+                return
             self._forward_warnings(item.stats)
             self.run_progress.emit(run)
         elif isinstance(item, Started):
@@ -174,6 +180,16 @@ class RunController(QObject):
             else:
                 run.set_status("paused")
             self.run_state.emit(run)
+
+    def _file_failed(self, run, exc: OSError) -> None:
+        """The run's file cannot be written (a full disk): the run stops as failed with
+        every row written so far."""
+        msg = (f"the run's file cannot be written ({exc.strerror or exc}); "
+               f"the {run.n_rows} rows written before are kept")
+        run.set_status("failed", msg, run.t_last)
+        self.run_state.emit(run)
+        self.session.notifications.error(msg[0].upper() + msg[1:], detail=str(run.path), source="run")
+        self.stop()
 
     def _forward_warnings(self, stats: dict) -> None:
         """The formulation's warnings (singular configurations, unconverged steps) that are

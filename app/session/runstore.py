@@ -142,6 +142,8 @@ class RowsWriter:
         self._idx.flush()
 
     def close(self, sync: bool = True) -> None:
+        """Flush (and with ``sync`` fsync) and close; a write that fails now (a full disk)
+        loses nothing already indexed, so it is not raised."""
         for f in (self._rows, self._idx):
             if f.closed:
                 continue
@@ -149,8 +151,13 @@ class RowsWriter:
                 f.flush()
                 if sync:
                     os.fsync(f.fileno())
+            except OSError:
+                pass
             finally:
-                f.close()
+                try:
+                    f.close()
+                except OSError:
+                    pass
 
     @property
     def closed(self) -> bool:
