@@ -60,6 +60,31 @@ def force_arrays(model: Model) -> ForceArrays:
     )
 
 
+def driver_force_arrays(m: Model) -> tuple[ForceArrays, np.ndarray]:
+    """``force_arrays(m)`` with one joint-torque element per driver after the file's, and
+    the writable view of their values: the drivers' efforts, which the formulations that
+    find them by superposition set (``dca``, ``rcr``; docs/derivations.md, "Drivers").
+    The arrays are read-only, as the model's, so the kernels keep their compiled types;
+    the values are written through their writable base."""
+    def frozen(a):
+        a = np.ascontiguousarray(a)
+        a.setflags(write=False)
+        return a
+
+    nd, nf = m.nd, m.f_type.shape[0]
+    params = np.concatenate([m.f_params, np.zeros((nd, m.f_params.shape[1]))])
+    view = params.view()
+    view.setflags(write=False)
+    fa = force_arrays(m)._replace(
+        f_type=frozen(np.concatenate([m.f_type, np.full(nd, F_JOINT_TORQUE, dtype=m.f_type.dtype)])),
+        f_body=frozen(np.concatenate([m.f_body, np.full((nd, 2), -1, dtype=m.f_body.dtype)])),
+        f_point=frozen(np.concatenate([m.f_point, np.zeros((nd, 2, 3))])),
+        f_joint=frozen(np.concatenate([m.f_joint, m.d_joint.astype(m.f_joint.dtype)])),
+        f_params=view)
+    return fa, params[nf:, 0]
+
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def _add_point_force(F, b, x, f, p):
     """Add force f applied at world point p to body b (wrench about its COM)."""

@@ -36,10 +36,10 @@ import numpy as np
 from .. import config
 from ..drivers import motion_values
 from ..errors import SingularSystemError
-from ..forces import ForceArrays, force_arrays
+from ..forces import driver_force_arrays
 from ..initial import initial_state, tree_velocities
 from ..kinematics import classical_accelerations, fk_positions
-from ..model import F_JOINT_TORQUE, Model
+from ..model import Model
 from ..threads import DCA_TREE_SERIAL_BELOW, PARALLEL_MIN_BODIES
 from .base import Evaluation, NO_RATES, StateKernel, check_consistent
 from .dca_chain import (
@@ -260,25 +260,3 @@ class DCAFormulation(TreeFormulation):
                           jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy(),
                                                     **({"driver_effort": self.effort.copy()} if m.nd else {})})
 
-
-def driver_force_arrays(m: Model) -> tuple[ForceArrays, np.ndarray]:
-    """``force_arrays(m)`` with one joint-torque element per driver after the file's, and
-    the writable view of their values (the drivers' efforts, which :meth:`DCAFormulation._drive`
-    sets).  The arrays are read-only, as the model's, so the kernels keep their compiled
-    types; the values are written through their writable base."""
-    def frozen(a):
-        a = np.ascontiguousarray(a)
-        a.setflags(write=False)
-        return a
-
-    nd, nf = m.nd, m.f_type.shape[0]
-    params = np.concatenate([m.f_params, np.zeros((nd, m.f_params.shape[1]))])
-    view = params.view()
-    view.setflags(write=False)
-    fa = force_arrays(m)._replace(
-        f_type=frozen(np.concatenate([m.f_type, np.full(nd, F_JOINT_TORQUE, dtype=m.f_type.dtype)])),
-        f_body=frozen(np.concatenate([m.f_body, np.full((nd, 2), -1, dtype=m.f_body.dtype)])),
-        f_point=frozen(np.concatenate([m.f_point, np.zeros((nd, 2, 3))])),
-        f_joint=frozen(np.concatenate([m.f_joint, m.d_joint.astype(m.f_joint.dtype)])),
-        f_params=view)
-    return fa, params[nf:, 0]

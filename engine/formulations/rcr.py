@@ -35,7 +35,8 @@ import scipy.linalg
 from .. import config
 from ..constraints import con_arrays, coupling_rows
 from ..errors import SimulationError, SingularSystemError
-from ..forces import force_arrays, spring_joints
+from ..drivers import motion_values
+from ..forces import driver_force_arrays, force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, fk_positions, kin_arrays, normalize_quaternions,
@@ -146,6 +147,9 @@ class RCRFormulation(Formulation):
     summary = ("Paper 002's recursive coordinate reduction: joint coordinates, loops closed at the velocity "
                "level by independent/dependent speeds chosen (and re-chosen) automatically, dependent "
                "coordinates restored by Newton after every step; linear cost on ladders.")
+    #: drivers by superposition of forward-dynamics evaluations (_efforts), held at output
+    #: instants with the loops by dense's projection (_hold_drivers)
+    honours_drivers = True
     #: joint-space rows (gear pairs) after the cut-joint rows: none in rcr (embedding has them)
     njr: int = 0
     #: rheonomic joint-space rows among them (embedding's drivers), the last ``ndr``
@@ -161,6 +165,13 @@ class RCRFormulation(Formulation):
         self.mk = kin_arrays(m)
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
+        #: drivers by superposition, as dca's (docs/derivations.md, "Drivers"): their efforts
+        #: applied as joint torques (forces); embedding makes them rows instead (ndr)
+        self._superpose = bool(m.nd) and not self.ndr
+        if self._superpose:
+            self.fa, self.effort = driver_force_arrays(m)
+            self._driven_v = np.array([m.v_adr[j] for j in m.d_joint], dtype=np.int64)
+            self._driver_projector = None
         self.structure = loop_structure(m)
         sj = spring_joints(m)
         self.cut_spring = np.array([j for j in sj if j >= m.nb], dtype=np.int64)
@@ -291,6 +302,8 @@ class RCRFormulation(Formulation):
         self._drive(t)
         positions, dynamics = self._kernels()
         self.block_conditioning = positions(q)
+        if self._superpose:
+            self._efforts(t, q, v, dynamics)
         ok = dynamics(q, v, out)
         if not ok or (check and not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all())):
             raise SingularSystemError(t, self.not_finite)
@@ -300,7 +313,7 @@ class RCRFormulation(Formulation):
         has no loop to close after each step (:mod:`.rk4_kernel`, the same arithmetic bit
         for bit); the generic loop elsewhere."""
         cls = type(self)
-        if (self.ncr or self.ndr or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
+        if (self.ncr or self.model.nd or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
                 or "rhs" in vars(self) or not hasattr(K.dynamics, "overloads")):
             return super().rk4_steps(t0, t1, y, n)
         fast = self.__dict__.get("_rk4_interval")
@@ -324,7 +337,45 @@ class RCRFormulation(Formulation):
     # ------------------------------------------------------------ projection
     @property
     def projects(self) -> bool:
-        return self.ncr > 0
+        return self.ncr > 0 or self._superpose
+
+    def _efforts(self, t, q, v, dynamics) -> None:
+        """The drivers' efforts at ``(t, q, v)`` into :attr:`effort` by superposition (as
+        ``dca``'s ``_drive``): the driven joints' accelerations without effort and their
+        response to a unit effort on each, ``nd + 1`` evaluations; ``tau = Phi^-1 (f'' - a0)``."""
+        m, tau, cols = self.model, self.effort, self._driven_v
+        tau[:] = 0.0
+        dynamics(q, v, NO_RATES)
+        a0 = self.vdot[cols].copy()
+        Phi = np.empty((m.nd, m.nd))
+        for k in range(m.nd):
+            tau[:] = 0.0
+            tau[k] = 1.0
+            dynamics(q, v, NO_RATES)
+            Phi[:, k] = self.vdot[cols] - a0
+        target = np.array([motion_values(m.d_motion, i, t)[2] for i in range(m.nd)])
+        try:
+            tau[:] = np.linalg.solve(Phi, target - a0)
+        except np.linalg.LinAlgError:
+            raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
+                                         "(a driver on a joint its loops lock)") from None
+
+    def _hold_drivers(self, t, y):
+        """``dense``'s projection of the state onto the loops and the drivers' rows at time
+        ``t`` (docs/derivations.md, "Projection"), where the driven coordinates or rates have
+        drifted: the independent coordinates integrate, so a dependent driven coordinate
+        is held only this way."""
+        m = self.model
+        if self._driver_projector is None:
+            from .dense import DenseFormulation
+
+            self._driver_projector = DenseFormulation(m, self.settings)
+        proj = self._driver_projector
+        q, v = y[: m.nq], y[m.nq:]
+        if max(proj.closure_residuals(q, v, t)) <= config.PROJECTION_TOL:
+            return y
+        qp, vp = proj.project_state(q.copy(), v.copy(), t=t)
+        return np.concatenate([qp, vp])
 
     def _drive(self, t: float) -> None:
         """The rheonomic rows' right-hand sides at time ``t`` (embedding's drivers); none here."""
@@ -361,6 +412,8 @@ class RCRFormulation(Formulation):
         y = self._close(t, y)
         if self.ncr and (self.block_conditioning < SWITCH_RTOL or self._sing_samples):
             y = self._repartition(t, y)
+        if self._superpose:
+            y = self._hold_drivers(t, y)
         return y
 
     def step_bound(self, t, y):
@@ -447,7 +500,8 @@ class RCRFormulation(Formulation):
         reactions = self._reactions(A)
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, A), P=self.P.copy(), reactions=reactions,
-                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": self.v.copy()})
+                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": self.v.copy(),
+                                                    **({"driver_effort": self.effort.copy()} if self._superpose else {})})
 
     def _reactions(self, A) -> np.ndarray:
         """Joint wrenches at an output instant.  Coordinate reduction never forms the
