@@ -1,6 +1,8 @@
-"""Drivers (docs/file-format.md, "Drivers"): the file format, the ``dense`` rows against
-closed forms -- a slider-crank turned at a constant rate, a rod pendulum driven
-harmonically, a table -- the energy balance, the columns and the refusals."""
+"""Drivers (docs/file-format.md, "Drivers"): the file format; every formulation that
+honours them (``dense``'s rows, ``embedding``'s rheonomic rows, ``dca``'s and ``rcr``'s
+superposition) against closed forms -- a slider-crank turned at a constant rate, a rod
+pendulum driven harmonically, a table, a reversed joint, a prismatic lift -- and against
+``dense`` where a freedom is left; the energy balance, the columns and the refusals."""
 
 import json
 import subprocess
