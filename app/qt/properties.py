@@ -247,7 +247,7 @@ class BodyPage(_Page):
                   inertia=edits.rod_inertia_body(b, s.p_from, s.p_to, s.radius))
 
     def _orientation(self, q) -> None:
-        n = math.sqrt(sum(float(x) ** 2 for x in q))
+        n = math.hypot(*(float(x) for x in q))  # no overflow: float(x) ** 2 raises above 1.3e154
         if n > 0:
             q = tuple(float(x) / n for x in q)
         self.edit(f"Set orientation of {self.name}", edits.set_body, self.name, orientation=q)

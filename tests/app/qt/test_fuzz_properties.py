@@ -122,3 +122,18 @@ def test_the_torque_value_field_flags_non_finite_numbers(panel, qtbot):
     page.value.setText("0.25")
     page.value.editingFinished.emit()
     assert not page.value.property("invalid") and doc.spec.forces[0].value == (0.25,)
+
+
+def test_a_huge_quaternion_component_is_normalised(panel, qtbot):
+    """Orientation (1, 1e300, 0, 0) -- found by the fuzz above: squaring 1e300 overflowed --
+    is (1e-300, 1, 0, 0) once normalised."""
+    doc = panel.doc
+    doc.replace(SPEC)
+    doc.select(Selection("body", "A"))
+    assert doc.spec.body("A").orientation == (1.0, 0.0, 0.0, 0.0)
+    x = panel.current_page().orientation.edits[1]
+    with qtbot.captureExceptions() as raised:
+        x.setText("1e300")
+        x.editingFinished.emit()
+    assert not raised, raised
+    assert doc.spec.body("A").orientation == (1e-300, 1.0, 0.0, 0.0)
