@@ -94,7 +94,8 @@ class DCAFormulation(TreeFormulation):
         # one grounded region on one thread: its passes called directly (evaluate_region);
         # an unbranched chain's on two threads, beside one another (evaluate_chain)
         direct = self.lay.one_region and m.nb < self.lay.ix.body_parallel_from
-        self.two_roles = direct and not m.nd and self.threads > 1 and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1])
+        self.two_roles = (direct and not m.nd and self.threads > 1
+                          and np.array_equal(self.lay.reg[2], np.arange(m.nb)[::-1]))
         kernel = evaluate_chain if self.two_roles else evaluate_region if direct else evaluate
         self._kernel = StateKernel(kernel, self._workspace())
         self.twin = {}  # the second copies of CHAIN_TWIN's arrays, by name (two roles only)
@@ -255,8 +256,10 @@ class DCAFormulation(TreeFormulation):
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
         reactions = self._reactions()
+        extra = {"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy()}
+        if m.nd:
+            extra["driver_effort"] = self.effort.copy()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
-                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": v.copy(),
-                                                    **({"driver_effort": self.effort.copy()} if m.nd else {})})
+                          jq=self.jq.copy(), extra=extra)
 

@@ -419,8 +419,8 @@ def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam, drive
     too.  One kernel call (:func:`.dense_kernels.multiplier_reactions`)."""
     react = np.empty((model.nj, 6))
     c = np.ascontiguousarray
-    multiplier_reactions(ca, reaction_model(model, drivers), Frames(c(x), c(R), c(V), c(P), _NO_SUBSPACE), c(A), c(Fext),
-                         c(lam, dtype=float), react)
+    multiplier_reactions(ca, reaction_model(model, drivers), Frames(c(x), c(R), c(V), c(P), _NO_SUBSPACE), c(A),
+                         c(Fext), c(lam, dtype=float), react)
     return react
 
 

@@ -147,8 +147,8 @@ class RCRFormulation(Formulation):
     summary = ("Paper 002's recursive coordinate reduction: joint coordinates, loops closed at the velocity "
                "level by independent/dependent speeds chosen (and re-chosen) automatically, dependent "
                "coordinates restored by Newton after every step; linear cost on ladders.")
-    #: drivers by superposition of forward-dynamics evaluations (_efforts), held at output
-    #: instants with the loops by dense's projection (_hold_drivers)
+    #: drivers by superposition of forward-dynamics evaluations (_efforts), held with the
+    #: loops by dense's projection after a step where they drifted (_hold_drivers)
     honours_drivers = True
     #: joint-space rows (gear pairs) after the cut-joint rows: none in rcr (embedding has them)
     njr: int = 0
@@ -313,8 +313,9 @@ class RCRFormulation(Formulation):
         has no loop to close after each step (:mod:`.rk4_kernel`, the same arithmetic bit
         for bit); the generic loop elsewhere."""
         cls = type(self)
-        if (self.ncr or self.model.nd or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
-                or "rhs" in vars(self) or not hasattr(K.dynamics, "overloads")):
+        if (self.ncr or self.model.nd or cls.rhs is not RCRFormulation.rhs
+                or cls.post_step is not RCRFormulation.post_step or "rhs" in vars(self)
+                or not hasattr(K.dynamics, "overloads")):
             return super().rk4_steps(t0, t1, y, n)
         fast = self.__dict__.get("_rk4_interval")
         kernels = self._kernels()
@@ -498,10 +499,12 @@ class RCRFormulation(Formulation):
         if self.ncr:
             check_consistent(t, *self._closure_residual())
         reactions = self._reactions(A)
+        extra = {"vdot": self.vdot.copy(), "q": q.copy(), "v": self.v.copy()}
+        if self._superpose:
+            extra["driver_effort"] = self.effort.copy()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, A), P=self.P.copy(), reactions=reactions,
-                          jq=self.jq.copy(), extra={"vdot": self.vdot.copy(), "q": q.copy(), "v": self.v.copy(),
-                                                    **({"driver_effort": self.effort.copy()} if self._superpose else {})})
+                          jq=self.jq.copy(), extra=extra)
 
     def _reactions(self, A) -> np.ndarray:
         """Joint wrenches at an output instant.  Coordinate reduction never forms the
