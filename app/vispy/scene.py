@@ -41,6 +41,8 @@ JOINT_COLOR = np.array((0.20, 0.20, 0.22))
 JOINT_SELECT_COLOR = np.array((0.95, 0.35, 0.05))
 GROUND_COLOR = (0.38, 0.38, 0.40, 1.0)
 TRAIL_COLOR = (0.85, 0.20, 0.15, 0.9)
+#: most points of a trail: a longer run's trail is drawn through evenly spaced rows
+TRAIL_POINTS = 4096
 GEAR_COLOR = (0.85, 0.60, 0.05, 1.0)
 GEAR_SELECT_COLOR = (0.95, 0.35, 0.05, 1.0)
 #: radius of a gear's link, times the mechanism's characteristic length
@@ -501,7 +503,10 @@ class MechanismScene:
         if tgt is None or run is None or run.n_rows == 0:
             return None
         i = run.row_at(self.session.playback.time)
-        rows = run.data[:i + 1]
+        if i + 1 <= TRAIL_POINTS:
+            rows = run.data[:i + 1]
+        else:  # a long run: evenly spaced rows and the shown one, read from its file
+            rows = run.data[np.unique(np.append(np.linspace(0, i, TRAIL_POINTS).astype(np.int64), i))]
         names = [b.name for b in spec.bodies]
         if tgt[0] == "body" and tgt[1] in names:
             k = names.index(tgt[1])

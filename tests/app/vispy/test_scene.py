@@ -145,3 +145,19 @@ def test_a_gear_is_drawn_as_a_link_between_its_joints(qapp):
         assert not sc.gears.visible and len(sc.gear_segment_points()) == 0
     finally:
         sc.close()
+
+
+def test_the_trail_of_a_long_run_reads_evenly_spaced_rows(scene, monkeypatch):
+    from linkwork.app.vispy import scene as scene_module
+
+    monkeypatch.setattr(scene_module, "TRAIL_POINTS", 10)
+    s = scene.session
+    run = _run(s)
+    assert run.n_rows > 20
+    s.playback.set_time(run.t_last)
+    scene.set_trail(("body", "B"))
+    pts = scene.trail_points()
+    rows = np.unique(np.append(np.linspace(0, run.n_rows - 1, 10).astype(np.int64), run.n_rows - 1))
+    assert pts.shape == (len(rows), 3) and len(rows) <= 11
+    assert np.array_equal(pts[:, 0], np.asarray(run.column("B.x"))[rows])
+    assert pts[-1, 0] == run.column("B.x")[-1]
