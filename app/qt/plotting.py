@@ -101,7 +101,9 @@ def configure_plot(plot: pg.PlotItem, kind: str, quantity: str | None, log_energ
     _label(plot, "bottom", "t", units="s")
     size = f"{style.title_pt:g}pt"
     if kind == "energy":
-        plot.setTitle(PLOT_TITLES["energy"] + (" (log |ΔE|)" if log_energy else ""), size=size, color=style.text)
+        # driven: the drivers' work W subtracted, the figure the mechanism conserves
+        title = "Energy drift (E − W)(t) − (E − W)(0)" if getattr(spec, "drivers", ()) else PLOT_TITLES["energy"]
+        plot.setTitle(title + (" (log |ΔE|)" if log_energy else ""), size=size, color=style.text)
         plot.setLogMode(x=False, y=log_energy)
         _label(plot, "left", "|ΔE|" if log_energy else "ΔE", units="J")
         si_prefix(plot.getAxis("left"), not log_energy)

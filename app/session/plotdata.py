@@ -110,10 +110,12 @@ def series(kind: str, run: RunRecord, quantity: str | None = None, levels=LEVELS
         return []
     ov = run.overview
     if kind == "energy":
-        t, e = ov.series(run.col_index["energy.total"])
-        d = e - ov.first[run.col_index["energy.total"]]
+        k = run.energy_column  # with drivers E - W, the conserved figure
+        t, e = ov.series(k)
+        d = e - ov.first[k]
         y = positive_or_nan(np.abs(d)) if log_energy else d
-        return [Series(run.id, "energy", "|E − E(0)|" if log_energy else "E − E(0)", t, y)]
+        what = "E − W" if run.driven else "E"
+        return [Series(run.id, "energy", f"|Δ({what})|" if log_energy else f"{what} − ({what})(0)", t, y)]
     if kind == "violation":
         out = []
         for lv in levels:

@@ -84,7 +84,7 @@ class RunRecord:
         self.path = self.store.new_folder()
         self._writer: RowsWriter | None = RowsWriter(self.path, self.columns)
         self._header_len = self._writer.header_len
-        self._overview: Overview | None = Overview(len(self.columns))
+        self._overview: Overview | None = Overview(self._overview_width)
         self._owner = this_process().as_dict()
         self._created = time.time()
         if self.store.temporary:
@@ -99,6 +99,11 @@ class RunRecord:
         self.settings = settings
         self.columns: tuple[str, ...] = tuple(columns)
         self.col_index = {c: k for k, c in enumerate(self.columns)}
+        #: with drivers, the overview keeps one more column: energy.total - energy.driver_work,
+        #: the figure a driven mechanism conserves (docs/file-format.md, "Drivers")
+        self._conserved = ((self.col_index["energy.total"], self.col_index["energy.driver_work"])
+                           if "energy.driver_work" in self.col_index and "energy.total" in self.col_index else None)
+        self.energy_column = len(self.columns) if self._conserved else self.col_index.get("energy.total", 0)
         self.label = label or settings_label(settings)
         self.color_index = 0
         self.visible = True
@@ -188,19 +193,35 @@ class RunRecord:
         if self._writer is None or self._writer.closed:
             raise ValueError("rows cannot be added to a run that has ended")
         self._writer.append(rows)
-        self.overview.add(rows)
+        self.overview.add(self._overview_rows(rows))
         self._n += k
         self.version += 1
         self.appended.emit(k)
+
+    @property
+    def _overview_width(self) -> int:
+        return len(self.columns) + (1 if self._conserved else 0)
+
+    def _overview_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The rows as the overview keeps them (with drivers, the conserved energy appended)."""
+        if self._conserved is None:
+            return rows
+        e, w = self._conserved
+        return np.column_stack([rows, rows[:, e] - rows[:, w]])
+
+    @property
+    def driven(self) -> bool:
+        """The run's mechanism has drivers: its energy balance counts their work."""
+        return self._conserved is not None
 
     @property
     def overview(self) -> Overview:
         """Minimum and maximum of every column per bucket of rows (what the plots draw);
         a reopened run's is built from its file on first use."""
         if self._overview is None:
-            ov = Overview(len(self.columns))
+            ov = Overview(self._overview_width)
             for block in iter_blocks(self.path / ROWS, self._header_len, len(self.columns), self._n):
-                ov.add(block)
+                ov.add(self._overview_rows(block))
             self._overview = ov
         return self._overview
 
@@ -240,8 +261,10 @@ class RunRecord:
         return min(1.0, self.t_last / self.settings.t_end) if self.settings.t_end > 0 else 1.0
 
     def energy_drift(self) -> np.ndarray:
-        """E(t) - E(0) of the total energy."""
+        """E(t) - E(0) of the total energy; with drivers, of E - W (their work W)."""
         e = self.column("energy.total")
+        if self._conserved is not None:
+            e = e - self.column("energy.driver_work")
         return e - e[0] if len(e) else e
 
     def row_at(self, t: float) -> int:
