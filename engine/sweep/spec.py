@@ -64,6 +64,17 @@ class SweepSpec:
     case_timeout: float | None = None  # seconds a case may run (docs/sweeps.md, "Faults"); None: no limit
 
 
+def _finite_number(x: Any) -> bool:
+    """A JSON number (not a boolean) that is a finite float; an integer too large for a
+    float is not."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _number_list(where: str, v: Any) -> list:
     """A grid axis: a list of values, or ``{"start", "stop", "num"}`` (linspace, inclusive)
     or ``{"start", "stop", "num", "log": true}`` (geometric)."""
@@ -79,7 +90,7 @@ def _number_list(where: str, v: Any) -> list:
             if k not in v:
                 raise SweepError(f"{where}.{k}", "is required")
             x = v[k]
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            if not _finite_number(x):
                 raise SweepError(f"{where}.{k}", f"must be a finite number (got {json.dumps(x)[:40]})")
         num = v["num"]
         if not (isinstance(num, int) and num >= 1):
@@ -116,14 +127,19 @@ def _random_values(where: str, dist: Any, n: int, rng) -> list:
         return [args[int(i)] for i in rng.integers(0, len(args), n)]
     if kind not in ("uniform", "normal", "loguniform"):
         raise SweepError(where, f"unknown distribution {kind!r} (uniform, normal, loguniform, choice)")
-    if (not isinstance(args, list) or len(args) != 2
-            or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) for x in args)):
+    if not isinstance(args, list) or len(args) != 2 or not all(_finite_number(x) for x in args):
         raise SweepError(f"{where}.{kind}", "must be a list of two finite numbers")
-    a, b = float(args[0]), float(args[1])
-    if kind == "uniform":
-        return [float(x) for x in rng.uniform(a, b, n)]
+    a, b = float(args[0]) + 0.0, float(args[1]) + 0.0  # + 0.0: -0.0 is 0.0 (numpy refuses a -0.0 scale)
     if kind == "normal":
+        if b < 0:
+            raise SweepError(f"{where}.normal", f"the standard deviation must be >= 0 (got {json.dumps(args[1])})")
         return [float(x) for x in rng.normal(a, b, n)]
+    if b < a:
+        raise SweepError(f"{where}.{kind}", f"must be [low, high] with low <= high (got {json.dumps(args)})")
+    if kind == "uniform":
+        if not math.isfinite(b - a):
+            raise SweepError(f"{where}.uniform", f"high - low must be a finite number (got {json.dumps(args)})")
+        return [float(x) for x in rng.uniform(a, b, n)]
     if a <= 0 or b <= 0:
         raise SweepError(f"{where}.{kind}", "bounds must be > 0")
     return [float(x) for x in math.e ** rng.uniform(math.log(a), math.log(b), n)]
