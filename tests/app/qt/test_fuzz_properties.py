@@ -70,7 +70,7 @@ def panel(qapp):
     p.deleteLater()
 
 
-@settings(max_examples=examples(250), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(which=st.integers(0, len(SELECTIONS) - 1), field=st.integers(0, 40), text=TEXTS)
 def test_any_text_in_any_field_never_raises_and_bad_text_is_red_and_not_applied(panel, qtbot, fuzz_counts,
                                                                                  which, field, text):
