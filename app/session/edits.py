@@ -61,11 +61,12 @@ def rod_inertia_world(mass: float, p0, p1, radius: float) -> np.ndarray:
     """Central inertia of a uniform solid rod from p0 to p1 (world axes)."""
     d = np.asarray(p1, float) - np.asarray(p0, float)
     L = float(np.linalg.norm(d))
+    r2 = radius * radius  # not radius**2: a float power raises OverflowError above 1.3e154, a product is inf
     if L == 0.0:
-        return np.eye(3) * mass * radius**2 / 2.0
+        return np.eye(3) * mass * r2 / 2.0
     u = d / L
-    it = mass * (3 * radius**2 + L**2) / 12.0
-    ia = mass * radius**2 / 2.0
+    it = mass * (3 * r2 + L * L) / 12.0
+    ia = mass * r2 / 2.0
     return it * (np.eye(3) - np.outer(u, u)) + ia * np.outer(u, u)
 
 
