@@ -85,9 +85,8 @@ def argument_lists(draw):
     return argv
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cli-fuzz")
+def _populate(d: Path) -> None:
+    """The input files in ``d``, as new: an argument list may have written over any of them."""
     for p in COPIES:
         shutil.copy(p, d / p.name)
     bundled = json.loads(BUNDLED_SWEEP.read_text())  # its mechanism, now beside it
@@ -95,7 +94,9 @@ def workdir(tmp_path_factory):
     (d / "garbage.mech.json").write_text('{"format": "linkwork-mechanism", "bodies": [1, 2')
     (d / "empty.json").write_text("")
     (d / "garbage.xml").write_text("<mujoco><worldbody><body>")
-    (d / "folder").mkdir()
+    (d / "folder").mkdir(exist_ok=True)
+    for name in ("missing.mech.json", "nowhere.sweep.json"):  # missing, whatever was written
+        (d / name).unlink(missing_ok=True)
     stiff = spec_to_dict(gen.chain(1, "revolute"))  # rk4 at dt = 0.01 diverges at t = 0.02 s: exit 3
     stiff["forces"] = [{"type": "joint-spring", "joint": "J1", "stiffness": 1e9, "damping": 1.0, "rest": 0.5}]
     (d / "stiff.mech.json").write_text(json.dumps(stiff))
@@ -103,6 +104,12 @@ def workdir(tmp_path_factory):
             "settings": {"t_end": 0.01}, "grid": {"joints[0].rate": [1.0, 2.0], "dt": [0.01, -1.0]}}
     (d / "tiny.sweep.json").write_text(json.dumps(tiny))
     (d / "bad.sweep.json").write_text(json.dumps(dict(tiny, grid={"bodies[99].mass": [1.0]})))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli-fuzz")
+    _populate(d)
     return d
 
 
@@ -134,6 +141,7 @@ def no_dask(monkeypatch):
 def test_random_argument_lists_end_in_0_2_or_3_without_a_traceback(argv, workdir, no_dask, monkeypatch,
                                                                      fuzz_counts):
     monkeypatch.chdir(workdir)
+    _populate(workdir)
     started = []
     front_ends = {name: (lambda a, name=name: started.append(name) or 0) for name in ("gui", "report", "selftest")}
     out, err = io.StringIO(), io.StringIO()
@@ -163,6 +171,7 @@ def test_the_fuzz_reaches_every_command_and_status(workdir, no_dask, monkeypatch
     (rk4 diverging on a spring far too stiff for its step) -- the statuses the fuzz
     accepts are really reachable, so its check is not vacuous."""
     monkeypatch.chdir(workdir)
+    _populate(workdir)
     cases = [
         (["run", SMALL[0], "--t-end", "0.01", "--out", "out.csv"], 0),
         (["run", SMALL[0], "--dt", "nan", "--t-end", "0.01"], 2),
