@@ -27,6 +27,8 @@ STANDARD_KEEP = ("final_state", "max_position_violation", "energy_drift", "react
 #: per-column statistics: ``"max:slider.x"`` keeps the column ``max.slider.x``
 COLUMN_STATS = ("final", "max", "min", "mean")
 TRAJECTORY_FORMATS = ("csv", "parquet", "none")
+#: the most cases one sweep file may ask for (a summary row each; a grid's axes multiply)
+MAX_CASES = 1_000_000
 
 
 class SweepError(LinkworkError):
@@ -95,6 +97,8 @@ def _number_list(where: str, v: Any) -> list:
         num = v["num"]
         if not (isinstance(num, int) and num >= 1):
             raise SweepError(f"{where}.num", f"must be an integer >= 1 (got {json.dumps(num)})")
+        if num > MAX_CASES:
+            raise SweepError(f"{where}.num", f"must be at most {MAX_CASES:,} (got {num:,})")
         a, b = float(v["start"]), float(v["stop"])
         if v.get("log"):
             if a <= 0 or b <= 0:
@@ -225,6 +229,10 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
             _check_path(f"grid.{path}", path, base)
             note(path)
             axes.append((path, _number_list(f"grid.{path}", values)))
+        total = math.prod(len(vals) for _, vals in axes)
+        if total > MAX_CASES:
+            raise SweepError("grid", f"asks for {total:,} cases (the product of its axes' lengths); "
+                                     f"at most {MAX_CASES:,}")
         import itertools
 
         for combo in itertools.product(*(vals for _, vals in axes)):
@@ -251,6 +259,8 @@ def sweep_from_dict(data: Any, base_dir: str | Path = ".", source: Path | None =
         n, seed = r.get("n"), r.get("seed")
         if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
             raise SweepError("random.n", "is required: the number of samples, an integer >= 1")
+        if n > MAX_CASES:
+            raise SweepError("random.n", f"must be at most {MAX_CASES:,} (got {n:,})")
         if not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
             raise SweepError("random.seed", "is required: an integer >= 0, so the samples can be drawn again")
         params = r.get("parameters")

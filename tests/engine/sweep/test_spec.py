@@ -47,6 +47,12 @@ def test_bad_path_in_a_grid_refuses_the_file_naming_it():
     ({"random": {"n": 3, "parameters": {"dt": {"uniform": [0.01, 0.02]}}}}, "random.seed: is required"),
     ({"mechanism": "nowhere.mech.json", "cases": [{}]}, "mechanism: no such file"),
     ({}, "(file): no cases"),
+    # more cases than a sweep may hold: refused before any is listed
+    ({"grid": {"dt": {"start": 0.01, "stop": 0.02, "num": 10**20}}}, "grid.dt.num: must be at most 1,000,000"),
+    ({"grid": {"dt": {"start": 0.01, "stop": 0.02, "num": 2000}, "t_end": {"start": 1, "stop": 2, "num": 2000}}},
+     "grid: asks for 4,000,000 cases"),
+    ({"random": {"n": 10**20, "seed": 1, "parameters": {"dt": {"uniform": [0.01, 0.02]}}}},
+     "random.n: must be at most 1,000,000"),
 ])
 def test_refused_sweep_files_name_the_path(bad, message):
     with pytest.raises(SweepError) as e:
