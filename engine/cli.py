@@ -25,7 +25,9 @@ from pathlib import Path
 
 from .threads import DCA_CHAIN_SERIAL_BELOW, DCA_TREE_SERIAL_BELOW, HDCA_CHAIN_SERIAL_BELOW, PARALLEL_MIN_BODIES
 
-EXIT_OK, EXIT_REFUSED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
+from .cli_base import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, Parser, float_arg
+from .cli_base import int_arg as _int
+from .cli_base import refuse as _refuse
 
 #: sub-command -> (arguments, one line for ``linkwork --help``)
 COMMANDS = {
@@ -78,29 +80,6 @@ def _help_text() -> str:
     return "\n".join(lines)
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse that exits with status 2 and a one-line message (refused options)."""
-
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f"linkwork: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_REFUSED)
-
-
-def float_arg(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-
-
 def _run_parser() -> argparse.ArgumentParser:
     from . import config
     from .formulations import REGISTRY
@@ -148,11 +127,6 @@ def _run_parser() -> argparse.ArgumentParser:
                         "step) or penalised as in paper 000 (reuse the Newton matrices) [exact]")
     p.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     return p
-
-
-def _refuse(msg: str) -> int:
-    print(f"linkwork: {msg}", file=sys.stderr)
-    return EXIT_REFUSED
 
 
 def _load(path: str):

@@ -12,21 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK, EXIT_REFUSED = 0, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits with status 2 and a one-line message (refused options)."""
-
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f"linkwork: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_REFUSED)
-
-
-def _refuse(msg: str) -> int:
-    print(f"linkwork: {msg}", file=sys.stderr)
-    return EXIT_REFUSED
+from ..cli_base import EXIT_OK, EXIT_REFUSED
+from ..cli_base import Parser as _Parser
+from ..cli_base import refuse as _refuse
 
 
 def _positive_int(text: str) -> int:
