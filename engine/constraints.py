@@ -394,40 +394,35 @@ def coupling_twist_rows(model: Model, x: np.ndarray, R: np.ndarray, P: np.ndarra
     each joint rate written ``S_j^T (V_succ(P_j) - V_pred(P_j))`` (equal to
     :func:`~engine.forces.joint_rate` on the joint constraints).  For the initial
     velocity projection and the absolute-coordinate counts."""
-    nb = model.nb
-    A = np.zeros((model.ng, 6 * nb))
+    A = np.zeros((model.ng, 6 * model.nb))
     for i in range(model.ng):
-        for j, scale in ((model.g_driver[i], 1.0), (model.g_driven[i], -model.g_ratio[i])):
-            a, b = model.pred[j], model.succ[j]
-            ax = (np.eye(3) if a < 0 else R[a]) @ model.axis_pred[j]
-            S = np.r_[np.zeros(3), ax] if model.jtype[j] == REVOLUTE else np.r_[ax, np.zeros(3)]
-            for body, sgn in ((b, 1.0), (a, -1.0)):
-                if body < 0:
-                    continue
-                # S^T [v + w x l; w] with l = P - x:  v.S_lin + w.(S_ang + l x S_lin)
-                l = P[j] - x[body]
-                A[i, 6 * body:6 * body + 3] += sgn * scale * S[:3]
-                A[i, 6 * body + 3:6 * body + 6] += sgn * scale * (S[3:] + np.cross(l, S[:3]))
+        _add_rate_row(model, model.g_driver[i], x, R, P, 1.0, A[i])
+        _add_rate_row(model, model.g_driven[i], x, R, P, -model.g_ratio[i], A[i])
     return A
 
 
 def driver_twist_rows(model: Model, x: np.ndarray, R: np.ndarray, P: np.ndarray) -> np.ndarray:
     """(nd, 6 nb) driver rows in the body twists: each driven joint's rate ``qdot_J``
     (a gear row of the joint alone, :func:`coupling_twist_rows`).  For the counts."""
-    nb = model.nb
-    A = np.zeros((model.nd, 6 * nb))
+    A = np.zeros((model.nd, 6 * model.nb))
     for i in range(model.nd):
-        j = model.d_joint[i]
-        a, b = model.pred[j], model.succ[j]
-        ax = (np.eye(3) if a < 0 else R[a]) @ model.axis_pred[j]
-        S = np.r_[np.zeros(3), ax] if model.jtype[j] == REVOLUTE else np.r_[ax, np.zeros(3)]
-        for body, sgn in ((b, 1.0), (a, -1.0)):
-            if body < 0:
-                continue
-            l = P[j] - x[body]
-            A[i, 6 * body:6 * body + 3] += sgn * S[:3]
-            A[i, 6 * body + 3:6 * body + 6] += sgn * (S[3:] + np.cross(l, S[:3]))
+        _add_rate_row(model, model.d_joint[i], x, R, P, 1.0, A[i])
     return A
+
+
+def _add_rate_row(model: Model, j: int, x, R, P, scale: float, row: np.ndarray) -> None:
+    """Add ``scale`` times one-freedom joint ``j``'s rate ``qdot_j`` in the body twists
+    ``[v_C; w]`` to ``row`` (6 nb): ``S^T [v + w x l; w]`` of the child less the parent's,
+    ``l = P_j - x``, i.e. ``v.S_lin + w.(S_ang + l x S_lin)``."""
+    a, b = model.pred[j], model.succ[j]
+    ax = (np.eye(3) if a < 0 else R[a]) @ model.axis_pred[j]
+    S = np.r_[np.zeros(3), ax] if model.jtype[j] == REVOLUTE else np.r_[ax, np.zeros(3)]
+    for body, sgn in ((b, 1.0), (a, -1.0)):
+        if body < 0:
+            continue
+        l = P[j] - x[body]
+        row[6 * body:6 * body + 3] += sgn * scale * S[:3]
+        row[6 * body + 3:6 * body + 6] += sgn * scale * (S[3:] + np.cross(l, S[:3]))
 
 
 @njit(cache=True, nogil=True, _nrt=True)

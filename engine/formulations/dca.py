@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import config
-from ..drivers import motion_values
+from ..drivers import superposed_efforts
 from ..errors import SingularSystemError
 from ..forces import driver_force_arrays
 from ..initial import initial_state, tree_velocities
@@ -151,25 +151,10 @@ class DCAFormulation(TreeFormulation):
         return out
 
     def _drive(self, t, y) -> None:
-        """The drivers' efforts at ``(t, y)`` into :attr:`effort` (module docstring):
-        ``nd + 1`` evaluations give the driven joints' accelerations ``a0`` without effort
-        and their response ``Phi`` to a unit effort on each; ``tau = Phi^-1 (f'' - a0)``."""
-        m, tau, cols = self.model, self.effort, self._driven_v
-        tau[:] = 0.0
-        self._kernel(y, NO_RATES)
-        a0 = self.vdot[cols].copy()
-        Phi = np.empty((m.nd, m.nd))
-        for k in range(m.nd):
-            tau[:] = 0.0
-            tau[k] = 1.0
-            self._kernel(y, NO_RATES)
-            Phi[:, k] = self.vdot[cols] - a0
-        target = np.array([motion_values(m.d_motion, i, t)[2] for i in range(m.nd)])
-        try:
-            tau[:] = np.linalg.solve(Phi, target - a0)
-        except np.linalg.LinAlgError:
-            raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
-                                         "(a driver on a joint its loops lock)") from None
+        """The drivers' efforts at ``(t, y)`` into :attr:`effort` by superposition
+        (module docstring; :func:`~engine.drivers.superposed_efforts`)."""
+        superposed_efforts(self.model.d_motion, t, lambda: self._kernel(y, NO_RATES),
+                           lambda: self.vdot[self._driven_v], self.effort)
 
     def _chain_twin(self) -> list:
         """The arrays of :data:`CHAIN_TWIN`: the layout's by its names, the formulation's by its own."""

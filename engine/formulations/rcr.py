@@ -35,7 +35,7 @@ import scipy.linalg
 from .. import config
 from ..constraints import con_arrays, coupling_rows
 from ..errors import SimulationError, SingularSystemError
-from ..drivers import motion_values
+from ..drivers import superposed_efforts
 from ..forces import driver_force_arrays, force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
@@ -341,25 +341,10 @@ class RCRFormulation(Formulation):
         return self.ncr > 0 or self._superpose
 
     def _efforts(self, t, q, v, dynamics) -> None:
-        """The drivers' efforts at ``(t, q, v)`` into :attr:`effort` by superposition (as
-        ``dca``'s ``_drive``): the driven joints' accelerations without effort and their
-        response to a unit effort on each, ``nd + 1`` evaluations; ``tau = Phi^-1 (f'' - a0)``."""
-        m, tau, cols = self.model, self.effort, self._driven_v
-        tau[:] = 0.0
-        dynamics(q, v, NO_RATES)
-        a0 = self.vdot[cols].copy()
-        Phi = np.empty((m.nd, m.nd))
-        for k in range(m.nd):
-            tau[:] = 0.0
-            tau[k] = 1.0
-            dynamics(q, v, NO_RATES)
-            Phi[:, k] = self.vdot[cols] - a0
-        target = np.array([motion_values(m.d_motion, i, t)[2] for i in range(m.nd)])
-        try:
-            tau[:] = np.linalg.solve(Phi, target - a0)
-        except np.linalg.LinAlgError:
-            raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
-                                         "(a driver on a joint its loops lock)") from None
+        """The drivers' efforts at ``(t, q, v)`` into :attr:`effort` by superposition, as
+        ``dca``'s (:func:`~engine.drivers.superposed_efforts`)."""
+        superposed_efforts(self.model.d_motion, t, lambda: dynamics(q, v, NO_RATES),
+                           lambda: self.vdot[self._driven_v], self.effort)
 
     def _hold_drivers(self, t, y):
         """``dense``'s projection of the state onto the loops and the drivers' rows at time
