@@ -210,6 +210,8 @@ class MainWindow(QMainWindow):
         A("delete", "&Delete selection", self.session.sketch.delete_selection, None,
           "Delete the selected body, joint, force or pivot (Del in the sketch and the list)")
         A("mech_props", "&Mechanism properties", self._select_mechanism, None, "Name, description, gravity")
+        A("assemble", "&Assemble…", self.assemble_dialog, None,
+          "Turn or slide one joint from the present pose; the loops follow on the present branch")
         A("run", "Run", self.run, "F5", "Run the simulation (F5)")
         A("pause", "Pause", self.toggle_pause, "F6", "Pause / resume the running simulation (F6)")
         A("stop", "Stop", self.runner.stop, "Shift+F5", "Stop the simulation; every row computed is kept")
@@ -277,6 +279,8 @@ class MainWindow(QMainWindow):
         e.addSeparator()
         e.addAction(self.actions["delete"])
         e.addAction(self.actions["mech_props"])
+        e.addSeparator()
+        e.addAction(self.actions["assemble"])
         v = mb.addMenu("&View")
         v.addAction(self.actions["view_3d"])
         v.addAction(self.actions["view_sketch"])
@@ -328,6 +332,41 @@ class MainWindow(QMainWindow):
         h.addAction(self.actions["guide"])
         h.addAction(self.actions["user_guide"])
         h.addAction(self.actions["about"])
+
+    def assemble_dialog(self) -> bool:
+        """Edit > Assemble: the dialog (the selected joint first), then :meth:`assemble`."""
+        from PySide6.QtWidgets import QDialog
+
+        from .assemble_dialog import AssembleDialog
+
+        doc = self.session.document
+        if not doc.validation.ok:
+            self.message_bar.show_message("error", f"Assemble: the mechanism is refused ({doc.validation.message})")
+            return False
+        sel = doc.selection
+        dlg = AssembleDialog(doc.spec, self, joint=sel.name if sel is not None and sel.kind == "joint" else None)
+        if dlg.exec() != QDialog.Accepted:
+            return False
+        return self.assemble(dlg.joint.currentData(), dlg.value())
+
+    def assemble(self, joint: str, value: float) -> bool:
+        """Move the mechanism so that ``joint``'s coordinate changes by ``value`` (rad or m),
+        the loops following (:func:`app.session.assembly.pose_by_joint`), as one undoable
+        edit; how far the bodies moved goes to the status bar, a refusal (loops that cannot
+        close there, with a four-bar's Grashof numbers) to the message bar."""
+        from linkwork.engine.analysis.assemble import AssemblyError
+        from linkwork.engine.errors import MechanismError
+
+        from linkwork.app.session.assembly import pose_by_joint
+
+        try:
+            posed = pose_by_joint(self.session.document.spec, joint, value)
+        except (AssemblyError, MechanismError, KeyError) as exc:
+            self.message_bar.show_message("error", f"Assemble: {exc}")
+            return False
+        self.session.document.edit(f"Assemble ({joint})", posed.spec)
+        self.statusBar().showMessage(posed.summary(), 10000)
+        return True
 
     def analyse(self, what: str) -> bool:
         """Analysis > Equilibrium (``what`` "equilibrium") or > Modes: the Modes dock shown
