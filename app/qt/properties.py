@@ -407,12 +407,9 @@ class JointPage(_Page):
             self.cut.setChecked(j.cut)
         self.spring_btn.setEnabled(dof == 1)
         self.torque_btn.setEnabled(dof > 0)
-        spec = self.doc.spec
-        geared = any(j.name in (c.driver, c.driven) for c in spec.couplings)
-        self.gear_btn.setEnabled(dof == 1 and not geared
-                                 and bool(edits.geared_joint_candidates(spec, exclude=j.name))
-                                 and all(d.joint != j.name for d in spec.drivers))
-        self.driver_btn.setEnabled(j.name in edits.drivable_joints(spec))
+        free = edits.free_joints(self.doc.spec)  # one-freedom, in no gear, under no driver
+        self.gear_btn.setEnabled(j.name in free and len(free) > 1)
+        self.driver_btn.setEnabled(j.name in free)
 
     def _rename(self) -> None:
         new = self.name_edit.text().strip()

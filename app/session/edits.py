@@ -243,9 +243,10 @@ def rename_joint(spec: MechanismSpec, old: str, new: str) -> MechanismSpec:
 # ------------------------------------------------------------------------ gears
 
 
-def geared_joint_candidates(spec: MechanismSpec, exclude: str | None = None) -> list[str]:
-    """One-freedom joints (revolute, prismatic) not yet in a gear, in file order."""
-    used = {n for c in spec.couplings for n in (c.driver, c.driven)}
+def free_joints(spec: MechanismSpec, exclude: str | None = None) -> list[str]:
+    """One-freedom joints (revolute, prismatic) in no gear and under no driver -- those a
+    gear or a driver may take (docs/file-format.md) -- but ``exclude``, in file order."""
+    used = {d.joint for d in spec.drivers} | {n for c in spec.couplings for n in (c.driver, c.driven)}
     return [j.name for j in spec.joints
             if JOINT_TYPES[j.type][0] == 1 and j.name not in used and j.name != exclude]
 
@@ -261,7 +262,7 @@ def add_gear(spec: MechanismSpec, driver: str, driven: str | None = None, ratio:
     rules judge the result like any file (one-freedom joints, each geared once,
     finite non-zero ratio)."""
     if driven is None:
-        free = geared_joint_candidates(spec, exclude=driver)
+        free = free_joints(spec, exclude=driver)
         if not free:
             raise ValueError(f"no other one-freedom joint is free to gear to {driver!r}")
         driven = free[0]
@@ -303,13 +304,6 @@ def motion_summary(m: MotionSpec) -> str:
 
 def next_driver_name(spec: MechanismSpec) -> str:
     return _next_numbered("M", {d.name for d in spec.drivers})
-
-
-def drivable_joints(spec: MechanismSpec, exclude: str | None = None) -> list[str]:
-    """One-freedom joints (revolute, prismatic) that carry no driver and no gear, in file order."""
-    used = {d.joint for d in spec.drivers} | {n for c in spec.couplings for n in (c.driver, c.driven)}
-    return [j.name for j in spec.joints
-            if JOINT_TYPES[j.type][0] == 1 and (j.name not in used or j.name == exclude)]
 
 
 def add_driver(spec: MechanismSpec, joint: str, name: str | None = None,

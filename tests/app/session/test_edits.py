@@ -147,7 +147,8 @@ def test_add_driver_starts_a_motor_at_one_turn_a_second_and_validates_like_a_fil
     s1 = edits.add_driver(spec, "J1")
     assert s1.drivers == (DriverSpec("M1", "J1", MotionSpec("constant-rate", rate=2 * np.pi)),)
     assert validate(s1).ok
-    assert "J1" not in edits.drivable_joints(s1) and "J2" in edits.drivable_joints(s1)
+    assert "J1" not in edits.free_joints(s1) and "J2" in edits.free_joints(s1)
+    assert edits.add_gear(s1, "J2").couplings[0].driven == "J3"  # the driven J1 is not offered
     h = edits.set_driver(s1, "M1", kind="harmonic", amplitude=0.5, frequency=2, phase=0.1, offset=0)
     assert h.drivers[0].motion == MotionSpec("harmonic", amplitude=0.5, frequency=2.0, phase=0.1)
     assert validate(h).ok
