@@ -41,8 +41,7 @@ import dataclasses
 import numpy as np
 
 from .closure_points import closure_points, unsupported_cuts
-from .mujoco_model import world_frames
-from .peers import AGREE_RTOL, body_accelerations, relative_difference
+from .peers import AGREE_RTOL, body_accelerations, pinocchio_tree, relative_difference
 from .timing import time_interleaved
 
 #: the Pinocchio solvers; the second is shown but not judged (module docstring)
@@ -74,30 +73,10 @@ def pinocchio_loop_model(model):
     """(Pinocchio model, joint id of every body, tree anchors, constraint models, COM frame ids)."""
     import pinocchio as pin
 
-    from ..model import REVOLUTE, SPHERICAL, TYPE_NAME, UNIVERSAL
-
     if unsupported_cuts(model):
         raise ValueError(f"no Pinocchio constraint for {', '.join(unsupported_cuts(model))}")
-    wf = world_frames(model)
-    pm = pin.Model()
-    pm.gravity.linear = np.asarray(model.gravity, dtype=float)
-    jid = [0] * model.nb
-    for i in range(model.nb):
-        p, jt = int(model.parent[i]), int(model.jtype[i])
-        pa = np.zeros(3) if p < 0 else wf.anchor[p]
-        if jt == SPHERICAL:
-            jm = pin.JointModelSpherical()
-        elif jt == REVOLUTE:
-            jm = pin.JointModelRevoluteUnaligned(wf.axis[i])
-        elif jt == UNIVERSAL:
-            jm = pin.JointModelUniversal(wf.axis[i], wf.axis2[i])
-        else:
-            raise ValueError(f"the lcaba comparison takes revolute, universal and spherical tree joints "
-                             f"(got {TYPE_NAME[jt]})")
-        jid[i] = pm.addJoint(0 if p < 0 else jid[p], jm, pin.SE3(np.eye(3), wf.anchor[i] - pa), f"J{i}")
-        pm.appendBodyToJoint(jid[i], pin.Inertia(float(model.mass[i]), model.x0[i] - wf.anchor[i], wf.inertia[i]),
-                             pin.SE3.Identity())
-    com = [pm.addFrame(pin.Frame(f"C{i}", jid[i], pin.SE3(np.eye(3), model.x0[i] - wf.anchor[i]),
+    pm, jid, anchor = pinocchio_tree(model)
+    com = [pm.addFrame(pin.Frame(f"C{i}", jid[i], pin.SE3(np.eye(3), model.x0[i] - anchor[i]),
                                  pin.FrameType.OP_FRAME)) for i in range(model.nb)]
     pts = closure_points(model)
     constraints = pin.StdVec_RigidConstraintModel()
@@ -105,10 +84,10 @@ def pinocchio_loop_model(model):
         a, b = (int(x) for x in pts.body[k])
         ends = []
         for body, point in ((a, pts.point[k, 0]), (b, pts.point[k, 1])):
-            origin = np.zeros(3) if body < 0 else wf.anchor[body]
+            origin = np.zeros(3) if body < 0 else anchor[body]
             ends += [0 if body < 0 else jid[body], pin.SE3(np.eye(3), point - origin)]
         constraints.append(pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, *ends, pin.ReferenceFrame.LOCAL))
-    return pm, jid, wf.anchor, constraints, com
+    return pm, jid, anchor, constraints, com
 
 
 def pinocchio_velocities(pm, com, q0, V) -> np.ndarray:

@@ -81,28 +81,41 @@ def _check_tree(model):
         raise ValueError(f"the peers' comparison takes revolute and spherical joints (got {sorted(kinds)})")
 
 
-def pinocchio_model(model):
-    """Pinocchio model of a Linkwork tree: joint frames parallel to the world at t = 0."""
+def pinocchio_tree(model):
+    """Pinocchio model of a Linkwork spanning tree -- joint frames parallel to the world at
+    t = 0, revolute, universal (``JointModelUniversal``: first axis fixed in the parent,
+    second carried by the first rotation, as Linkwork's) and spherical joints: (model,
+    joint id of every body, tree anchors)."""
     import pinocchio as pin
 
-    from ..model import SPHERICAL
+    from ..model import REVOLUTE, SPHERICAL, TYPE_NAME, UNIVERSAL
 
-    _check_tree(model)
-    anchor, axis, _, inertia = world_frames(model)
+    wf = world_frames(model)
     pm = pin.Model()
     pm.gravity.linear = np.asarray(model.gravity, dtype=float)
     jid = [0] * model.nb
     for i in range(model.nb):
-        p = model.parent[i]
-        pa = np.zeros(3) if p < 0 else anchor[p]
-        if int(model.jtype[i]) == SPHERICAL:
+        p, jt = int(model.parent[i]), int(model.jtype[i])
+        pa = np.zeros(3) if p < 0 else wf.anchor[p]
+        if jt == SPHERICAL:
             jm = pin.JointModelSpherical()
+        elif jt == REVOLUTE:
+            jm = pin.JointModelRevoluteUnaligned(wf.axis[i])
+        elif jt == UNIVERSAL:
+            jm = pin.JointModelUniversal(wf.axis[i], wf.axis2[i])
         else:
-            jm = pin.JointModelRevoluteUnaligned(axis[i])
-        jid[i] = pm.addJoint(0 if p < 0 else jid[p], jm, pin.SE3(np.eye(3), anchor[i] - pa), f"J{i}")
-        pm.appendBodyToJoint(jid[i], pin.Inertia(float(model.mass[i]), model.x0[i] - anchor[i], inertia[i]),
+            raise ValueError(f"Pinocchio's model takes revolute, universal and spherical tree joints "
+                             f"(got {TYPE_NAME[jt]})")
+        jid[i] = pm.addJoint(0 if p < 0 else jid[p], jm, pin.SE3(np.eye(3), wf.anchor[i] - pa), f"J{i}")
+        pm.appendBodyToJoint(jid[i], pin.Inertia(float(model.mass[i]), model.x0[i] - wf.anchor[i], wf.inertia[i]),
                              pin.SE3.Identity())
-    return pm, jid, anchor
+    return pm, jid, wf.anchor
+
+
+def pinocchio_model(model):
+    """Pinocchio model of a Linkwork tree of revolute and spherical joints (:func:`pinocchio_tree`)."""
+    _check_tree(model)
+    return pinocchio_tree(model)
 
 
 def mujoco_model(model):
