@@ -446,9 +446,17 @@ class Index3Formulation(Formulation):
         solve (``linear="dense"``, the test oracle of the tree kernels)."""
         body, leaf = self.body, self.leaf
         if self.exact:
-            # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0
-            self._exact_matrices(q, qd)
+            # exact: one matrix pass at the final q, leaf blocks (M + k p p^T)^-1, eps = 0,
+            # and the position projection G dq + phi = 0 with it
             sgn, eps, kp = 1.0, 0.0, -self.k_exact
+            for rnd in range(N.POSITION_ROUNDS):
+                self._exact_matrices(q, qd)
+                body.nu[:] = 0.0
+                N.projection_rhs(leaf.pst, body.zero7, body.nu, kp, leaf.base, leaf.rhs)
+                self._solve(self.rows.phi, eps, sgn, False)
+                if rnd == N.POSITION_ROUNDS - 1 or np.abs(leaf.out).max() < N.POSITION_TOL:
+                    break
+                q += leaf.out
         else:
             # penalised (paper): the last Newton matrices; the force elements' rows are not
             # constraints (the dense solve reads G afresh)
