@@ -58,6 +58,7 @@ class RunsPanel(QWidget):
         bar.addWidget(self.compare_btn)
         bar.addStretch(1)
         self.remove_btn = QPushButton("Remove")
+        self.remove_btn.setToolTip("Remove the current run from the list and its rows from the disk")
         self.remove_btn.clicked.connect(self._remove_current)
         bar.addWidget(self.remove_btn)
         lay.addLayout(bar)
@@ -126,7 +127,7 @@ class RunsPanel(QWidget):
     def _remove_current(self) -> None:
         run = self.history.current
         if run is not None and not run.active:
-            self.history.remove(run)
+            self.session.remove_run(run)
 
     def _menu(self, pos) -> None:
         it = self.tree.itemAt(pos)
@@ -143,6 +144,6 @@ class RunsPanel(QWidget):
         m.addAction(a)
         a = QAction("Remove", m)
         a.setEnabled(not run.active)
-        a.triggered.connect(lambda: self.history.remove(run))
+        a.triggered.connect(lambda: self.session.remove_run(run))
         m.addAction(a)
         m.exec(self.tree.viewport().mapToGlobal(pos))

@@ -67,6 +67,17 @@ def settings_label(s: Settings) -> str:
     return " ".join(parts)
 
 
+def run_of(folder, spec: MechanismSpec) -> bool:
+    """Whether the run kept in ``folder`` is a run of mechanism ``spec`` (False where its
+    record cannot be read: :meth:`RunRecord.reopen` reports those)."""
+    from linkwork.engine.mechfile import spec_from_dict
+
+    try:
+        return spec_from_dict(read_meta(folder)["mechanism"]) == spec
+    except Exception:  # an unreadable or foreign record is not this mechanism's
+        return False
+
+
 class RunRecord:
     """One simulation run and its results.
 

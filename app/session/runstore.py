@@ -59,6 +59,8 @@ RUN_MEMORY_BUDGET = 200 * 2**20
 MAX_BUCKETS = 2048
 #: bytes of run folders kept on disk; beyond it the oldest runs are removed
 HISTORY_BYTES = 4 * 2**30
+#: a growing run checks the cap again each time it has written this much more
+CAP_CHECK_BYTES = 64 * 2**20
 #: environment variable naming the folder of run folders (tests; a portable set-up)
 ENV_DIR = "LINKWORK_RUNS_DIR"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from linkwork.engine.mechfile import MechanismSpec
 from linkwork.engine.results import columns as result_columns
 from linkwork.engine.simulation import Settings
 
@@ -9,8 +10,8 @@ from .document import MechanismDocument
 from .notifications import Notifications
 from .playback import Playback
 from .plotdata import PlotOptions
-from .runs import RunHistory, RunRecord
-from .runstore import RunFileError, RunStore, scratch_store
+from .runs import RunHistory, RunRecord, run_of
+from .runstore import CAP_CHECK_BYTES, RunFileError, RunStore, remove_folder, row_bytes, scratch_store
 from .sketch import SketchModel
 from .solver import SolverModel, panel_wording
 from .validation import Validation
@@ -34,6 +35,7 @@ class Session:
         self.history = RunHistory()
         self.playback = Playback()
         self.plot_options = PlotOptions()
+        self._capped_rows = 0  # the growing run's rows when the history cap was last checked
         self.document.validation_changed.connect(self._on_validation)
         self.document.replaced.connect(self._on_replaced)
         self._on_replaced()
@@ -51,6 +53,8 @@ class Session:
         self.history.clear()
         self.playback.set_playing(False)
         self.playback.set_time(0.0)
+        if v.ok and not self.document.is_empty and not self.run_store.temporary:
+            self.restore_runs(of=self.document.spec)
 
     @property
     def running(self) -> RunRecord | None:
@@ -91,20 +95,25 @@ class Session:
                         store=self.run_store)
         self.history.add(run, keep_previous=compare)
         self._forget(self.run_store.enforce_cap(keep=[run.path]))
+        self._capped_rows = 0
+        run.appended.connect(lambda _k, run=run: self._cap_growing(run))
         self.playback.set_playing(False)
         self.playback.set_live(True)
         self.playback.set_time(0.0)
         return run
 
     # ------------------------------------------------------------- run history
-    def restore_runs(self) -> list[RunRecord]:
-        """List the runs kept in the run store (oldest first; the newest becomes current).
-        A run whose process was killed comes back up to its last complete chunk, marked
-        ``incomplete``; a folder that cannot be read is reported and skipped."""
+    def restore_runs(self, of: MechanismSpec | None = None) -> list[RunRecord]:
+        """List the runs kept in the run store (oldest first; the newest becomes current),
+        with ``of`` only those of that mechanism.  A run whose process was killed comes back
+        up to its last complete chunk, marked ``incomplete``; a folder that cannot be read
+        is reported and skipped."""
         self._forget(self.run_store.enforce_cap())
         restored = []
         for folder in self.run_store.folders():
             if any(r.path == folder for r in self.history.runs) or self.run_store.in_use(folder):
+                continue
+            if of is not None and not run_of(folder, of):
                 continue
             try:
                 run = RunRecord.reopen(folder, self.run_store)
@@ -115,6 +124,13 @@ class Session:
             restored.append(run)
         return restored
 
+    def remove_run(self, run: RunRecord) -> None:
+        """Take a finished run off the list and its folder off the disk (kept, it would
+        be listed again when its mechanism is next opened)."""
+        self.history.remove(run)
+        if not self.run_store.temporary:
+            remove_folder(run.path)
+
     def clear_run_history(self) -> int:
         """Remove every run that is not running from the list and from the disk; returns
         how many run folders were removed."""
@@ -122,6 +138,13 @@ class Session:
         for r in [r for r in self.history.runs if not r.active]:
             self.history.remove(r)
         return len(self.run_store.clear(keep=keep))
+
+    def _cap_growing(self, run: RunRecord) -> None:
+        """Keep the history under its cap while ``run`` grows: every ``CAP_CHECK_BYTES``
+        written, the oldest other runs go as they would when a run starts."""
+        if (run.n_rows - self._capped_rows) * row_bytes(len(run.columns)) >= CAP_CHECK_BYTES:
+            self._capped_rows = run.n_rows
+            self._forget(self.run_store.enforce_cap(keep=[run.path]))
 
     def _forget(self, folders) -> None:
         """Runs whose folders the size cap removed leave the list."""

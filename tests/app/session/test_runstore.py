@@ -189,6 +189,17 @@ def test_the_history_lists_runs_after_a_restart_and_its_cap_removes_the_oldest(t
     assert runs[1].settings == second.settings and runs[1].spec == second.spec
     assert again.history.current is runs[2]
 
+    # opening a mechanism lists its kept runs only; Remove takes a run off the disk too
+    other = Session(run_store=RunStore(tmp_path / "runs"))
+    other.document.open(str(examples_dir() / "loop-4.mech.json"))
+    assert other.history.runs == []
+    same = Session(run_store=RunStore(tmp_path / "runs"))
+    same.document.open(str(mech))
+    assert [r.path for r in same.history.runs] == [first.path, second.path, killed.path]
+    extra = _run(same, t_end=0.1, dt=0.01)
+    same.remove_run(extra)
+    assert not extra.path.exists() and extra not in same.history.runs
+
     # a cap that holds the two newest runs only: the oldest goes at the next start
     cap = folder_size(second.path) + folder_size(killed.path) + 10
     third = Session(run_store=RunStore(tmp_path / "runs", cap_bytes=cap))
@@ -196,3 +207,25 @@ def test_the_history_lists_runs_after_a_restart_and_its_cap_removes_the_oldest(t
     assert not first.path.exists()
     assert third.clear_run_history() == 2
     assert third.history.runs == [] and RunStore(tmp_path / "runs").folders() == []
+
+
+def test_a_growing_run_keeps_the_history_under_its_cap(tmp_path, monkeypatch):
+    """The cap is checked again as a run grows, not only when one starts: the older run
+    goes once the growing one has written enough to push the total over the cap."""
+    import linkwork.app.session.session as session_module
+
+    mech = examples_dir() / EXAMPLE
+    s = Session(run_store=RunStore(tmp_path / "runs"))
+    s.document.open(str(mech))
+    first = _run(s, t_end=0.5, dt=0.01)
+    monkeypatch.setattr(session_module, "CAP_CHECK_BYTES", 1)
+    growing = s.prepare_run(overrides={"t_end": 1.0, "dt": 0.01})
+    rows = np.vstack([it.rows for it in simulation_items(growing.model, growing.settings, RunControl())
+                      if isinstance(it, ResultChunk)])
+    growing.set_status("running")
+    growing.append(rows[:10])
+    s.run_store.cap_bytes = s.run_store.total_bytes() + 100  # the next rows go past it
+    assert first.path.exists() and first in s.history.runs
+    growing.append(rows[10:])
+    assert not first.path.exists() and first not in s.history.runs
+    assert growing.path.exists()
