@@ -16,6 +16,9 @@ from ..cli_base import EXIT_OK, EXIT_REFUSED
 from ..cli_base import Parser as _Parser
 from ..cli_base import refuse as _refuse
 
+#: the report lists at most this many eigenvalues and unstable or neutral directions
+LIST_MAX = 12
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -35,6 +38,8 @@ def _hold_option(p) -> None:
 
 def equilibrium_report(model, eq) -> str:
     """The short report ``linkwork equilibrium`` prints."""
+    import numpy as np
+
     from ..model import PRISMATIC, REVOLUTE
     from .equilibrium import GRADIENT_ACCEPT
 
@@ -47,15 +52,27 @@ def equilibrium_report(model, eq) -> str:
              f"(reduced; tolerance {GRADIENT_ACCEPT * eq.force_scale:.3g})",
              f"  potential energy      {eq.energy:.12g} J (file's configuration: {eq.energy_start:.12g} J)"]
     if f:
-        ev = ", ".join(f"{w:.6g}" for w in eq.eigenvalues)
-        lines.append(f"  verdict               {eq.verdict}; reduced Hessian eigenvalues {ev}")
+        shown = eq.eigenvalues if f <= LIST_MAX else np.r_[eq.eigenvalues[:LIST_MAX - 3], eq.eigenvalues[-3:]]
+        ev = [f"{w:.6g}" for w in shown]
+        if f > LIST_MAX:
+            ev.insert(LIST_MAX - 3, f"... ({f - LIST_MAX} more)")
+        lines.append(f"  verdict               {eq.verdict}; reduced Hessian eigenvalues {', '.join(ev)}")
     else:
         lines.append(f"  verdict               {eq.verdict}: no freedom "
                      "(the joints, gears and held joints fix every body)")
+    listed = 0
     for k, w in enumerate(eq.eigenvalues):
+        if w > eq.neutral_tol:
+            break  # ascending: the rest are stable
+        if listed == LIST_MAX:
+            rest = int(np.count_nonzero(eq.eigenvalues[k:] <= eq.neutral_tol))
+            lines.append(f"    ... and {rest} more unstable or neutral "
+                         f"{'direction' if rest == 1 else 'directions'}")
+            break
+        listed += 1
         if w < -eq.neutral_tol:
             lines.append(f"    unstable direction  {eq.direction_text(k)}  (eigenvalue {w:.6g})")
-        elif w <= eq.neutral_tol:
+        else:
             lines.append(f"    neutral direction   {eq.direction_text(k)}")
     moved = []
     for j in sorted(range(model.nb), key=lambda j: model.joint_file_index[j]):

@@ -31,7 +31,7 @@ from ..constraints import all_constraints, con_arrays, coupling_rows
 from ..errors import MechanismError
 from ..mechfile import GROUND
 from ..forces import energies, force_arrays, joint_coordinate, joint_rate, spring_joints, tree_applied_forces
-from ..kinematics import fk_positions, fk_velocities, kin_arrays, motion_subspace
+from ..kinematics import fk_positions, fk_velocities, kin_arrays, motion_subspace, subtree_sums
 from ..model import (CYLINDRICAL, F_JOINT_SPRING, F_JOINT_TORQUE, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL,
                      Model)
 
@@ -73,6 +73,16 @@ class Statics:
         self.jq = np.zeros(m.nj)
         self.jq_ref = np.zeros(m.nj)
         self.torques = self._torque_terms()
+        #: the tree joint (= its successor body) of each velocity coordinate
+        self.joint_of_v = np.repeat(np.arange(m.nb), m.nv_j[:m.nb])
+        # retract's index arrays: coordinates moved by addition, and the spherical joints'
+        # quaternions (ns, 4) with their rotation increments (ns, 3)
+        sph = [j for j in range(m.nb) if m.jtype[j] == SPHERICAL]
+        add = [j for j in range(m.nb) if m.jtype[j] != SPHERICAL]
+        self._add_q = np.array([m.q_adr[j] + k for j in add for k in range(m.nv_j[j])], dtype=np.int64)
+        self._add_v = np.array([m.v_adr[j] + k for j in add for k in range(m.nv_j[j])], dtype=np.int64)
+        self._sph_q = np.array([[m.q_adr[j] + k for k in range(4)] for j in sph], dtype=np.int64).reshape(-1, 4)
+        self._sph_v = np.array([[m.v_adr[j] + k for k in range(3)] for j in sph], dtype=np.int64).reshape(-1, 3)
         pts = np.vstack([m.x0, [j.anchor for j in m.spec.joints] or np.zeros((0, 3))])
         self.length = float(max(np.max(np.linalg.norm(pts - pts.mean(axis=0), axis=1)), 1e-3))
         # translational velocity coordinates (prismatic, cylindrical's second) scale with length
@@ -126,19 +136,20 @@ class Statics:
 
     # ------------------------------------------------------------------ coordinates
     def retract(self, q: np.ndarray, dv: np.ndarray) -> np.ndarray:
-        """``q`` moved by the velocity-coordinate increment ``dv``."""
-        m = self.model
+        """``q`` moved by the velocity-coordinate increment ``dv``: a spherical joint's
+        quaternion by the rotation ``exp(w/2)`` on the left (renormalised), every other
+        coordinate by addition."""
         out = np.array(q, dtype=float)
-        for j in range(m.nb):
-            qa, va, n = m.q_adr[j], m.v_adr[j], m.nv_j[j]
-            if m.jtype[j] == SPHERICAL:
-                w = dv[va:va + 3]
-                th = float(np.linalg.norm(w))
-                e = np.r_[np.cos(th / 2), (np.sin(th / 2) / th) * w if th > 0 else np.zeros(3)]
-                out[qa:qa + 4] = _quat_mul(e, out[qa:qa + 4])
-                out[qa:qa + 4] /= np.linalg.norm(out[qa:qa + 4])
-            else:
-                out[qa:qa + n] += dv[va:va + n]
+        dv = np.asarray(dv, dtype=float)
+        out[self._add_q] += dv[self._add_v]
+        if self._sph_q.shape[0]:
+            w = dv[self._sph_v]  # (ns, 3)
+            th = np.linalg.norm(w, axis=1)
+            half = 0.5 * th
+            sinc = np.where(th > 0.0, np.sin(half) / np.where(th > 0.0, th, 1.0), 0.5)
+            e = np.column_stack([np.cos(half), sinc[:, None] * w])
+            p = _quat_mul(e.T, out[self._sph_q].T).T
+            out[self._sph_q] = p / np.linalg.norm(p, axis=1)[:, None]
         return out
 
     def pose(self, q: np.ndarray) -> None:
@@ -170,13 +181,19 @@ class Statics:
 
     def generalized_force(self, q: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
         """(nv,) ``Q = sum_i J_i^T F_i`` of gravity and every force element at ``(q, v)``
-        (``v`` zero when omitted): the power of the applied forces per unit tree velocity."""
+        (``v`` zero when omitted): the power of the applied forces per unit tree velocity.
+        One backward pass: each tree joint's motion columns against the wrench of the bodies
+        outboard of it, about its point (``subtree_sums``)."""
+        m = self.model
         self.pose(q)
-        J = self.jacobian()
-        V = np.zeros((self.model.nb, 6)) if v is None else np.ascontiguousarray(np.einsum("bik,k->bi", J, v))
+        V = np.zeros((m.nb, 6))
+        if v is not None:
+            fk_velocities(self.mk, self.x, self.P, self.S, np.ascontiguousarray(v, dtype=float), V,
+                          np.zeros((m.nb, 6)))
         F = self._wrenches(q, V)
-        Q = np.einsum("bik,bi->k", J, F)
-        return Q
+        W = np.zeros((m.nb, 6))
+        subtree_sums(m.parent, self.x, self.P, F, W)
+        return np.einsum("ki,ki->k", self.S, W[self.joint_of_v])
 
     def joint_coordinates(self, q: np.ndarray) -> np.ndarray:
         """(nj,) the coordinate of every one-freedom joint (zero at t = 0); tree joints from
@@ -209,7 +226,7 @@ class Statics:
         their Jacobian (m, nv) in the tree velocity coordinates."""
         m = self.model
         self.pose(q)
-        J = self.jacobian()
+        J = self.jacobian() if m.nj > m.nb else None  # the loops' rows and held cut joints need it
         phi_all = np.zeros(m.nc)
         Ga = np.zeros((m.nc, 6))
         Gb = np.zeros((m.nc, 6))

@@ -14,8 +14,10 @@ from linkwork.engine.analysis.equilibrium import (EquilibriumError, Statics, che
                                                   spec_at_rest)
 from linkwork.engine.generators.sprung import sprung_parallelogram
 from linkwork.engine.mechfile import load, save, spec_from_dict
-from linkwork.engine.model import build_model
+from linkwork.engine.model import build_model, load_model
 from linkwork.engine.simulation import Settings, Simulation
+
+from ..conftest import example_path
 
 G = 9.81
 
@@ -67,6 +69,32 @@ def test_the_potential_gradient_is_minus_the_generalized_force():
         h = 1e-5
         fd = (st.potential(st.retract(q, h * d)) - st.potential(st.retract(q, -h * d))) / (2 * h)
         assert fd == pytest.approx(-st.generalized_force(q) @ d, rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["joint-zoo", "chain-5-spherical-spatial"])
+def test_the_generalized_force_of_every_joint_type(name):
+    """The backward pass against ``sum_i J_i^T F_i`` from the bodies' twist Jacobians (with
+    velocities: the dampers), and against central differences of the potential along
+    random increments (spherical joints retract by the rotation, the rest by addition)."""
+    model = load_model(example_path(name))
+    st = Statics(model)
+    rng = np.random.default_rng(5)
+    q = st.retract(model.q_zero(), 0.3 * rng.normal(size=model.nv))
+    v = rng.normal(size=model.nv)
+    for vel in (None, v):
+        ref = st.jq_ref.copy()
+        Q = st.generalized_force(q, vel)
+        st.jq_ref[:] = ref
+        st.pose(q)
+        J = st.jacobian()
+        V = np.zeros((model.nb, 6)) if vel is None else np.ascontiguousarray(np.einsum("bik,k->bi", J, vel))
+        Q_ref = np.einsum("bik,bi->k", J, st._wrenches(q, V))
+        assert np.abs(Q - Q_ref).max() <= 1e-12 * max(1.0, np.abs(Q_ref).max())
+    for _ in range(2):
+        d = rng.normal(size=model.nv)
+        h = 1e-5
+        fd = (st.potential(st.retract(q, h * d)) - st.potential(st.retract(q, -h * d))) / (2 * h)
+        assert fd == pytest.approx(-st.generalized_force(q) @ d, rel=1e-6, abs=1e-8)
 
 
 def test_sprung_parallelogram_rests_where_the_spring_holds_the_weight(tmp_path):
