@@ -14,7 +14,7 @@ parameters, nd = 7), the trapezoidal rule, and at every step
    ``dt^2/4 (Phi_qq^T lam + Psi_qq^T mu)`` body-diagonal blocks if asked);
    the tangent is kept for ``tangent_hold`` iterations (modified Newton); a fixed
    ``newton_iters`` iterations, or fewer once ``|dq| < newton_tol`` (up to
-   NEWTON_MORE_ROUNDS rounds more where the last correction is above NEWTON_MORE_DQ);
+   NEWTON_MORE_ROUNDS rounds more where the last correction is above NEWTON_MORE_ACC dt^2/4);
 2. the mass-orthogonal projection of the velocities (eqs. 40-54);
 3. the mass-orthogonal projection of the accelerations (eqs. 55-69).
 
@@ -65,13 +65,23 @@ UNCONVERGED_VIOLATION = 1e-6
 MAX_WARNINGS = 20
 #: After this many converged steps in a row a new excess of the residual is warned afresh.
 CONVERGED_STEPS = 100
-#: A step whose last Newton correction is still above this after ``newton_iters``
-#: iterations goes on for up to NEWTON_MORE_ROUNDS more rounds of as many.  The corrections
-#: after three iterations are 8e-11 (median) and 1e-6 (at most) on chain-6-universal-spatial
-#: at dt = 0.01; where they stayed at 1e-6..4e-6 for a few steps (t = 3.2 s) the energy jumped
-#: by 1.35 J, and so it did at dt / 16 -- the count, not the step, was short.
-NEWTON_MORE_DQ = 1e-8
-NEWTON_MORE_ROUNDS = 3
+#: A step whose last Newton correction |dq| is still above ``NEWTON_MORE_ACC dt^2 / 4`` (the
+#: acceleration it stands for under the trapezoidal rule, 4 |dq| / dt^2, above this; never
+#: below ``newton_tol``) after ``newton_iters`` iterations goes on for up to
+#: NEWTON_MORE_ROUNDS more rounds of as many.  At dt = 0.01 that is |dq| > 1e-8: the
+#: corrections after three iterations are 8e-11 (median) and 1e-6 (at most) on
+#: chain-6-universal-spatial; where they stayed at 1e-6..4e-6 for a few steps (t = 3.2 s)
+#: the energy jumped by 1.35 J, and so it did at dt / 16 -- the count, not the step, was
+#: short.  The bound falls with dt^2 because a smaller step divides the correction by dt
+#: twice: at dt = 1e-4 a Newton that converged only linearly (a spring's moment arm is
+#: not in the tangent) stopped at |dq| = 1.5e-10 every step, and the motion went 1.7e-3 m
+#: from dense's in 1 s (docs/index3.md, "Failure and warnings").
+NEWTON_MORE_ACC = 4e-4
+NEWTON_MORE_ROUNDS = 6
+#: ... while each round divides the correction by 1 / NEWTON_STALL at least: the solve's
+#: round-off leaves a floor (5e-12 on some mechanisms at dt = 1e-4, alpha = 1e9) that more
+#: rounds do not lower.
+NEWTON_STALL = 0.5
 #: Central-difference step of the geometric-stiffness blocks (coordinates are O(1)).
 GEO_FD_STEP = 1e-6
 #: Failure message when a leaf block M_cc is not positive definite (no tangent).
@@ -376,9 +386,13 @@ class Index3Formulation(Formulation):
                 raise np.linalg.LinAlgError(NOT_DEFINITE)
             self.newton_total += n_it
             more = 0
-            while dqn > NEWTON_MORE_DQ and more < NEWTON_MORE_ROUNDS:
+            more_dq = max(NEWTON_MORE_ACC * c4, self.tol)
+            last = np.inf
+            while dqn > more_dq and more < NEWTON_MORE_ROUNDS and dqn < NEWTON_STALL * last:
                 # not converged in the paper's fixed count: go on from where it stopped
-                # rather than hand the monitor a step whose energy has jumped
+                # rather than hand the monitor a step whose energy has jumped (and stop
+                # where a round no longer shrinks the correction: round-off's floor)
+                last = dqn
                 more += 1
                 n_it, dqn = self._newton_iterations(*newton_args)
                 if n_it < 0:
