@@ -12,12 +12,13 @@ to the view, None when it stops.  A change to the mechanism clears the results.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget,
-    QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView, QApplication, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton,
+    QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from linkwork.app.session import Session, Subscriptions
@@ -122,6 +123,18 @@ class ModesPanel(QWidget):
         self.session.notifications.warning(text, source="modes")
         return False
 
+    @contextmanager
+    def _busy(self, text: str):
+        """A wait cursor and ``text`` in the report while an analysis computes (in this
+        thread: about 10 s on the 128-link chain, well under one on small mechanisms)."""
+        self.report.setText(text)
+        self.report.repaint()
+        QApplication.setOverrideCursor(Qt.WaitCursor)
+        try:
+            yield
+        finally:
+            QApplication.restoreOverrideCursor()
+
     def find_equilibrium(self) -> bool:
         """The rest nearest the mechanism's configuration; shows it in the 3-D view."""
         from linkwork.engine.analysis.cli import equilibrium_report
@@ -135,7 +148,8 @@ class ModesPanel(QWidget):
         try:
             model = self._model()
             st = Statics(model, held_joints(model))
-            eq = find_equilibrium(model, statics=st)
+            with self._busy(f"Finding the rest of {model.nb} bodies, {model.nv} tree freedoms…"):
+                eq = find_equilibrium(model, statics=st)
         except (LinkworkError, EquilibriumError) as exc:
             return self._failed("No equilibrium", exc)
         self.model, self._statics, self.equilibrium = model, st, eq
@@ -150,7 +164,8 @@ class ModesPanel(QWidget):
 
         if self.equilibrium is None and not self.find_equilibrium():
             return False
-        md = modes_at(self._statics, self.equilibrium)
+        with self._busy("Computing the modes about the rest…"):
+            md = modes_at(self._statics, self.equilibrium)
         self.modes = md
         self.table.setRowCount(md.eigenvalues.shape[0])
         for k in range(md.eigenvalues.shape[0]):
