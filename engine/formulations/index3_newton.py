@@ -457,8 +457,9 @@ def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work):
     and ``eps = 0`` (M from the applied forces ``body.F`` of the last Newton state; only M is
     used), and with it the position projection, in place on ``q``: the least mass-weighted
     ``dq`` with ``G dq + phi = 0`` (rows ``g0 = phi``, zero biases), once more at the
-    corrected ``q``, where ``|dq|`` exceeds ``POSITION_TOL``.  Penalised (the paper's): the last Newton matrices, refactorised without the force
-    elements' rows (rows ``model.n_joint_rows`` on) where there are any.  Returns the solve's
+    corrected ``q``, where ``|dq|`` exceeds ``POSITION_TOL``.  Penalised (the paper's): the
+    last Newton matrices, refactorised without the force elements' rows (rows
+    ``model.n_joint_rows`` on) where there are any.  Returns the solve's
     ``(eps, sgn, kpsi)`` for :func:`acceleration_projection`, ``eps`` = NaN if a leaf block
     is not positive definite.  ``Index3Formulation._python_projections`` is the same
     sequence with the dense linear solve (the test oracle)."""
