@@ -17,8 +17,8 @@ from contextlib import contextmanager
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QApplication, QDoubleSpinBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-    QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView, QApplication, QDoubleSpinBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel,
+    QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from linkwork.app.session import Session, Subscriptions
@@ -70,7 +70,13 @@ class ModesPanel(QWidget):
         self.report.setObjectName("modesReport")
         self.report.setWordWrap(True)
         self.report.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        lay.addWidget(self.report)
+        self.report.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        report_area = QScrollArea()  # a long chain's report is longer than the dock
+        report_area.setWidgetResizable(True)
+        report_area.setFrameShape(QFrame.NoFrame)
+        report_area.setWidget(self.report)
+        report_area.setMinimumHeight(9 * self.report.fontMetrics().lineSpacing())  # a small report whole
+        lay.addWidget(report_area, 1)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("modesTable")
         self.table.setHorizontalHeaderLabels(COLUMNS)
