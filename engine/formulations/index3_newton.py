@@ -485,7 +485,11 @@ def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work):
             nu[:] = 0.0
             projection_rhs(pst, body.zero7, nu, kp, leaf.base, leaf.rhs)
             tree_solve(ix, leaf, work, rows.phi, eps, sgn, pivot_tol, np.bool_(False))
-            if rnd == POSITION_ROUNDS - 1 or np.abs(leaf.out).max() < POSITION_TOL:
+            dq = 0.0  # max |dq|, without a temporary array each step
+            for i in range(q.shape[0]):
+                for a in range(7):
+                    dq = max(dq, abs(leaf.out[i, a]))
+            if rnd == POSITION_ROUNDS - 1 or dq < POSITION_TOL:
                 break
             q += leaf.out
     else:
