@@ -192,7 +192,7 @@ def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
         _dot_row(r0, u1, h, wa, wb, Ga, Gb, g, phi)
         _dot_row(r0 + 1, u2, h, wa, wb, Ga, Gb, g, phi)
     elif jt == UNIVERSAL:
-        _dot_row(3, _rotv(Ra, axis_pred[j]), _rotv(Rb, axis_succ[j]), wa, wb, Ga, Gb, g, phi)
+        _dot_row(np.int64(3), _rotv(Ra, axis_pred[j]), _rotv(Rb, axis_succ[j]), wa, wb, Ga, Gb, g, phi)
     elif jt == PRISMATIC or jt == FIXED:
         r0 = 0 if jt == PRISMATIC else 3
         _dot_row(r0, _rotv(Ra, frame_pred[j, 1]), _rotv(Rb, frame_succ[j, 2]), wa, wb, Ga, Gb, g, phi)
@@ -209,6 +209,7 @@ def joint_constraint(ca, j, xa, Ra, Va, xb, Rb, Vb, phi, Ga, Gb, g):
 
 @njit(cache=True, nogil=True, _nrt=True)
 def _add3(W, k0, v, sgn):
+    # k0 comes as an int64 (np.int64(3), not 3): a literal argument compiles a copy per value
     W[k0] += sgn * v[0]
     W[k0 + 1] += sgn * v[1]
     W[k0 + 2] += sgn * v[2]
@@ -222,8 +223,8 @@ def _dot_row_rate(u, w, wa, wb, lam, Wa, Wb):
     t1 = _cr(ud, w)
     t2 = _cr(u, wd)
     v = (lam * (t1[0] + t2[0]), lam * (t1[1] + t2[1]), lam * (t1[2] + t2[2]))
-    _add3(Wa, 3, v, 1.0)
-    _add3(Wb, 3, v, -1.0)
+    _add3(Wa, np.int64(3), v, 1.0)
+    _add3(Wb, np.int64(3), v, -1.0)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -233,14 +234,14 @@ def _dot_d_row_rate(u, d, dd, ra, rb, wa, wb, lam, Wa, Wb):
     ud = _cr(wa, u)
     rbd = _cr(wb, rb)
     rad = _cr(wa, ra)
-    _add3(Wb, 0, (lam * ud[0], lam * ud[1], lam * ud[2]), 1.0)
+    _add3(Wb, np.int64(0), (lam * ud[0], lam * ud[1], lam * ud[2]), 1.0)
     t1 = _cr(rbd, u)
     t2 = _cr(rb, ud)
-    _add3(Wb, 3, (lam * (t1[0] + t2[0]), lam * (t1[1] + t2[1]), lam * (t1[2] + t2[2])), 1.0)
-    _add3(Wa, 0, (lam * ud[0], lam * ud[1], lam * ud[2]), -1.0)
+    _add3(Wb, np.int64(3), (lam * (t1[0] + t2[0]), lam * (t1[1] + t2[1]), lam * (t1[2] + t2[2])), 1.0)
+    _add3(Wa, np.int64(0), (lam * ud[0], lam * ud[1], lam * ud[2]), -1.0)
     t3 = _cr(ud, (d[0] + ra[0], d[1] + ra[1], d[2] + ra[2]))
     t4 = _cr(u, (dd[0] + rad[0], dd[1] + rad[1], dd[2] + rad[2]))
-    _add3(Wa, 3, (lam * (t3[0] + t4[0]), lam * (t3[1] + t4[1]), lam * (t3[2] + t4[2])), 1.0)
+    _add3(Wa, np.int64(3), (lam * (t3[0] + t4[0]), lam * (t3[1] + t4[1]), lam * (t3[2] + t4[2])), 1.0)
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -259,8 +260,8 @@ def joint_constraint_rate(ca, j, xa, Ra, Va, xb, Rb, Vb, lam, Wa, Wb):
     if jt == SPHERICAL or jt == REVOLUTE or jt == UNIVERSAL or jt == FIXED:
         # G_b^T s = [s; r_b x s] -> [0; (w_b x r_b) x s];  G_a^T s = [-s; -(r_a x s)]
         s3 = (lam[0], lam[1], lam[2])
-        _add3(Wb, 3, _cr(_cr(wb, rb), s3), 1.0)
-        _add3(Wa, 3, _cr(_cr(wa, ra), s3), -1.0)
+        _add3(Wb, np.int64(3), _cr(_cr(wb, rb), s3), 1.0)
+        _add3(Wa, np.int64(3), _cr(_cr(wa, ra), s3), -1.0)
     if jt == REVOLUTE or jt == CYLINDRICAL:
         u1 = _rotv(Ra, perp_pred[j, 0])
         u2 = _rotv(Ra, perp_pred[j, 1])

@@ -94,9 +94,10 @@ def _evaluator(direct: bool):
         if direct:
             leaves_over(0 * nb, nb, ix, tm.mass, tm.inertia, tm.inertia_inv, bw, tw.Phi, tw.bv, np.bool_(True),
                         np.bool_(True), hy)
-            tree.region_matrices(0, ix, tw.Phi, hy)
-            tree.region_biases(0, ix, tw.bv, G, g0, hy)
-            tree.region_down(0, ix, tw.Fh, G, tw.lam, hy, out.shape[0] != y.shape[0])
+            rg = 0 * nb  # an int64, not the literal 0: one compiled copy of each region kernel
+            tree.region_matrices(rg, ix, tw.Phi, hy)
+            tree.region_biases(rg, ix, tw.bv, G, g0, hy)
+            tree.region_down(rg, ix, tw.Fh, G, tw.lam, hy, out.shape[0] != y.shape[0])
             for phase in range(2):
                 accelerations_over(phase, 0 * nb, nb, ix, mk, tm.mass, bw, tw.Fh, hy)
         else:

@@ -57,7 +57,10 @@ class DenseFormulation(Formulation):
     summary = ("The O(n^3) textbook method: slow, independent of the divide-and-conquer "
                "machinery; the reference the other formulations are checked against.")
 
-    def __init__(self, model: Model, settings, plan=None):
+    def __init__(self, model: Model, settings, plan=None, projector: bool = False):
+        """With ``projector``, the formulation another one projects its state with
+        (:meth:`project_state`, :meth:`closure_residuals`, :meth:`singularity`): its kernel
+        entry has those operations alone, and compiles in a fraction of the time."""
         super().__init__(model, settings, plan)
         m = model
         self.mk = kin_arrays(m)
@@ -90,7 +93,7 @@ class DenseFormulation(Formulation):
             reaction_model(m, drivers=True), np.int64(ncut_rows), self._project,
         )
         #: the kernels' entry point, with the workspace as one table (dense_solve.entry)
-        self._k = StateKernel(solve.entry, (self.dm, w))
+        self._k = StateKernel(solve.projection_entry if projector else solve.entry, (self.dm, w))
         self._none = np.zeros(0)  # the entry's second array where an operation takes one
         self._cache_y = None
         self._cache = None
@@ -183,6 +186,8 @@ class DenseFormulation(Formulation):
         t = float(self.work.stats[solve.T_FAILED])
         if status == solve.NOT_POSITIVE_DEFINITE:
             raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
+        if status == solve.NOT_AN_OPERATION:
+            raise TypeError("a dense projector projects and measures; it does not integrate")
         raise SingularSystemError(t, "accelerations are not finite")
 
     def _call(self, op: int, a, b=None, clock=()) -> float:
@@ -399,10 +404,14 @@ def reaction_model(model: Model, drivers: bool = False) -> ReactionModel:
     m = model
     if not drivers or not m.nd:
         return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred, m.g_driver, m.g_driven, m.g_ratio)
-    return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred,
-                         np.concatenate([m.g_driver, m.d_joint]).astype(np.int64),
-                         np.concatenate([m.g_driven, m.d_joint]).astype(np.int64),
-                         np.concatenate([m.g_ratio, np.zeros(m.nd)]))
+    # read-only like the model's own arrays: numba types the two apart, and a writeable
+    # triple compiled the whole dense pipeline a second time for driven mechanisms
+    rows = (np.concatenate([m.g_driver, m.d_joint]).astype(np.int64),
+            np.concatenate([m.g_driven, m.d_joint]).astype(np.int64),
+            np.concatenate([m.g_ratio, np.zeros(m.nd)]))
+    for a in rows:
+        a.setflags(write=False)
+    return ReactionModel(m.parent, m.mass, m.inertia, m.jtype, m.axis_pred, *rows)
 
 
 def reactions_from_multipliers(model: Model, ca, x, R, V, P, A, Fext, lam, drivers: bool = False) -> np.ndarray:

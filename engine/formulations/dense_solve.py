@@ -43,6 +43,8 @@ from .workspace import unpack
 #: status of a kernel call (0: done); the formulation turns the others into SingularSystemError
 NOT_POSITIVE_DEFINITE = 1
 NOT_FINITE = 2
+#: status of an operation :func:`projection_entry` does not have
+NOT_AN_OPERATION = 3
 
 #: :attr:`DenseWork.watch` slots: the filter width in use, whether a previous measure
 #: exists, its time and value, the measure's rate (> 0 while approaching), crossing (1.0)
@@ -462,7 +464,8 @@ def post_step(desc, proto, t, y):
     nq = y.shape[0] - nv
     normalize_quaternions(dm.mk, y[:nq])
     if dm.project and w.K.shape[0]:
-        return project_state(desc, proto, t, y[:nq], y[nq:], True, config.PROJECTION_MAX_ITER)
+        # a bool and an int64, as the entry points pass them, not literals: one compiled copy
+        return project_state(desc, proto, t, y[:nq], y[nq:], np.bool_(True), np.int64(config.PROJECTION_MAX_ITER))
     return 0
 
 
@@ -630,3 +633,25 @@ def entry(desc, proto, a, b):
     classical_into(w.V, w.A, w.acc_out)
     multiplier_reactions(dm.ca, dm.rm, Frames(w.x, w.R, w.V, w.P, w.S), w.A, w.Fext, w.lam, w.react)
     return 0.0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def projection_entry(desc, proto, a, b):
+    """What another formulation's projection onto the loops calls of :func:`entry` (the
+    operations PROJECT, CLOSURE, CUT_PHI_K and SINGULARITY, the same code), and nothing
+    else: the status NOT_AN_OPERATION.  ``dca``, ``hdca`` and ``rcr`` compile this, not
+    the whole of :func:`entry` with its right-hand side, rk4 loop and evaluation."""
+    dm, w = unpack(desc, proto)
+    op = np.int64(w.clock[3])
+    t = w.clock[0]
+    if op == SINGULARITY:
+        return singularity(desc, proto, t, a)
+    if op == PROJECT:
+        return float(project_state(desc, proto, t, a, b, w.clock[2] != 0.0, np.int64(w.clock[1])))
+    if op == CLOSURE:
+        closure_rows(desc, proto, t, a, b, w.zero_acc)
+        return 0.0
+    if op == CUT_PHI_K:
+        cut_phi_K(desc, proto, t, a, b)
+        return 0.0
+    return float(NOT_AN_OPERATION)

@@ -355,7 +355,7 @@ class RCRFormulation(Formulation):
         if self._driver_projector is None:
             from .dense import DenseFormulation
 
-            self._driver_projector = DenseFormulation(m, self.settings)
+            self._driver_projector = DenseFormulation(m, self.settings, projector=True)
         proj = self._driver_projector
         q, v = y[: m.nq], y[m.nq:]
         if max(proj.closure_residuals(q, v, t)) <= config.PROJECTION_TOL:

@@ -64,7 +64,7 @@ class LoopProjection:
         if self._projector is None:
             from .dense import DenseFormulation
 
-            self._projector = DenseFormulation(self.model, self.settings)
+            self._projector = DenseFormulation(self.model, self.settings, projector=True)
         return self._projector
 
     def mobility(self, y) -> float:

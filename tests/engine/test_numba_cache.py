@@ -190,3 +190,51 @@ def test_cached_kernels_close_over_constants_only():
                 bad.append(f"{d.py_func.__module__}.{d.py_func.__qualname__}: {name} "
                            f"({type(cell.cell_contents).__name__})")
     assert not bad, "kernels closing over more than constants: " + "; ".join(bad)
+
+
+def test_a_kernel_is_compiled_once_whatever_the_mechanism():
+    """numba compiles a kernel again for every new tuple of argument types, and types a
+    read-only array apart from a writeable one and a literal argument apart from an
+    int64: a writeable copy of three of the model's arrays compiled ``dense``'s whole
+    pipeline a second time at a driven mechanism's first run.  ``dense`` and ``dca`` on
+    a closed loop, a driven mechanism and two open chains (one of them a single
+    articulated region): no kernel is typed twice for arguments that differ only in
+    writeability or literalness (a different workspace, ``rk4_interval``'s, is a
+    different kernel by design).  With a warm cache only the kernels Python calls are
+    typed (their callees come linked into them); on an empty cache every kernel is."""
+    code = r"""
+import re, sys
+from numba.core.registry import CPUDispatcher
+from linkwork.engine.warmup import examples, warm
+names = {"parallelogram-fourbar", "slider-crank-driven", "chain-8-revolute", "chain-5-spherical-spatial"}
+files = [p for p in examples() if p.name.split(".")[0] in names]
+assert len(files) == len(names), files
+for formulation in ("dense", "dca"):
+    done, errors = warm(formulation, files)
+    assert not errors, errors
+
+def plain(sig):
+    s = str(sig).replace("readonly ", "")
+    s = re.sub(r"(Array\([^,]+, \d+, '\w'), True,", r"\1, False,", s)
+    s = re.sub(r"Literal\[int\]\(-?\d+\)", "int64", s)
+    return re.sub(r"Literal\[bool\]\((True|False)\)", "bool", s)
+
+for m in list(sys.modules.values()):
+    if getattr(m, "__name__", "").startswith("linkwork.engine"):
+        for k, f in vars(m).items():
+            if isinstance(f, CPUDispatcher):
+                seen = {}
+                for sig in f.signatures:
+                    seen.setdefault(plain(sig), []).append(sig)
+                for same in seen.values():
+                    if len(same) > 1:
+                        a, b = same[:2]
+                        i = next(i for i in range(len(a)) if a[i] != b[i])
+                        sa, sb = str(a[i]), str(b[i])
+                        c = next((c for c in range(min(len(sa), len(sb))) if sa[c] != sb[c]), 0)
+                        print(f"{m.__name__}.{k}: argument {i} typed {len(same)} ways: "
+                              f"...{sa[max(0, c - 120):c + 60]} / ...{sb[max(0, c - 120):c + 60]}")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "", "typed more than once:\n" + r.stdout

@@ -224,7 +224,9 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     # with its own parallel parts (topology.two_part_assembly_tree) is cut there
     cut = cuts_tree(nb, threads)
     if cut and tree.partition:
-        sub_start, sub_merges, top_merges = tree.partition
+        # writeable copies like the other index arrays (the tree's own are read-only): numba
+        # types the two apart, and every merge kernel compiled twice
+        sub_start, sub_merges, top_merges = (np.array(a) for a in tree.partition)
     else:
         sub_start, sub_merges, top_merges = subtree_partition(tree, SUBTREES if cut else nm + 1)
     # regions lie in the parts of the cut tree whether or not this run cuts it: the same

@@ -46,7 +46,7 @@ def psolve_cols(f, B, X, base, sgn, Z, nd, w):
         for d in range(nd):
             for k in range(n):
                 w[k] = B[base + P[rb + k], d]
-            pinv_solve(L, kb, n, rank, w, 0, w, n)
+            pinv_solve(L, kb, n, rank, w, np.int64(0), w, n)  # an int64 offset, not a literal: one compiled copy
             for k in range(n):
                 X[base + P[rb + k], d] = sgn * w[k]
         return

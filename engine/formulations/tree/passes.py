@@ -5,6 +5,7 @@ disassembly, each one parallel region over the independent subtrees
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 from .merge import (merge_bias, merge_bias_one, merge_down, merge_down_one, merge_matrices, merge_matrices_leaf3,
@@ -92,7 +93,7 @@ def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
             rg = _region_at(m, hy) if regions else _no_region_at(m, hy)
             if rg >= 0:
                 if regions:
-                    region_down(rg, ix, Fh, G, lam, hy, True)
+                    region_down(rg, ix, Fh, G, lam, hy, np.bool_(True))  # a bool as dca passes it, not a literal
             elif rg == -2:
                 continue
             elif one_joint_merge(m, ix, nd):

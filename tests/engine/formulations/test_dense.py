@@ -224,3 +224,24 @@ def test_compiled_rk4_steps_repeat_the_generic_loop(case):
         assert fast.mu_rel == slow.mu_rel
     assert fast.nfev == slow.nfev == 40 * 2 * 4
     assert np.abs(y_fast - y_start).max() > 1e-6  # it moved
+
+
+def test_a_projector_projects_as_dense_does_and_refuses_to_integrate():
+    """``projector=True`` (what ``dca``, ``hdca`` and ``rcr`` project with) runs the same
+    projection code as the whole formulation, bit for bit, and refuses what it lacks."""
+    model = build_model(load(example_path("slider-crank-driven")))
+    full = DenseFormulation(model, Settings(formulation="dense"))
+    proj = DenseFormulation(model, Settings(formulation="dense"), projector=True)
+    y = full.initial_state()
+    assert np.array_equal(proj.initial_state(), y)  # which also scales the driver rows alike
+    q, v = y[: model.nq] + 1e-3, y[model.nq:] + 1e-2  # off the loop and off the driver's rate
+    for t in (0.0, 0.3):
+        assert full.closure_residuals(q, v, t) == proj.closure_residuals(q, v, t)
+        assert max(full.closure_residuals(q, v, t)) > 1e-4
+        qa, va = full.project_state(q, v, t=t)
+        qb, vb = proj.project_state(q, v, t=t)
+        assert np.array_equal(qa, qb) and np.array_equal(va, vb)
+        assert max(proj.closure_residuals(qb, vb, t)) < 1e-10
+    assert full.singularity(y) == proj.singularity(y)
+    with pytest.raises(TypeError, match="does not integrate"):
+        proj.rhs(0.0, y)
