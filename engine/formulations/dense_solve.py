@@ -607,16 +607,9 @@ def entry(desc, proto, a, b):
         return float(post_step(desc, proto, t, a))
     if op == WATCH:
         return float(watch_singular(desc, proto, t, a))
-    if op == SINGULARITY:
-        return singularity(desc, proto, t, a)
-    if op == PROJECT:
-        return float(project_state(desc, proto, t, a, b, w.clock[2] != 0.0, np.int64(w.clock[1])))
-    if op == CLOSURE:
-        closure_rows(desc, proto, t, a, b, w.zero_acc)
-        return 0.0
-    if op == CUT_PHI_K:
-        cut_phi_K(desc, proto, t, a, b)
-        return 0.0
+    done = _projection_operation(desc, proto, op, a, b)
+    if done != NOT_MINE:  # (a NaN measure too)
+        return done
     # EVALUATE
     nv = w.S.shape[0]
     nq = a.shape[0] - nv
@@ -635,14 +628,16 @@ def entry(desc, proto, a, b):
     return 0.0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def projection_entry(desc, proto, a, b):
-    """What another formulation's projection onto the loops calls of :func:`entry` (the
-    operations PROJECT, CLOSURE, CUT_PHI_K and SINGULARITY, the same code), and nothing
-    else: the status NOT_AN_OPERATION.  ``dca``, ``hdca`` and ``rcr`` compile this, not
-    the whole of :func:`entry` with its right-hand side, rk4 loop and evaluation."""
-    dm, w = unpack(desc, proto)
-    op = np.int64(w.clock[3])
+#: what :func:`_projection_operation` returns for an operation not its own (no status or
+#: measure is negative)
+NOT_MINE = -1.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _projection_operation(desc, proto, op, a, b):
+    """Operation ``op`` if it is one of a projection's (SINGULARITY, PROJECT, CLOSURE,
+    CUT_PHI_K: :func:`entry` says what each does), its status or measure; else NOT_MINE."""
+    w = unpack(desc, proto)[1]
     t = w.clock[0]
     if op == SINGULARITY:
         return singularity(desc, proto, t, a)
@@ -654,4 +649,15 @@ def projection_entry(desc, proto, a, b):
     if op == CUT_PHI_K:
         cut_phi_K(desc, proto, t, a, b)
         return 0.0
-    return float(NOT_AN_OPERATION)
+    return NOT_MINE
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def projection_entry(desc, proto, a, b):
+    """What another formulation's projection onto the loops calls of :func:`entry` (the
+    operations PROJECT, CLOSURE, CUT_PHI_K and SINGULARITY, the same code), and nothing
+    else: the status NOT_AN_OPERATION.  ``dca``, ``hdca`` and ``rcr`` compile this, not
+    the whole of :func:`entry` with its right-hand side, rk4 loop and evaluation."""
+    w = unpack(desc, proto)[1]
+    done = _projection_operation(desc, proto, np.int64(w.clock[3]), a, b)
+    return float(NOT_AN_OPERATION) if done == NOT_MINE else done
