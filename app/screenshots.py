@@ -256,6 +256,7 @@ def _modes_dock(app, win, grab) -> None:
     win.open_file(examples_dir() / "sprung-parallelogram.mech.json")
     win.tabs.setCurrentIndex(0)
     win.analyse("modes")
+    win.modes_panel.wait()
     win.modes_panel.amplitude.setValue(0.35)
     win.modes_panel.animate_button.setChecked(True)
     win.view_panel.reset_camera("front")

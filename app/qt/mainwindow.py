@@ -369,8 +369,9 @@ class MainWindow(QMainWindow):
         return True
 
     def analyse(self, what: str) -> bool:
-        """Analysis > Equilibrium (``what`` "equilibrium") or > Modes: the Modes dock shown
-        with the result (docs/user-guide.md, "Static equilibrium and vibration modes")."""
+        """Analysis > Equilibrium (``what`` "equilibrium") or > Modes: the Modes dock shown,
+        the analysis started in its thread (docs/user-guide.md, "Static equilibrium and
+        vibration modes"); whether it started (``modes_panel.wait()`` waits for the result)."""
         self.docks["modes"].show()
         self.docks["modes"].raise_()
         panel = self.modes_panel

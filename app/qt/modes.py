@@ -7,15 +7,19 @@ The animation moves the spanning tree's joint coordinates along the mode shape,
 ``q* + a sin(2 pi t / T) phi / max|phi|`` (put back onto the loops), with a fixed visual
 period T whatever the mode's frequency; :attr:`ModesPanel.poses` carries the body poses
 to the view, None when it stops.  A change to the mechanism clears the results.
+
+The analyses compute in a thread of their own (:class:`~linkwork.app.qt.worker.GeneratorWorker`):
+the window stays live, the report counts the seconds, and a result for a mechanism that
+has changed meanwhile is dropped.
 """
 
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
+import time
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QElapsedTimer, QEventLoop, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView, QApplication, QDoubleSpinBox, QFileDialog, QFrame, QHBoxLayout, QHeaderView, QLabel,
     QPushButton, QScrollArea, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
@@ -35,6 +39,8 @@ class ModesPanel(QWidget):
 
     #: (x (nb, 3), R (nb, 3, 3)) in file order to draw, or None to draw the usual poses
     poses = Signal(object)
+    #: an analysis ended: whether it found what it was asked for
+    finished = Signal(bool)
 
     def __init__(self, session: Session, parent: QWidget | None = None):
         super().__init__(parent)
@@ -46,6 +52,14 @@ class ModesPanel(QWidget):
         self.modes = None
         self._statics = None
         self._phase = 0.0
+        self._worker = None  # the analysis computing, if any
+        self._ok = False  # whether the last analysis found what it was asked for
+        self._spec = None  # the mechanism it started on
+        self._doing = ""  # what it says it is doing
+        self._clock = QElapsedTimer()
+        self._progress = QTimer(self)  # the report's clock while it computes
+        self._progress.setInterval(500)
+        self._progress.timeout.connect(self._show_progress)
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -118,60 +132,135 @@ class ModesPanel(QWidget):
         self._update_buttons()
 
     # ------------------------------------------------------------------ computing
-    def _model(self):
-        from linkwork.engine.model import build_model
-
-        return build_model(self.session.document.spec)
-
     def _failed(self, what: str, exc: Exception) -> bool:
         text = f"{what}: {exc}"
         self.report.setText(text)
         self.session.notifications.warning(text, source="modes")
         return False
 
-    @contextmanager
-    def _busy(self, text: str):
-        """A wait cursor and ``text`` in the report while an analysis computes (in this
-        thread: about 10 s on the 128-link chain, well under one on small mechanisms)."""
-        self.report.setText(text)
-        self.report.repaint()
-        QApplication.setOverrideCursor(Qt.WaitCursor)
-        try:
-            yield
-        finally:
-            QApplication.restoreOverrideCursor()
+    @property
+    def busy(self) -> bool:
+        """An analysis is computing."""
+        return self._worker is not None
 
     def find_equilibrium(self) -> bool:
-        """The rest nearest the mechanism's configuration; shows it in the 3-D view."""
-        from linkwork.engine.analysis.cli import equilibrium_report
-        from linkwork.engine.analysis.equilibrium import EquilibriumError, Statics, find_equilibrium, held_joints
-        from linkwork.engine.errors import LinkworkError
-
-        self.set_animating(False)
-        self.clear()
-        if not self.session.document.spec.bodies:
-            return self._failed("No equilibrium", ValueError("the mechanism has no bodies"))
-        try:
-            model = self._model()
-            st = Statics(model, held_joints(model))
-            with self._busy(f"Finding the rest of {model.nb} bodies, {model.nv} tree freedoms…"):
-                eq = find_equilibrium(model, statics=st)
-        except (LinkworkError, EquilibriumError) as exc:
-            return self._failed("No equilibrium", exc)
-        self.model, self._statics, self.equilibrium = model, st, eq
-        self.report.setText(equilibrium_report(model, eq))
-        self._show_rest()
-        self._update_buttons()
-        return True
+        """Start finding the rest nearest the mechanism's configuration, shown in the 3-D
+        view when found; False if it could not start.  It computes in a thread of its own
+        (about 10 s on the 128-link chain, well under one on small mechanisms) while the
+        window stays live; :attr:`finished` says how it ended, :meth:`wait` waits for it."""
+        return self._start(modes=False)
 
     def compute_modes(self) -> bool:
-        """The modes about the rest (found first when needed), listed in the table."""
-        from linkwork.engine.analysis.modes import modes_at
+        """Start computing the modes about the rest (found first when needed), listed in
+        the table when done; as :meth:`find_equilibrium`."""
+        return self._start(modes=True)
 
-        if self.equilibrium is None and not self.find_equilibrium():
+    def wait(self, seconds: float = 600.0) -> bool:
+        """Process the window's events until the analysis under way has ended; whether it
+        found what it was asked for (False if it is still computing after ``seconds``)."""
+        deadline = time.perf_counter() + seconds
+        while self._worker is not None and time.perf_counter() < deadline:
+            QApplication.processEvents(QEventLoop.AllEvents, 50)
+            time.sleep(0.005)
+        return self._worker is None and self._ok
+
+    def _start(self, modes: bool) -> bool:
+        from linkwork.app.qt.worker import GeneratorWorker
+        from linkwork.engine.analysis.equilibrium import Statics, find_equilibrium, held_joints
+        from linkwork.engine.analysis.modes import modes_at
+        from linkwork.engine.model import build_model
+
+        if self._worker is not None:
+            self.session.notifications.warning("An analysis is already computing.", source="modes")
             return False
-        with self._busy("Computing the modes about the rest…"):
-            md = modes_at(self._statics, self.equilibrium)
+        self.set_animating(False)
+        spec = self.session.document.spec
+        keep = modes and self.equilibrium is not None
+        if not keep:
+            self.clear()
+        self._ok = False
+        if not spec.bodies:
+            return self._failed("No equilibrium", ValueError("the mechanism has no bodies"))
+        known = (self.model, self._statics, self.equilibrium) if keep else None
+
+        def factory(control):  # in the worker's thread: reads nothing of the window's
+            if known is None:
+                model = build_model(spec)
+                st = Statics(model, held_joints(model))
+                yield "start", f"Finding the rest of {model.nb} bodies, {model.nv} tree freedoms"
+                eq = find_equilibrium(model, statics=st)
+                yield "equilibrium", (model, st, eq)
+            else:
+                model, st, eq = known
+            if modes:
+                yield "start", "Computing the modes about the rest"
+                yield "modes", modes_at(st, eq)
+
+        self._spec, self._doing = spec, "Starting"
+        self._clock.start()
+        w = GeneratorWorker(factory)
+        w.yielded.connect(self._on_result)
+        w.errored.connect(self._on_error)
+        w.finished.connect(self._on_finished)
+        self._worker = w
+        self._update_buttons()
+        self._show_progress()
+        self._progress.start()
+        w.start()
+        return True
+
+    def _current(self) -> bool:
+        """The mechanism is still the one the analysis started on."""
+        return self.session.document.spec is self._spec
+
+    def _show_progress(self) -> None:
+        self.report.setText(f"{self._doing}… {self._clock.elapsed() / 1000:.0f} s")
+
+    def _on_result(self, item) -> None:
+        kind, value = item
+        if kind == "start":
+            self._doing = value
+            self._show_progress()
+        elif kind == "equilibrium":
+            if self._current():
+                from linkwork.engine.analysis.cli import equilibrium_report
+
+                self.model, self._statics, self.equilibrium = value
+                self.report.setText(equilibrium_report(self.model, self.equilibrium))
+                self._show_rest()
+                self._ok = True
+        elif kind == "modes":
+            self._ok = False
+            if self._current() and self.equilibrium is not None:
+                self._show_modes(value)
+                self._ok = True
+
+    def _on_error(self, exc, tb: str) -> None:
+        from linkwork.engine.analysis.equilibrium import EquilibriumError
+        from linkwork.engine.errors import LinkworkError
+
+        self._ok = False
+        if not self._current():
+            return
+        if isinstance(exc, (LinkworkError, EquilibriumError)):
+            self._failed("No equilibrium" if self.equilibrium is None else "No modes", exc)
+        else:  # a defect: said with its traceback, the window goes on
+            self.report.setText(f"The analysis failed: {type(exc).__name__}: {exc}")
+            self.session.notifications.error(f"The analysis failed: {type(exc).__name__}: {exc}\n{tb}",
+                                             source="modes")
+
+    def _on_finished(self) -> None:
+        self._progress.stop()
+        w, self._worker = self._worker, None
+        if w is not None:
+            w.wait()
+        if not self._current():
+            self.report.setText("The mechanism changed while it was analysed: find its rest again.")
+            self._ok = False
+        self._update_buttons()
+        self.finished.emit(self._ok)
+
+    def _show_modes(self, md) -> None:
         self.modes = md
         self.table.setRowCount(md.eigenvalues.shape[0])
         for k in range(md.eigenvalues.shape[0]):
@@ -195,8 +284,6 @@ class ModesPanel(QWidget):
                             "choose one and press Animate." if n else "No freedom at rest: no modes.")
         if n:
             self.table.selectRow(0)
-        self._update_buttons()
-        return True
 
     def save_rest(self, path) -> None:
         """Write the mechanism at rest to ``path`` (as ``linkwork equilibrium --out``)."""
@@ -276,9 +363,15 @@ class ModesPanel(QWidget):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        self.save_button.setEnabled(self.equilibrium is not None)
+        self.eq_button.setEnabled(self._worker is None)
+        self.modes_button.setEnabled(self._worker is None)
+        self.save_button.setEnabled(self.equilibrium is not None and self._worker is None)
         self.animate_button.setEnabled(self.modes is not None and self.current_mode() is not None)
 
     def close_panel(self) -> None:
         self.timer.stop()
+        self._progress.stop()
         self._subs.disconnect_all()
+        if self._worker is not None:  # not stoppable part way: its thread must end before the window does
+            self._spec = None
+            self._worker.wait(600_000)
