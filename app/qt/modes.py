@@ -55,7 +55,7 @@ class ModesPanel(QWidget):
         self._worker = None  # the analysis computing, if any
         self._ok = False  # whether the last analysis found what it was asked for
         self._spec = None  # the mechanism it started on
-        self._doing = ""  # what it says it is doing
+        self._doing = None  # what it says it is doing while it computes (None: a result is shown)
         self._clock = QElapsedTimer()
         self._progress = QTimer(self)  # the report's clock while it computes
         self._progress.setInterval(500)
@@ -214,6 +214,8 @@ class ModesPanel(QWidget):
         return self.session.document.spec is self._spec
 
     def _show_progress(self) -> None:
+        if self._doing is None:  # a result or an error is in the report until the next step
+            return
         self.report.setText(f"{self._doing}… {self._clock.elapsed() / 1000:.0f} s")
 
     def _on_result(self, item) -> None:
@@ -222,6 +224,7 @@ class ModesPanel(QWidget):
             self._doing = value
             self._show_progress()
         elif kind == "equilibrium":
+            self._doing = None
             if self._current():
                 from linkwork.engine.analysis.cli import equilibrium_report
 
@@ -230,6 +233,7 @@ class ModesPanel(QWidget):
                 self._show_rest()
                 self._ok = True
         elif kind == "modes":
+            self._doing = None
             self._ok = False
             if self._current() and self.equilibrium is not None:
                 self._show_modes(value)
@@ -240,6 +244,7 @@ class ModesPanel(QWidget):
         from linkwork.engine.errors import LinkworkError
 
         self._ok = False
+        self._doing = None
         if not self._current():
             return
         if isinstance(exc, (LinkworkError, EquilibriumError)):

@@ -71,10 +71,12 @@ def test_an_analysis_computes_while_the_window_stays_live_and_an_edit_drops_its_
     counts while it computes, the buttons wait for it, and a result for a mechanism edited
     meanwhile is not shown."""
     import threading
-
-    from linkwork.engine.analysis import equilibrium
+    import time
 
     from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from linkwork.engine.analysis import equilibrium
 
     release = threading.Event()
     real = equilibrium.find_equilibrium
@@ -101,6 +103,10 @@ def test_an_analysis_computes_while_the_window_stays_live_and_an_edit_drops_its_
     release.set()
     assert panel.wait()
     assert ended == [True] and panel.equilibrium is not None and panel.eq_button.isEnabled()
+    t_end = time.perf_counter() + 0.7  # longer than the report's clock ticks
+    while time.perf_counter() < t_end:
+        QApplication.processEvents()
+    assert "verdict               stable" in panel.report.text()  # the result, not the clock
     # edited while computing: the result is dropped
     release.clear()
     assert win.analyse("equilibrium")
