@@ -301,6 +301,56 @@ class Monitor:
             self.min_conditioning, self.t_closest = float(cond), t
         return 0
 
+    # ----------------------------------------------- the compiled row loop's state
+    def to_row_loop(self, mon: np.ndarray, hist: np.ndarray, fixed_step: bool) -> bool:
+        """Write what :func:`engine.row_loop._plain_row` reads into its state ``mon`` and
+        motion history ``hist`` (slots: the constants above :func:`plain_row`); False (nothing written)
+        where it cannot judge as :meth:`_judge` would: before the first row, between a
+        retry's attempts, or with loops reporting their conditioning."""
+        if (self._e0 is None or self._level or self._cond0 is not None
+                or any(len(entry) < 4 for entry in self._motion)):
+            return False
+        mon[ACTIVE] = 1.0
+        mon[CONSERVATIVE] = self.conservative
+        mon[INTEGRATES_V] = self.integrates_velocities
+        mon[PACE] = fixed_step and self.acts and self.conservative and not self._pace_spent
+        mon[T_END] = self.t_end
+        mon[E0], mon[KE_PEAK], mon[E_FLOOR] = self._e0, self.ke_peak, self.e_floor
+        mon[HAS_PREV] = self._prev is not None
+        if self._prev is not None:
+            mon[PREV_VP], mon[PREV_VV], mon[PREV_E] = self._prev[1:]
+        mon[N_MOTION] = len(self._motion)
+        for slot, (t, V, A, x) in enumerate(reversed(self._motion)):
+            mon[T_MOTION if slot == 0 else T_MOTION_BEFORE] = t
+            hist[slot, :, 0:6], hist[slot, :, 6:12], hist[slot, :, 12:15] = V, A, x
+        mon[MAX_POS], mon[T_MAX_POS] = self.max_position, self.t_max_position
+        mon[MAX_DRIFT], mon[T_MAX_DRIFT] = self.max_drift, self.t_max_drift
+        mon[MAX_CONT], mon[MAX_LEAP] = self.max_continuity, self.max_leap
+        mon[PACE_MARK] = self._pace_marks[-1][1]
+        mon[POS_TOL], mon[DRIFT], mon[JUMP] = (config.MONITOR_POSITION_TOL, config.MONITOR_ENERGY_DRIFT,
+                                                        config.MONITOR_JUMP_FACTOR)
+        mon[V_FLOOR], mon[P_FLOOR], mon[E_JUMP] = (config.MONITOR_VELOCITY_FLOOR,
+                                                            config.MONITOR_POSITION_FLOOR, config.MONITOR_ENERGY_JUMP)
+        mon[CONT], mon[PACE_FRAC] = config.MONITOR_CONTINUITY_FACTOR, config.MONITOR_ENERGY_PACE
+        mon[I_VP], mon[I_VV], mon[I_KE], mon[I_E] = self._ivp, self._ivv, self._ike, self._ie
+        return True
+
+    def from_row_loop(self, mon: np.ndarray, hist: np.ndarray) -> None:
+        """Take back the state and statistics the compiled row loop left in ``mon`` and
+        ``hist`` after rows it kept (:meth:`to_row_loop`), as :meth:`_judge` would have
+        left them after the same rows."""
+        self._prev = (float(mon[T_MOTION]), float(mon[PREV_VP]), float(mon[PREV_VV]),
+                      float(mon[PREV_E]))
+        times = (mon[T_MOTION], mon[T_MOTION_BEFORE])
+        self._motion = [(float(times[s]), hist[s, :, 0:6].copy(), hist[s, :, 6:12].copy(), hist[s, :, 12:15].copy())
+                        for s in range(int(mon[N_MOTION]))][::-1]
+        self.ke_peak = float(mon[KE_PEAK])
+        self.max_position, self.t_max_position = float(mon[MAX_POS]), float(mon[T_MAX_POS])
+        self.max_drift, self.t_max_drift = float(mon[MAX_DRIFT]), float(mon[T_MAX_DRIFT])
+        self.max_continuity, self.max_leap = float(mon[MAX_CONT]), float(mon[MAX_LEAP])
+        self.accepted_level = 0
+        self._vv_entry = None
+
     def ahead_of_pace(self, t: float) -> bool:
         """For a fixed-step run: whether the energy drift of this conservative mechanism is
         ahead of MONITOR_ENERGY_PACE of its limit at time ``t`` (the limit times
@@ -522,3 +572,87 @@ def leap_ratio(dt, x0, x1, V0, V1, A0, A1, integrates_velocities):
         scale += dt * dt * da / 12.0
     floor = 1e-9 * (1.0 + max(xm0, xm1))
     return R / (scale + floor)
+
+
+# The compiled row loop's monitor state (engine/row_loop.py): one float64 array's slots
+# (Monitor.to_row_loop, Monitor.from_row_loop)
+ACTIVE, CONSERVATIVE, INTEGRATES_V, PACE, T_END = 0, 1, 2, 3, 4
+E0, KE_PEAK, E_FLOOR, HAS_PREV, PREV_VP, PREV_VV, PREV_E = 5, 6, 7, 8, 9, 10, 11
+N_MOTION, T_MOTION, MAX_POS, T_MAX_POS, MAX_DRIFT, T_MAX_DRIFT, MAX_CONT, MAX_LEAP, PACE_MARK = (
+    12, 13, 14, 15, 16, 17, 18, 19, 20)
+# the limits (engine.config, read when the run starts)
+POS_TOL, DRIFT, JUMP, V_FLOOR, P_FLOOR, E_JUMP, CONT, PACE_FRAC = 21, 22, 23, 24, 25, 26, 27, 28
+# the columns the monitor reads
+I_VP, I_VV, I_KE, I_E = 29, 30, 31, 32
+T_MOTION_BEFORE = 33  # the time of the kept row before the last
+MONITOR_SLOTS = 34
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def plain_row(mon, hist, t, out, V, acc, x):
+    """Whether the monitor would keep the row ``out`` at ``t`` (twists ``V``, classical
+    accelerations ``acc``, centres of mass ``x``) without a word -- :meth:`Monitor._judge`
+    finding nothing, and :meth:`Monitor.ahead_of_pace` saying no -- and if so its
+    statistics updated with it; else nothing changed.  The same figures by the same
+    operations as the monitor's, for a mechanism without loops (no loop conditioning).
+    ``hist``: (2, nb, 15) the last two kept rows' [V, acc, x], the last first."""
+    vp, vv, ke, e = out[np.int64(mon[I_VP])], out[np.int64(mon[I_VV])], out[np.int64(mon[I_KE])], out[np.int64(mon[I_E])]
+    if not (np.isfinite(vp) and np.isfinite(vv) and np.isfinite(ke) and np.isfinite(e)):
+        return False
+    ke_peak = ke if ke > mon[KE_PEAK] else mon[KE_PEAK]
+    scale = max(max(ke_peak, mon[E_FLOOR]), 1e-300)
+    drift = abs(e - mon[E0])
+    conservative = mon[CONSERVATIVE] != 0.0
+    integrates_v = mon[INTEGRATES_V] != 0.0
+    if vp > mon[POS_TOL]:
+        return False
+    if conservative and drift > mon[DRIFT] * scale:
+        return False
+    if mon[HAS_PREV] != 0.0:
+        if integrates_v and vv > mon[JUMP] * mon[PREV_VV] and vv > mon[V_FLOOR]:
+            return False
+        if vp > mon[JUMP] * mon[PREV_VP] and vp > mon[P_FLOOR]:
+            return False
+        if conservative and abs(e - mon[PREV_E]) > mon[E_JUMP] * scale:
+            return False
+    n_motion = np.int64(mon[N_MOTION])
+    dt = t - mon[T_MOTION]
+    V0, A0, x0 = hist[0, :, 0:6], hist[0, :, 6:12], hist[0, :, 12:15]
+    Am = hist[1, :, 6:12] if n_motion > 1 else A0
+    continuity = 0.0
+    leap = 0.0
+    if n_motion > 0 and dt > 0:
+        if integrates_v:
+            continuity = continuity_ratio(dt, V0, V, A0, acc, Am, n_motion > 1)
+        leap = leap_ratio(dt, x0, x, V0, V, A0, acc, integrates_v)
+    if not (continuity <= mon[CONT] and leap <= mon[CONT]):
+        return False
+    max_drift = drift if drift > mon[MAX_DRIFT] else mon[MAX_DRIFT]
+    if mon[PACE] != 0.0:
+        budget = mon[PACE_FRAC] * mon[DRIFT] * max(t / mon[T_END], 0.5)
+        if max_drift > budget * scale and max_drift > mon[PACE_MARK] + 0.1 * mon[DRIFT] * scale:
+            return False
+    # kept: the monitor's statistics, as Monitor._judge's acceptance updates them
+    mon[HAS_PREV] = 1.0
+    mon[PREV_VP], mon[PREV_VV], mon[PREV_E] = vp, vv, e
+    for i in range(hist.shape[1]):
+        for c in range(15):
+            hist[1, i, c] = hist[0, i, c]
+        for c in range(6):
+            hist[0, i, c] = V[i, c]
+            hist[0, i, 6 + c] = acc[i, c]
+        for c in range(3):
+            hist[0, i, 12 + c] = x[i, c]
+    mon[N_MOTION] = min(n_motion + 1, 2)
+    mon[T_MOTION_BEFORE] = mon[T_MOTION]
+    mon[T_MOTION] = t
+    if continuity > mon[MAX_CONT]:
+        mon[MAX_CONT] = continuity
+    if leap > mon[MAX_LEAP]:
+        mon[MAX_LEAP] = leap
+    mon[KE_PEAK] = ke_peak
+    if vp > mon[MAX_POS]:
+        mon[MAX_POS], mon[T_MAX_POS] = vp, t
+    if drift > mon[MAX_DRIFT]:
+        mon[MAX_DRIFT], mon[T_MAX_DRIFT] = drift, t
+    return True

@@ -23,6 +23,7 @@ from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, Refinement, StepC
 from .model import Model
 from .monitor import Monitor
 from .results import Recorder
+from .row_loop import RowBlock, row_loop
 from .settings import Settings
 from .threads import plan as thread_plan
 
@@ -131,6 +132,10 @@ class Simulation:
         self.refinement = Refinement()
         self.fixed_step = ((self.formulation.kind == "stepper" or self.settings.integrator == "rk4")
                            and self.formulation.refines_with_step)
+        #: rk4 runs' rows made in compiled code where the formulation offers its kernels (None: Python's)
+        self._row_loop = row_loop(self.formulation, self.recorder, self.monitor, self.settings, self.refinement,
+                                  self.fixed_step)
+        self._room = config.CHUNK_ROWS  # rows the pipeline takes before its next chunk (the row loop's blocks)
 
     @property
     def columns(self) -> list[str]:
@@ -155,7 +160,9 @@ class Simulation:
             self._y0 = self.formulation.initial_state()
             self.formulation.evaluate(0.0, self._y0)
 
-    def _steps(self, y0):
+    def _steps(self, y0, rows: bool = True):
+        """The integrator's generator (:mod:`engine.integrators`' protocol); ``rows``: with the
+        compiled row loop's blocks where the run has one (:mod:`engine.row_loop`)."""
         s = self.settings
         form = self.formulation
         if form.kind == "stepper":
@@ -185,6 +192,8 @@ class Simulation:
                     if not level:
                         break
                 y = yk
+        elif rows and self._row_loop is not None:
+            yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set, self.refinement)
         else:
@@ -196,7 +205,7 @@ class Simulation:
         """Yield the raw ``(t, y)`` at every output instant, without evaluating rows:
         the integration alone, for timing it (``linkwork study``)."""
         self.prepare()
-        yield from self._steps(self._y0)
+        yield from self._steps(self._y0, rows=False)
 
     def run(self, chunk_rows: int = config.CHUNK_ROWS, max_interval: float | None = None):
         """Yield :class:`ResultChunk` objects until ``t_end``, a cancel, or a failure.
@@ -214,7 +223,7 @@ class Simulation:
 
         def chunk():
             nonlocal rows
-            arr = np.array(rows)
+            arr = np.vstack(rows)  # single rows, and the row loop's blocks
             arr.setflags(write=False)
             rows = []
             wall = time.perf_counter() - t_wall0
@@ -230,13 +239,24 @@ class Simulation:
             mon.mobility = lambda: None if state[0] is None else form.mobility(state[0])
         try:
             self.prepare()
+            self._room = chunk_rows
             steps = self._steps(self._y0)
-            t, y = next(steps)
+            item = next(steps)
+            pending = 0  # rows since the last chunk
             while True:
-                state[0] = y
-                t_now = float(t)
                 level = 0
-                if mon is None:
+                made = 1
+                if type(item) is RowBlock:  # rows the row loop made and the monitor's figures kept
+                    rows.append(item.rows)
+                    t_now = item.t
+                    made = item.rows.shape[0]
+                else:
+                    t, y = item
+                    state[0] = y
+                    t_now = float(t)
+                if type(item) is RowBlock:
+                    pass
+                elif mon is None:
                     rows.append(rec.row(form.evaluate(t, y)))
                 else:
                     # the monitor judges the row before it is kept; a rejected one is
@@ -258,13 +278,16 @@ class Simulation:
                             if mon.ahead_of_pace(t_now):
                                 self.refinement.raise_by(1)
                 if not level:
-                    n_rows += 1
+                    n_rows += made
+                    pending += made
                     now = time.perf_counter()
-                    if len(rows) >= chunk_rows or (max_interval is not None and now - last >= max_interval):
+                    if pending >= chunk_rows or (max_interval is not None and now - last >= max_interval):
                         last = now
+                        pending = 0
                         yield chunk()
+                    self._room = max(chunk_rows - pending, 1)
                 try:
-                    t, y = steps.send(level)
+                    item = steps.send(level)
                 except StopIteration:
                     break
         except SimulationError as exc:

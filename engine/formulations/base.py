@@ -90,14 +90,15 @@ class StateKernel:
             return out, entry(self.desc, self.proto, y, out)
         return out, self._typed((y, out))
 
-    def native(self, arrays: int = 2) -> int:
+    def native(self, arrays: int | tuple = 2) -> int:
         """The address of the kernel's machine code for ``arrays`` plain state arrays
-        (float64, C-contiguous: ``y`` and ``out``), compiled if need be: what
-        :mod:`.rk4_kernel` calls."""
+        (float64, C-contiguous: ``y`` and ``out``), or for the state arrays of the
+        dimensions in ``arrays`` (a tuple), compiled if need be: what :mod:`.rk4_kernel`
+        and :mod:`engine.row_loop` call."""
         from numba import types
 
-        arr = types.Array(types.float64, 1, "C")
-        sig = (*self._head, *([arr] * arrays))
+        dims = (1,) * arrays if isinstance(arrays, int) else arrays
+        sig = (*self._head, *(types.Array(types.float64, d, "C") for d in dims))
         if sig not in self.kernel.overloads:
             self.kernel.compile(sig)
         cres = self.kernel.overloads[sig]
@@ -339,6 +340,17 @@ class Formulation(ABC):
             y = self.post_step(ti, rk4_step(self.rhs, t0 + i * h, y, h))
             self.watch_singular(ti, y)
         return y
+
+    def row_kernels(self):
+        """What the compiled row loop (:mod:`engine.row_loop`) needs to make this
+        formulation's ``rk4`` rows without Python, or None (the default) where the
+        Python pipeline makes them: ``(rhs, post, check, arrays)`` -- the right-hand
+        side's and the post-step's state kernels (:class:`StateKernel`; ``post`` None:
+        none) of :meth:`rk4_steps`, a state kernel ``check(desc, proto, y, out) -> bool``
+        that, after ``rhs`` evaluated ``y`` without rates, does what :meth:`evaluate`
+        does beyond it (False where it would raise), and the arrays ``(x, R, V, acc, jq,
+        P, reactions)`` the :class:`Evaluation` would hold, written in place."""
+        return None
 
     #: what a non-finite right-hand side means for this formulation (SingularSystemError)
     not_finite = "the right-hand side is not finite"

@@ -46,7 +46,7 @@ from .dca_chain import (
     CHAIN_PROGRESS, CHAIN_RETIME_AT, CHAIN_RETIME_MASK, CHAIN_TWIN, evaluate_chain, seconds, swapped,
 )
 from .dca_kernels import DCAWorkspace, evaluate, evaluate_region
-from .tree_formulation import TreeFormulation, unbranched_chain
+from .tree_formulation import TreeFormulation, tree_check, unbranched_chain
 from .tree_kernels import Baumgarte, BodyWork, residual
 
 
@@ -232,6 +232,19 @@ class DCAFormulation(TreeFormulation):
         """(largest acceleration residual of any joint row, largest term) of the last solve."""
         m, lay = self.model, self.lay
         return residual(self._row_ix, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1], lay.g0, m.nj)
+
+    def row_kernels(self):
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where a
+        step is one state kernel (:attr:`_rk4`: a tree without loops, not on two roles)
+        and the evaluation is this class's without drivers or a cut joint's spring."""
+        m, lay, fast = self.model, self.lay, self._rk4
+        if fast is None or m.nd or self.cut_spring.size or type(self).evaluate is not DCAFormulation.evaluate:
+            return None
+        acc, reactions = np.empty((m.nb, 6)), np.empty((m.nj, 6))
+        check = StateKernel(tree_check, (
+            self.vdot, lay.ix.row_adr, lay.ix.rows, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1],
+            lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj)))
+        return fast.rhs, fast.post, check, (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -10,14 +10,15 @@ from ..assembly import cheaper_tree
 from ..constraints import con_arrays
 from ..errors import SingularSystemError
 from ..forces import force_arrays, spring_joints
-from ..kinematics import kin_arrays, normalize_quaternions
+from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
 from . import tree
 from .base import Formulation, StateKernel
 from .rk4_kernel import RK4Interval, normalize_state
 from .stabilise import LoopProjection
-from .tree_kernels import TreeModel, tree_row_constants
+from .tree_kernels import TreeModel, residual, tree_row_constants
+from .workspace import unpack
 
 
 def unbranched_chain(model: Model) -> bool:
@@ -191,3 +192,24 @@ def joint_wrenches(row_adr, rows, Gb, lam, out):
         for a in range(row_adr[j], row_adr[j] + rows[j]):
             for c in range(6):
                 out[j, c] += Gb[a, c] * lam[a]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tree_check(desc, proto, y, out):
+    """What ``dca``'s :meth:`~.dca.DCAFormulation.evaluate` does after its kernel filled the
+    workspace, for the compiled row loop (:meth:`.base.Formulation.row_kernels`): False
+    where it would raise (accelerations not finite; the closure's acceleration residual
+    beyond :func:`.base.check_consistent`'s limit), else the reactions and the classical
+    accelerations into their arrays.  ``y``, ``out``: unused (a state kernel's)."""
+    vdot, row_adr, rows, pred, succ, x, P, A, GA, GB, g0, lam, V, acc, reactions, rtol, nj = unpack(desc, proto)
+    for i in range(vdot.shape[0]):
+        if not np.isfinite(vdot[i]):
+            return False
+    res, scale = residual((row_adr, rows), pred, succ, x, P, A, GA, GB, g0, nj)
+    if not np.isfinite(res) or res > rtol * max(scale, 1.0):
+        return False
+    reactions[:, :] = 0.0
+    joint_wrenches(row_adr, rows, GB, lam, reactions)
+    classical_into(V, A, acc)
+    return True
+

@@ -1,0 +1,274 @@
+"""Fixed-step runs' output rows in compiled code: the pipeline's rk4 steps, evaluation,
+row and monitor verdict for many output instants in one kernel call.
+
+A whole ``rk4`` run of a small mechanism spent four fifths of its time in Python between
+the kernels, once per output row: the interval's kernel call, the formulation's
+``evaluate`` (a kernel, a residual check, the reactions, copies into an
+:class:`~engine.formulations.base.Evaluation`), the recorder's row kernel and the
+monitor's judgement.  :func:`rk4_rows` does the same for a block of output intervals --
+the same kernels, called by the addresses of their machine code
+(:func:`~engine.formulations.rk4_kernel.call_state_kernel`), the same arithmetic in the
+same order -- so a row is the one the Python pipeline writes, bit for bit
+(tests/engine/test_row_loop.py).
+
+The monitor's figures for each row are computed here as :meth:`Monitor._judge` computes
+them, and a row is kept only where it finds nothing to say: every figure under its
+limit, the energy drift not ahead of its pace (:meth:`Monitor.ahead_of_pace`).  At the
+first row where it would say anything -- a retry, a flag, a failure, a refinement -- or
+where an evaluation fails, the block ends *before* that row, the state and the
+recorder's continuity as they were, and the Python pipeline does that interval as it
+always did (its messages, retries and decisions are its own).  The monitor's state
+crosses between the two as one array (:meth:`Monitor.to_row_loop`).
+
+Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
+(its rk4 step is one state kernel, its evaluation a state kernel and a check kernel),
+integrator ``rk4``; ``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline
+alone, for comparing the two).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+from .formulations.rk4_kernel import _native_call, call_state_kernel, rk4_interval
+from .integrators import _check, _largest, output_times
+from .monitor import ACTIVE, MONITOR_SLOTS, plain_row
+
+
+@intrinsic
+def call_row(typingctx, address, desc, proto, x, R, V, acc, jq, P, reactions, out):
+    """Call the recorder's compiled row kernel (:func:`engine.results._row`) at
+    ``address`` (numba's native entry for exactly these argument types:
+    :meth:`.base.StateKernel.native`); -1 if it raised."""
+    if not isinstance(address, types.Integer):
+        return None
+    sig = types.int64(address, desc, proto, x, R, V, acc, jq, P, reactions, out)
+    return sig, _native_call(types.int64, -1)
+
+
+class RowArrays(NamedTuple):
+    """What a row is written from, and the recorder's continuity state to put back when a
+    row is not kept: the formulation's arrays of the last evaluation (written by its
+    kernels in place) and the recorder's."""
+
+    x: np.ndarray  # (nb, 3) centres of mass, the formulation's evaluation
+    R: np.ndarray  # (nb, 3, 3) orientations, the formulation's evaluation
+    V: np.ndarray  # (nb, 6) twists [v_C; w], the formulation's evaluation
+    acc: np.ndarray  # (nb, 6) classical accelerations, the check kernel
+    jq: np.ndarray  # (nj,) known joint coordinates (NaN: from the poses), the formulation's evaluation
+    P: np.ndarray  # (nj, 3) joint points, the formulation's evaluation
+    reactions: np.ndarray  # (nj, 6) joint reactions, the check kernel
+    qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
+    jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
+    qprev_back: np.ndarray  # (nb, 4) qprev before the row being made
+    jq_ref_back: np.ndarray  # (nj,) jq_ref before the row being made
+    y_back: np.ndarray  # (n,) the state before the interval being made
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _copy1(dst, src):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _copy2(dst, src):
+    for i in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[i, c] = src[i, c]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_desc, r_proto,
+             ra, times, span, y, stages, clock, no_rates, rows, mon, hist):
+    """The output rows ``span[0] .. span[1] - 1`` (indices into ``times``) of a fixed-step
+    run, each interval in ``span[2]`` rk4 steps from the state ``y`` (in place), into
+    ``rows`` from its first row on.  Per interval, as the Python pipeline does it:
+
+    1. :func:`~engine.formulations.rk4_kernel.rk4_interval` with the right-hand side
+       ``f`` and post-step ``p`` (addresses, with their tables; ``p`` 0: none), and the
+       state's size check (:func:`engine.integrators._check`);
+    2. the evaluation: ``f`` again without rates (the workspace), then the formulation's
+       check kernel ``c`` (finite accelerations, consistent closure, reactions and
+       classical accelerations into ``ra``);
+    3. the recorder's row kernel ``r`` (:func:`engine.results._row`) from ``ra``;
+    4. the monitor's verdict (:func:`engine.monitor.plain_row`), where ``mon[ACTIVE]``.
+
+    Stops before the first interval where any of these has something to say, ``y`` and
+    the recorder's continuity as they were.  Returns ``(rows made, right-hand sides
+    evaluated)``; the rows are ``rows[:made]``."""
+    k0 = np.int64(span[0])
+    k1 = np.int64(span[1])
+    clock[2] = span[2]
+    active = mon[ACTIVE] != 0.0
+    count = 0
+    for k in range(k0, k1):
+        _copy1(ra.y_back, y)
+        _copy2(ra.qprev_back, ra.qprev)
+        _copy1(ra.jq_ref_back, ra.jq_ref)
+        clock[0] = times[k - 1]
+        clock[1] = times[k]
+        n, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
+        count += n
+        kept = t_bad != t_bad and _largest(y) <= 1e12
+        if kept:
+            call_state_kernel(f, f_desc, f_proto, y, no_rates)
+            kept = call_state_kernel(c, c_desc, c_proto, y, no_rates)
+        if kept:
+            out = rows[k - k0]
+            out[0] = times[k]
+            kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+        if kept and active:
+            kept = plain_row(mon, hist, times[k], rows[k - k0], ra.V, ra.acc, ra.x)
+        if not kept:
+            _copy1(y, ra.y_back)
+            _copy2(ra.qprev, ra.qprev_back)
+            _copy1(ra.jq_ref, ra.jq_ref_back)
+            return k - k0, count
+    return k1 - k0, count
+
+
+def enabled() -> bool:
+    """Whether fixed-step runs make their rows in compiled code (``LINKWORK_COMPILED_ROWS``,
+    on unless ``0``)."""
+    return os.environ.get("LINKWORK_COMPILED_ROWS", "1") != "0"
+
+
+class RowBlock(NamedTuple):
+    """Rows made and judged in compiled code, handed to the pipeline as they are."""
+
+    rows: np.ndarray  # (n, ncols), read-only
+    t: float  # the last row's time
+
+
+#: the wall time a block of rows may take, at most (the live plots', pause's and cancel's pace)
+BLOCK_SECONDS = 0.02
+
+
+class RowLoop:
+    """:func:`rk4_rows` bound to one run: the formulation's kernels
+    (:meth:`~engine.formulations.base.Formulation.row_kernels`), the recorder's row
+    kernel and continuity arrays, the monitor (None: off) and the output instants.
+    :meth:`steps` is the ``rk4`` integrator's generator for the pipeline
+    (:func:`engine.integrators.rk4`), yielding :class:`RowBlock` between the intervals
+    it leaves to Python."""
+
+    def __init__(self, form, kernels, recorder, monitor, settings, refinement, fixed_step: bool):
+        from numba import typeof
+
+        self.form, self.recorder, self.monitor = form, recorder, monitor
+        self.refinement = refinement
+        self.fixed_step = fixed_step
+        rhs, post, check, arrays = kernels
+        post_addr = 0 if post is None else post.native()
+        post = post or rhs
+        row = recorder._kernel
+        nb, nj = form.model.nb, form.model.nj
+        self.ra = RowArrays(*arrays, recorder._qprev, recorder._jq_ref, np.empty((nb, 4)), np.empty(nj),
+                            np.empty(0))
+        dims = tuple(a.ndim for a in (*arrays[:4], arrays[4], arrays[5], arrays[6])) + (1,)
+        self._kernels = (rhs.native(), rhs.desc, rhs.proto, post_addr, post.desc, post.proto,
+                         check.native(), check.desc, check.proto, row.native(dims), row.desc, row.proto)
+        self.times = output_times(settings.dt, settings.t_end)
+        self.ncols = len(recorder.columns)
+        self.mon = np.zeros(MONITOR_SLOTS)
+        self.hist = np.zeros((2, nb, 15))
+        self.span = np.zeros(3)
+        self.clock = np.zeros(3)
+        self._no_rates = np.empty(0)
+        self._rows = np.empty((0, self.ncols))
+        self._bound = None
+        self._typeof = typeof
+        self.per_row = 1e-4  # seconds a row takes, measured block by block
+
+    def _entry(self, y, stages):
+        """The compiled entry of :func:`rk4_rows` for this run's argument types."""
+        if self._bound is None:
+            typeof = self._typeof
+            args = (*self._kernels, self.ra, self.times, self.span, y, stages, self.clock, self._no_rates,
+                    self._rows, self.mon, self.hist)
+            sig = tuple(typeof(a) for a in args)
+            if sig not in rk4_rows.overloads:
+                rk4_rows.compile(sig)
+            self._bound = rk4_rows.overloads[sig].entry_point
+        return self._bound
+
+    def block(self, k: int, y: np.ndarray, budget: int) -> tuple[int, np.ndarray]:
+        """Rows for the output instants ``k, k + 1, ...`` (at most ``budget`` and
+        :data:`BLOCK_SECONDS` of wall time at the measured pace) from ``y`` (advanced in
+        place); (rows made, the rows)."""
+        n_max = min(len(self.times) - k, budget, max(1, int(BLOCK_SECONDS / self.per_row)))
+        if self._rows.shape[0] < n_max:
+            self._rows = np.empty((max(n_max, 64), self.ncols))
+        if self.ra.y_back.shape[0] != y.shape[0]:
+            self.ra = self.ra._replace(y_back=np.empty_like(y))
+            self._bound = None
+            self._stages = np.zeros((5, y.shape[0]))
+        mon = self.monitor
+        if mon is not None and not mon.to_row_loop(self.mon, self.hist, self.fixed_step):
+            return 0, self._rows[:0]
+        span = self.span
+        span[0], span[1], span[2] = k, k + n_max, 1 << self.refinement.base
+        c0 = time.perf_counter()
+        made, count = self._entry(y, self._stages)(*self._kernels, self.ra, self.times, span, y, self._stages,
+                                                    self.clock, self._no_rates, self._rows, self.mon, self.hist)
+        if made:
+            self.per_row = max((time.perf_counter() - c0) / made, 1e-7)
+        self.form.nfev += count
+        if mon is not None and made:
+            mon.from_row_loop(self.mon, self.hist)
+        out = self._rows[:made].copy()
+        out.setflags(write=False)
+        return made, out
+
+    def steps(self, y0: np.ndarray, cancelled, room):
+        """The ``rk4`` generator of the pipeline (:func:`engine.integrators.rk4`'s protocol:
+        ``(t, y)`` for the pipeline to judge, a level sent back) with :class:`RowBlock`
+        items between -- rows already judged, which the pipeline keeps (it sends
+        nothing back for them).  ``room()``: rows the pipeline wants before its next
+        chunk."""
+        form, ts, refinement = self.form, self.times, self.refinement
+        y = y0
+        yield ts[0], y
+        form.watch_singular(ts[0], y)
+        k = 1
+        while k < len(ts):
+            if cancelled():
+                return
+            y = np.array(y, dtype=np.float64)  # the pipeline holds the yielded states
+            made, rows = self.block(k, y, room())
+            if made:
+                k += made
+                yield RowBlock(rows, float(ts[k - 1]))
+                continue
+            t0, t1 = ts[k - 1], ts[k]  # the interval the monitor or an evaluation speaks on: Python's
+            level = 0
+            while True:
+                yk = form.rk4_steps(t0, t1, y, 1 << (refinement.base + level))
+                _check(t1, yk)
+                level = yield t1, yk
+                if not level:
+                    break
+            y = yk
+            k += 1
+
+
+def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) -> RowLoop | None:
+    """The compiled row loop for this run, or None where the Python pipeline runs it: an
+    integrator other than ``rk4``, a formulation without row kernels, kernels run as
+    Python, or ``LINKWORK_COMPILED_ROWS=0``."""
+    if settings.integrator != "rk4" or form.kind != "ode" or not enabled() or not hasattr(rk4_rows, "overloads"):
+        return None
+    kernels = form.row_kernels()
+    if kernels is None:
+        return None
+    return RowLoop(form, kernels, recorder, monitor, settings, refinement, fixed_step)
+
+
+__all__ = ["RowBlock", "RowLoop", "enabled", "row_loop", "rk4_rows"]

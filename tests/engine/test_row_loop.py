@@ -1,0 +1,97 @@
+"""The compiled row loop (engine/row_loop.py) against the Python pipeline it replaces: the
+same rows bit for bit, the same monitor verdicts and statistics, the same failures, on the
+bundled mechanisms it runs and on random ones."""
+
+import numpy as np
+import pytest
+
+from linkwork.engine import generators as gen
+from linkwork.engine.errors import SimulationError
+from linkwork.engine.model import build_model, load_model
+from linkwork.engine.paths import examples_dir
+from linkwork.engine.simulation import Settings, Simulation, file_defaults
+
+#: statistics that are wall times, or count work the row loop may do twice (an interval it
+#: hands back to Python at a retry is evaluated again there)
+TIMES = ("wall_time", "monitor_time", "rhs_evaluations")
+
+
+def _run(model, settings, monkeypatch, compiled: bool):
+    monkeypatch.setenv("LINKWORK_COMPILED_ROWS", "1" if compiled else "0")
+    sim = Simulation(model, settings)
+    assert (sim._row_loop is not None) == compiled
+    parts, error = [], None
+    try:
+        for chunk in sim.run():
+            parts.append(chunk.rows)
+    except SimulationError as exc:
+        error = str(exc)
+    rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
+    return rows, error, {k: v for k, v in sim.stats.items() if k not in TIMES}, sim.formulation.nfev
+
+
+def _same(model, settings, monkeypatch):
+    fast = _run(model, settings, monkeypatch, compiled=True)
+    slow = _run(model, settings, monkeypatch, compiled=False)
+    assert fast[0].shape == slow[0].shape
+    assert np.array_equal(fast[0], slow[0], equal_nan=True)
+    assert fast[1] == slow[1]
+    assert fast[2] == slow[2]
+    assert fast[3] >= slow[3]
+    return fast
+
+
+TREES = ["chain-8-revolute", "spatial-double-pendulum", "chain-5-spherical-spatial", "chain-6-universal-spatial",
+         "joint-zoo"]
+
+
+@pytest.mark.parametrize("name", TREES)
+@pytest.mark.parametrize("dt", [0.01, 0.2])
+def test_the_row_loop_writes_the_pipelines_rows_bit_for_bit(name, dt, monkeypatch):
+    """At the file's defaults (dt 0.01) and at a step so coarse that the monitor retries
+    and refines (dt 0.2: the row loop hands those intervals to Python), and through the
+    failure of a run that diverges (joint-zoo with rk4)."""
+    model = load_model(examples_dir() / f"{name}.mech.json")
+    s = file_defaults(model, "dca").replace(formulation="dca", integrator="rk4", t_end=1.5, dt=dt)
+    rows, error, stats, _ = _same(model, s, monkeypatch)
+    assert rows.shape[0] > 2
+
+
+def test_the_cases_above_include_retries_refinements_and_a_failure(monkeypatch):
+    """What the equality above covers: a run the monitor retries and refines, and one that
+    fails, both partly made by the row loop."""
+    model = load_model(examples_dir() / "chain-6-universal-spatial.mech.json")
+    s = file_defaults(model, "dca").replace(formulation="dca", integrator="rk4", t_end=1.5, dt=0.2)
+    rows, error, stats, _ = _run(model, s, monkeypatch, compiled=True)
+    assert stats["retries"] > 0 and stats["substeps"] > 1
+    model = load_model(examples_dir() / "joint-zoo.mech.json")
+    s = file_defaults(model, "dca").replace(formulation="dca", integrator="rk4", t_end=1.5, dt=0.2)
+    rows, error, stats, _ = _run(model, s, monkeypatch, compiled=True)
+    assert error is not None and "diverged" in error and rows.shape[0] > 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("monitor", [True, False])
+def test_random_trees_give_the_same_rows(seed, monitor, monkeypatch):
+    model = build_model(gen.random_mechanism(300 + seed, 6, loops=0))
+    _same(model, Settings(formulation="dca", t_end=1.0, dt=0.01, monitor=monitor), monkeypatch)
+
+
+def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
+    """The pipeline's chunks keep their size with the row loop's blocks, and a cancel
+    between chunks ends the run there."""
+    monkeypatch.setenv("LINKWORK_COMPILED_ROWS", "1")
+    model = load_model(examples_dir() / "spatial-double-pendulum.mech.json")
+    sim = Simulation(model, Settings(formulation="dca", t_end=5.0, dt=0.01))
+    sizes = []
+    for chunk in sim.run(chunk_rows=50):
+        sizes.append(chunk.rows.shape[0])
+        if len(sizes) == 3:
+            sim.cancel()
+    assert sizes[:3] == [50, 50, 50]
+    assert sum(sizes) < 501 and sim.stats["cancelled"]
+
+
+def test_loops_are_left_to_python():
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    assert Simulation(model, Settings(formulation="dca", t_end=0.1))._row_loop is None
