@@ -305,10 +305,9 @@ class Monitor:
     def to_row_loop(self, mon: np.ndarray, hist: np.ndarray, fixed_step: bool) -> bool:
         """Write what :func:`engine.row_loop._plain_row` reads into its state ``mon`` and
         motion history ``hist`` (slots: the constants above :func:`plain_row`); False (nothing written)
-        where it cannot judge as :meth:`_judge` would: before the first row, between a
-        retry's attempts, or with loops reporting their conditioning."""
-        if (self._e0 is None or self._level or self._cond0 is not None
-                or any(len(entry) < 4 for entry in self._motion)):
+        where it cannot judge as :meth:`_judge` would: before the first row, or between a
+        retry's attempts."""
+        if self._e0 is None or self._level or any(len(entry) < 4 for entry in self._motion):
             return False
         mon[ACTIVE] = 1.0
         mon[CONSERVATIVE] = self.conservative
@@ -327,6 +326,9 @@ class Monitor:
         mon[MAX_DRIFT], mon[T_MAX_DRIFT] = self.max_drift, self.t_max_drift
         mon[MAX_CONT], mon[MAX_LEAP] = self.max_continuity, self.max_leap
         mon[PACE_MARK] = self._pace_marks[-1][1]
+        mon[COND0] = np.nan if self._cond0 is None else self._cond0
+        mon[VV_ENTRY] = np.nan if self._vv_entry is None else self._vv_entry
+        mon[MIN_COND], mon[T_CLOSEST], mon[WINDOW] = self.min_conditioning, self.t_closest, config.SINGULAR_WINDOW
         mon[POS_TOL], mon[DRIFT], mon[JUMP] = (config.MONITOR_POSITION_TOL, config.MONITOR_ENERGY_DRIFT,
                                                         config.MONITOR_JUMP_FACTOR)
         mon[V_FLOOR], mon[P_FLOOR], mon[E_JUMP] = (config.MONITOR_VELOCITY_FLOOR,
@@ -349,7 +351,9 @@ class Monitor:
         self.max_drift, self.t_max_drift = float(mon[MAX_DRIFT]), float(mon[T_MAX_DRIFT])
         self.max_continuity, self.max_leap = float(mon[MAX_CONT]), float(mon[MAX_LEAP])
         self.accepted_level = 0
-        self._vv_entry = None
+        self._cond0 = None if np.isnan(mon[COND0]) else float(mon[COND0])
+        self._vv_entry = None if np.isnan(mon[VV_ENTRY]) else float(mon[VV_ENTRY])
+        self.min_conditioning, self.t_closest = float(mon[MIN_COND]), float(mon[T_CLOSEST])
 
     def ahead_of_pace(self, t: float) -> bool:
         """For a fixed-step run: whether the energy drift of this conservative mechanism is
@@ -585,20 +589,33 @@ POS_TOL, DRIFT, JUMP, V_FLOOR, P_FLOOR, E_JUMP, CONT, PACE_FRAC = 21, 22, 23, 24
 # the columns the monitor reads
 I_VP, I_VV, I_KE, I_E = 29, 30, 31, 32
 T_MOTION_BEFORE = 33  # the time of the kept row before the last
-MONITOR_SLOTS = 34
+# the loops' conditioning: the first reported, the velocity residual on entering the singular
+# window (NaN: none yet), the lowest so far and when, the window (config.SINGULAR_WINDOW)
+COND0, VV_ENTRY, MIN_COND, T_CLOSEST, WINDOW = 34, 35, 36, 37, 38
+MONITOR_SLOTS = 39
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def plain_row(mon, hist, t, out, V, acc, x):
+def plain_row(mon, hist, t, out, V, acc, x, health):
     """Whether the monitor would keep the row ``out`` at ``t`` (twists ``V``, classical
-    accelerations ``acc``, centres of mass ``x``) without a word -- :meth:`Monitor._judge`
-    finding nothing, and :meth:`Monitor.ahead_of_pace` saying no -- and if so its
-    statistics updated with it; else nothing changed.  The same figures by the same
-    operations as the monitor's, for a mechanism without loops (no loop conditioning).
-    ``hist``: (2, nb, 15) the last two kept rows' [V, acc, x], the last first."""
+    accelerations ``acc``, centres of mass ``x``, the formulation's ``health`` = [1.0 if it
+    reports the loop conditioning, its value]) without a word -- :meth:`Monitor._judge`
+    finding nothing, and :meth:`Monitor.ahead_of_pace` saying no -- and if so its state
+    and statistics updated with it; else nothing changed.  The same figures by the same
+    operations as the monitor's.  ``hist``: (2, nb, 15) the last two kept rows' [V, acc,
+    x], the last first."""
     vp, vv, ke, e = out[np.int64(mon[I_VP])], out[np.int64(mon[I_VV])], out[np.int64(mon[I_KE])], out[np.int64(mon[I_E])]
     if not (np.isfinite(vp) and np.isfinite(vv) and np.isfinite(ke) and np.isfinite(e)):
         return False
+    has_cond = health[0] != 0.0
+    cond = health[1]
+    if has_cond and not np.isfinite(cond):
+        return False
+    cond0 = mon[COND0]
+    if has_cond and cond0 != cond0:
+        cond0 = max(cond, 1e-300)
+    near = has_cond and cond0 == cond0 and cond < mon[WINDOW] * cond0
+    vv_entry = mon[VV_ENTRY]
     ke_peak = ke if ke > mon[KE_PEAK] else mon[KE_PEAK]
     scale = max(max(ke_peak, mon[E_FLOOR]), 1e-300)
     drift = abs(e - mon[E0])
@@ -610,6 +627,8 @@ def plain_row(mon, hist, t, out, V, acc, x):
         return False
     if mon[HAS_PREV] != 0.0:
         if integrates_v and vv > mon[JUMP] * mon[PREV_VV] and vv > mon[V_FLOOR]:
+            return False
+        if integrates_v and near and vv_entry == vv_entry and vv > mon[JUMP] * vv_entry and vv > mon[V_FLOOR]:
             return False
         if vp > mon[JUMP] * mon[PREV_VP] and vp > mon[P_FLOOR]:
             return False
@@ -633,6 +652,13 @@ def plain_row(mon, hist, t, out, V, acc, x):
         if max_drift > budget * scale and max_drift > mon[PACE_MARK] + 0.1 * mon[DRIFT] * scale:
             return False
     # kept: the monitor's statistics, as Monitor._judge's acceptance updates them
+    mon[COND0] = cond0
+    if near and vv_entry != vv_entry:
+        mon[VV_ENTRY] = mon[PREV_VV] if mon[HAS_PREV] != 0.0 else vv
+    elif not near:
+        mon[VV_ENTRY] = np.nan
+    if has_cond and cond < mon[MIN_COND]:
+        mon[MIN_COND], mon[T_CLOSEST] = cond, t
     mon[HAS_PREV] = 1.0
     mon[PREV_VP], mon[PREV_VV], mon[PREV_E] = vp, vv, e
     for i in range(hist.shape[1]):

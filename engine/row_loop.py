@@ -36,7 +36,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .formulations.rk4_kernel import _native_call, call_state_kernel, rk4_interval
+from .formulations.base import StateKernel
+from .formulations.rk4_kernel import _native_call, call_state_kernel, normalize_state, rk4_interval
 from .integrators import _check, _largest, output_times
 from .monitor import ACTIVE, MONITOR_SLOTS, plain_row
 
@@ -52,22 +53,34 @@ def call_row(typingctx, address, desc, proto, x, R, V, acc, jq, P, reactions, ou
     return sig, _native_call(types.int64, -1)
 
 
+@intrinsic
+def call_operation(typingctx, address, desc, proto, a, b):
+    """Call a formulation's compiled operations kernel ``kernel(desc, proto, a, b) ->
+    status`` (:class:`.base.RowKernels`) at ``address``; NaN if it raised."""
+    if not isinstance(address, types.Integer):
+        return None
+    return types.float64(address, desc, proto, a, b), _native_call(types.float64, float("nan"))
+
+
 class RowArrays(NamedTuple):
-    """What a row is written from, and the recorder's continuity state to put back when a
-    row is not kept: the formulation's arrays of the last evaluation (written by its
-    kernels in place) and the recorder's."""
+    """What a row is written from, and what to put back when a row is not kept: the
+    formulation's arrays of the last evaluation (written by its kernels in place), the
+    recorder's continuity state and the formulation's own state beyond ``y``."""
 
     x: np.ndarray  # (nb, 3) centres of mass, the formulation's evaluation
     R: np.ndarray  # (nb, 3, 3) orientations, the formulation's evaluation
     V: np.ndarray  # (nb, 6) twists [v_C; w], the formulation's evaluation
-    acc: np.ndarray  # (nb, 6) classical accelerations, the check kernel
+    acc: np.ndarray  # (nb, 6) classical accelerations, the formulation's evaluation
     jq: np.ndarray  # (nj,) known joint coordinates (NaN: from the poses), the formulation's evaluation
     P: np.ndarray  # (nj, 3) joint points, the formulation's evaluation
-    reactions: np.ndarray  # (nj, 6) joint reactions, the check kernel
+    reactions: np.ndarray  # (nj, 6) joint reactions, the formulation's evaluation
+    health: np.ndarray  # (2,) [1.0 if reported, the loop conditioning], the check kernel
     qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
     jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
-    qprev_back: np.ndarray  # (nb, 4) qprev before the row being made
-    jq_ref_back: np.ndarray  # (nj,) jq_ref before the row being made
+    own: tuple  # two 1-D arrays of the formulation's state that a step or an evaluation changes
+    qprev_back: np.ndarray  # (nb, 4) qprev before the interval being made
+    jq_ref_back: np.ndarray  # (nj,) jq_ref before the interval being made
+    own_back: tuple  # the two before the interval being made
     y_back: np.ndarray  # (n,) the state before the interval being made
 
 
@@ -84,6 +97,25 @@ def _copy2(dst, src):
             dst[i, c] = src[i, c]
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _keep(ra, y):
+    """Save what an interval changes: the state, the recorder's continuity, the formulation's own."""
+    _copy1(ra.y_back, y)
+    _copy2(ra.qprev_back, ra.qprev)
+    _copy1(ra.jq_ref_back, ra.jq_ref)
+    _copy1(ra.own_back[0], ra.own[0])
+    _copy1(ra.own_back[1], ra.own[1])
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _restore(ra, y):
+    _copy1(y, ra.y_back)
+    _copy2(ra.qprev, ra.qprev_back)
+    _copy1(ra.jq_ref, ra.jq_ref_back)
+    _copy1(ra.own[0], ra.own_back[0])
+    _copy1(ra.own[1], ra.own_back[1])
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_desc, r_proto,
              ra, times, span, y, stages, clock, no_rates, rows, mon, hist):
@@ -91,45 +123,57 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     run, each interval in ``span[2]`` rk4 steps from the state ``y`` (in place), into
     ``rows`` from its first row on.  Per interval, as the Python pipeline does it:
 
-    1. :func:`~engine.formulations.rk4_kernel.rk4_interval` with the right-hand side
-       ``f`` and post-step ``p`` (addresses, with their tables; ``p`` 0: none), and the
-       state's size check (:func:`engine.integrators._check`);
-    2. the evaluation: ``f`` again without rates (the workspace), then the formulation's
-       check kernel ``c`` (finite accelerations, consistent closure, reactions and
-       classical accelerations into ``ra``);
+    1. the interval (:class:`.base.RowKernels`): where ``span[3]`` is 0,
+       :func:`~engine.formulations.rk4_kernel.rk4_interval` with the right-hand side
+       ``f`` and post-step ``p`` (addresses, with their tables; ``p`` 0: none) on
+       ``clock`` = (t0, t1, n); else the operation ``span[3]`` of the operations kernel
+       ``f`` with ``clock`` its own clock; then the state's size check
+       (:func:`engine.integrators._check`);
+    2. the evaluation: ``f`` without rates (or its operation ``span[4]``), then the
+       formulation's check kernel ``c``;
     3. the recorder's row kernel ``r`` (:func:`engine.results._row`) from ``ra``;
     4. the monitor's verdict (:func:`engine.monitor.plain_row`), where ``mon[ACTIVE]``.
 
-    Stops before the first interval where any of these has something to say, ``y`` and
-    the recorder's continuity as they were.  Returns ``(rows made, right-hand sides
-    evaluated)``; the rows are ``rows[:made]``."""
+    Stops before the first interval where any of these has something to say, with ``y``,
+    the recorder's continuity and the formulation's own state as they were.  Returns
+    ``(rows made, right-hand sides evaluated by rk4_interval)``; the rows are ``rows[:made]``."""
     k0 = np.int64(span[0])
     k1 = np.int64(span[1])
-    clock[2] = span[2]
+    n = span[2]
+    op_step = span[3]
+    op_evaluate = span[4]
     active = mon[ACTIVE] != 0.0
     count = 0
     for k in range(k0, k1):
-        _copy1(ra.y_back, y)
-        _copy2(ra.qprev_back, ra.qprev)
-        _copy1(ra.jq_ref_back, ra.jq_ref)
+        _keep(ra, y)
         clock[0] = times[k - 1]
         clock[1] = times[k]
-        n, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
-        count += n
-        kept = t_bad != t_bad and _largest(y) <= 1e12
+        clock[2] = n
+        if op_step == 0.0:
+            made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
+            count += made
+            kept = t_bad != t_bad
+        else:
+            clock[3] = op_step
+            kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+        kept = kept and _largest(y) <= 1e12
         if kept:
-            call_state_kernel(f, f_desc, f_proto, y, no_rates)
-            kept = call_state_kernel(c, c_desc, c_proto, y, no_rates)
+            if op_step == 0.0:
+                call_state_kernel(f, f_desc, f_proto, y, no_rates)
+            else:
+                clock[0] = times[k]
+                clock[1] = 0.0
+                clock[3] = op_evaluate
+                kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+        kept = kept and call_state_kernel(c, c_desc, c_proto, y, no_rates)
         if kept:
             out = rows[k - k0]
             out[0] = times[k]
             kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
         if kept and active:
-            kept = plain_row(mon, hist, times[k], rows[k - k0], ra.V, ra.acc, ra.x)
+            kept = plain_row(mon, hist, times[k], rows[k - k0], ra.V, ra.acc, ra.x, ra.health)
         if not kept:
-            _copy1(y, ra.y_back)
-            _copy2(ra.qprev, ra.qprev_back)
-            _copy1(ra.jq_ref, ra.jq_ref_back)
+            _restore(ra, y)
             return k - k0, count
     return k1 - k0, count
 
@@ -165,24 +209,30 @@ class RowLoop:
         self.form, self.recorder, self.monitor = form, recorder, monitor
         self.refinement = refinement
         self.fixed_step = fixed_step
-        rhs, post, check, arrays = kernels
-        post_addr = 0 if post is None else post.native()
-        post = post or rhs
+        self.kernels = kernels
+        step, check = kernels.step, kernels.check
+        # without a post-step, one that is not called (address 0) of the type of the one
+        # there is with quaternions: rk4_rows is compiled once per formulation, not twice
+        post = kernels.post or StateKernel(normalize_state, (form.mk,))
         row = recorder._kernel
         nb, nj = form.model.nb, form.model.nj
-        self.ra = RowArrays(*arrays, recorder._qprev, recorder._jq_ref, np.empty((nb, 4)), np.empty(nj),
-                            np.empty(0))
-        dims = tuple(a.ndim for a in (*arrays[:4], arrays[4], arrays[5], arrays[6])) + (1,)
-        self._kernels = (rhs.native(), rhs.desc, rhs.proto, post_addr, post.desc, post.proto,
-                         check.native(), check.desc, check.proto, row.native(dims), row.desc, row.proto)
+        own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
+        self.ra = RowArrays(*kernels.arrays, kernels.health, recorder._qprev, recorder._jq_ref, own,
+                            np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own), np.empty(0))
+        dims = tuple(a.ndim for a in kernels.arrays) + (1,)
+        self._kernels = (step.native(), step.desc, step.proto, 0 if kernels.post is None else post.native(),
+                         post.desc, post.proto, check.native(), check.desc, check.proto, row.native(dims),
+                         row.desc, row.proto)
         self.times = output_times(settings.dt, settings.t_end)
         self.ncols = len(recorder.columns)
         self.mon = np.zeros(MONITOR_SLOTS)
         self.hist = np.zeros((2, nb, 15))
-        self.span = np.zeros(3)
-        self.clock = np.zeros(3)
+        self.span = np.zeros(5)
+        self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (0, 0)
+        self.clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(4)
         self._no_rates = np.empty(0)
         self._rows = np.empty((0, self.ncols))
+        self._stages = np.zeros((5, 0))
         self._bound = None
         self._typeof = typeof
         self.per_row = 1e-4  # seconds a row takes, measured block by block
@@ -199,6 +249,17 @@ class RowLoop:
             self._bound = rk4_rows.overloads[sig].entry_point
         return self._bound
 
+    def warm(self, y: np.ndarray) -> None:
+        """Compile, or load from the cache, :func:`rk4_rows` for this run's types now (a
+        first run's first block would otherwise: the pipeline's :meth:`Simulation.prepare`)."""
+        self._sized(y)
+        self._entry(y, self._stages)
+
+    def _sized(self, y: np.ndarray) -> None:
+        if self.ra.y_back.shape[0] != y.shape[0]:
+            self.ra = self.ra._replace(y_back=np.empty_like(y))
+            self._stages = np.zeros((5, y.shape[0]))
+
     def block(self, k: int, y: np.ndarray, budget: int) -> tuple[int, np.ndarray]:
         """Rows for the output instants ``k, k + 1, ...`` (at most ``budget`` and
         :data:`BLOCK_SECONDS` of wall time at the measured pace) from ``y`` (advanced in
@@ -206,21 +267,20 @@ class RowLoop:
         n_max = min(len(self.times) - k, budget, max(1, int(BLOCK_SECONDS / self.per_row)))
         if self._rows.shape[0] < n_max:
             self._rows = np.empty((max(n_max, 64), self.ncols))
-        if self.ra.y_back.shape[0] != y.shape[0]:
-            self.ra = self.ra._replace(y_back=np.empty_like(y))
-            self._bound = None
-            self._stages = np.zeros((5, y.shape[0]))
+        self._sized(y)
         mon = self.monitor
         if mon is not None and not mon.to_row_loop(self.mon, self.hist, self.fixed_step):
             return 0, self._rows[:0]
         span = self.span
         span[0], span[1], span[2] = k, k + n_max, 1 << self.refinement.base
+        counter = self.kernels.evaluations
+        before = counter() if counter is not None else 0
         c0 = time.perf_counter()
         made, count = self._entry(y, self._stages)(*self._kernels, self.ra, self.times, span, y, self._stages,
                                                     self.clock, self._no_rates, self._rows, self.mon, self.hist)
         if made:
             self.per_row = max((time.perf_counter() - c0) / made, 1e-7)
-        self.form.nfev += count
+        self.form.nfev += count if counter is None else counter() - before
         if mon is not None and made:
             mon.from_row_loop(self.mon, self.hist)
         out = self._rows[:made].copy()
@@ -259,12 +319,20 @@ class RowLoop:
             k += 1
 
 
+#: the methods whose work the row kernels do: replaced on a formulation object (a test's
+#: double, a study's wrapper), they leave its rows to Python
+REPLACEABLE = ("evaluate", "rhs", "rk4_steps", "post_step", "watch_singular", "health")
+
+
 def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) -> RowLoop | None:
     """The compiled row loop for this run, or None where the Python pipeline runs it: an
-    integrator other than ``rk4``, a formulation without row kernels, kernels run as
-    Python, or ``LINKWORK_COMPILED_ROWS=0``."""
+    integrator other than ``rk4``, a formulation without row kernels or with one of
+    :data:`REPLACEABLE` replaced on the object, kernels run as Python, or
+    ``LINKWORK_COMPILED_ROWS=0``."""
     if settings.integrator != "rk4" or form.kind != "ode" or not enabled() or not hasattr(rk4_rows, "overloads"):
         return None
+    if any(name in vars(form) for name in REPLACEABLE):
+        return None  # a method replaced on this object: the kernels would not compute what it does
     kernels = form.row_kernels()
     if kernels is None:
         return None

@@ -132,9 +132,8 @@ class Simulation:
         self.refinement = Refinement()
         self.fixed_step = ((self.formulation.kind == "stepper" or self.settings.integrator == "rk4")
                            and self.formulation.refines_with_step)
-        #: rk4 runs' rows made in compiled code where the formulation offers its kernels (None: Python's)
-        self._row_loop = row_loop(self.formulation, self.recorder, self.monitor, self.settings, self.refinement,
-                                  self.fixed_step)
+        #: the compiled row loop of the running run (None: the Python pipeline's rows)
+        self._row_loop = None
         self._room = config.CHUNK_ROWS  # rows the pipeline takes before its next chunk (the row loop's blocks)
 
     @property
@@ -153,12 +152,16 @@ class Simulation:
         """Compute the initial state and evaluate it once.
 
         The first evaluation compiles (or loads from the numba cache) every kernel the
-        formulation uses; a GUI calls this first so it can tell the user it is
-        compiling.  :meth:`run` calls it if it has not been called.
+        formulation uses, and the compiled row loop where the run has one; a GUI calls
+        this first so it can tell the user it is compiling.  :meth:`run` calls it if it
+        has not been called.
         """
         if self._y0 is None:
             self._y0 = self.formulation.initial_state()
             self.formulation.evaluate(0.0, self._y0)
+            loop = self.row_loop()
+            if loop is not None:
+                loop.warm(self._y0)
 
     def _steps(self, y0, rows: bool = True):
         """The integrator's generator (:mod:`engine.integrators`' protocol); ``rows``: with the
@@ -192,7 +195,8 @@ class Simulation:
                     if not level:
                         break
                 y = yk
-        elif rows and self._row_loop is not None:
+        elif rows and self.row_loop() is not None:
+            self._row_loop = self.row_loop()
             yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set, self.refinement)
@@ -200,6 +204,13 @@ class Simulation:
             acts = self.monitor is not None and self.monitor.acts
             yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
                                  self._cancel.is_set, config.STALL_STEPS if acts else None)
+
+    def row_loop(self):
+        """The compiled row loop a run would make its rows with now (:mod:`engine.row_loop`),
+        or None: decided when the run starts, so that a method replaced on the formulation
+        in between is honoured."""
+        return row_loop(self.formulation, self.recorder, self.monitor, self.settings, self.refinement,
+                        self.fixed_step)
 
     def states(self):
         """Yield the raw ``(t, y)`` at every output instant, without evaluating rows:

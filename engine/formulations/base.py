@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -167,6 +168,31 @@ def driver_support(cls, model: Model) -> tuple[bool, str]:
     word = "driver" if model.nd == 1 else "drivers"
     return False, (f"{cls.name} cannot honour the {word} {names}; "
                    f"formulations that can: {', '.join(able) or 'none'}")
+
+
+class RowKernels(NamedTuple):
+    """What the compiled row loop (:mod:`engine.row_loop`) calls to make a formulation's
+    ``rk4`` rows without Python (:meth:`Formulation.row_kernels`).
+
+    An interval is either :func:`.rk4_kernel.rk4_interval` on the right-hand side
+    ``step`` with the post-step ``post`` (``entry_clock`` None), or one call of the
+    formulation's operations kernel ``step`` (``kernel(desc, proto, y, out) -> status``,
+    0.0: done) with ``entry_clock`` = (t0, t1, n, ``ops[0]``); the evaluation is then
+    ``step`` again without rates (or the operation ``ops[1]`` at ``(t, 0.0)``), and
+    ``check``, which does what :meth:`Formulation.evaluate` does beyond it -- False where
+    that would raise -- and writes the loops' conditioning into ``health``.  ``own``: the
+    formulation's state an interval changes besides ``y`` (put back with ``y`` where the
+    loop leaves that interval to Python, so Python makes it from where the loop started)."""
+
+    step: StateKernel
+    post: StateKernel | None
+    check: StateKernel
+    arrays: tuple  # (x, R, V, acc, jq, P, reactions): what the Evaluation would hold, written in place
+    health: np.ndarray  # (2,) [1.0 if the loop conditioning is reported, its value], check
+    entry_clock: np.ndarray | None = None  # the operations kernel's clock
+    ops: tuple = (0, 0)  # its rk4 interval's and its evaluation's operation codes
+    evaluations: object = None  # () -> right-hand sides evaluated so far, where the kernel counts them
+    own: tuple = ()  # at most two 1-D arrays of the formulation's state that an interval changes besides y
 
 
 @dataclass
@@ -343,13 +369,8 @@ class Formulation(ABC):
 
     def row_kernels(self):
         """What the compiled row loop (:mod:`engine.row_loop`) needs to make this
-        formulation's ``rk4`` rows without Python, or None (the default) where the
-        Python pipeline makes them: ``(rhs, post, check, arrays)`` -- the right-hand
-        side's and the post-step's state kernels (:class:`StateKernel`; ``post`` None:
-        none) of :meth:`rk4_steps`, a state kernel ``check(desc, proto, y, out) -> bool``
-        that, after ``rhs`` evaluated ``y`` without rates, does what :meth:`evaluate`
-        does beyond it (False where it would raise), and the arrays ``(x, R, V, acc, jq,
-        P, reactions)`` the :class:`Evaluation` would hold, written in place."""
+        formulation's ``rk4`` rows without Python (:class:`RowKernels`), or None (the
+        default) where the Python pipeline makes them."""
         return None
 
     #: what a non-finite right-hand side means for this formulation (SingularSystemError)

@@ -41,7 +41,7 @@ from ..initial import initial_state, tree_velocities
 from ..kinematics import classical_accelerations, fk_positions
 from ..model import Model
 from ..threads import DCA_TREE_SERIAL_BELOW, PARALLEL_MIN_BODIES
-from .base import Evaluation, NO_RATES, StateKernel, check_consistent
+from .base import Evaluation, NO_RATES, RowKernels, StateKernel, check_consistent
 from .dca_chain import (
     CHAIN_PROGRESS, CHAIN_RETIME_AT, CHAIN_RETIME_MASK, CHAIN_TWIN, evaluate_chain, seconds, swapped,
 )
@@ -240,11 +240,12 @@ class DCAFormulation(TreeFormulation):
         m, lay, fast = self.model, self.lay, self._rk4
         if fast is None or m.nd or self.cut_spring.size or type(self).evaluate is not DCAFormulation.evaluate:
             return None
-        acc, reactions = np.empty((m.nb, 6)), np.empty((m.nj, 6))
+        acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
         check = StateKernel(tree_check, (
             self.vdot, lay.ix.row_adr, lay.ix.rows, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1],
             lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj)))
-        return fast.rhs, fast.post, check, (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
+        return RowKernels(fast.rhs, fast.post, check, (self.x, self.R, self.V, acc, self.jq, self.P, reactions),
+                          health)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

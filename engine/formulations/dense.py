@@ -41,7 +41,7 @@ from ..forces import force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import fk_positions, kin_arrays, motion_subspace
 from ..model import Model
-from .base import Evaluation, Formulation, StateKernel, check_consistent
+from .base import Evaluation, Formulation, RowKernels, StateKernel, check_consistent
 from . import dense_linalg as linalg
 from . import dense_solve as solve
 from .dense_kernels import Frames, ReactionModel, multiplier_reactions
@@ -377,6 +377,24 @@ class DenseFormulation(Formulation):
         return config.SINGULAR_STEP_FRACTION * s / float(wt[solve.RATE])
 
     # --------------------------------------------------------------- output
+    def row_kernels(self):
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`): the
+        operations kernel's RK4 and EVALUATE, and :func:`.dense_solve.output_check`;
+        not where a subclass changed what a step calls, nor with drivers (their columns
+        are the recorder's Python)."""
+        cls, m, w = type(self), self.model, self.work
+        if (cls.rhs is not DenseFormulation.rhs or cls.post_step is not DenseFormulation.post_step
+                or cls.watch_singular is not DenseFormulation.watch_singular
+                or cls.evaluate is not DenseFormulation.evaluate or m.nd or self._k.kernel is not solve.entry):
+            return None
+        health = np.zeros(2)
+        check = StateKernel(solve.output_check, (
+            w.stats, w.watch, float(config.SINGULAR_RESIDUAL_RTOL), self.ncr > 0, self.cut_spring, w.jq, w.jq_ref,
+            health))
+        return RowKernels(self._k, None, check, (w.x, w.R, w.V, w.acc_out, w.jq, w.P, w.react), health,
+                          w.clock, (solve.RK4, solve.EVALUATE), lambda: int(w.stats[solve.RHS_COUNT]),
+                          (w.watch, w.jq_ref))
+
     def evaluate(self, t, y) -> Evaluation:
         m = self.model
         y = np.ascontiguousarray(y, dtype=float)

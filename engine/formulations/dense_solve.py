@@ -661,3 +661,23 @@ def projection_entry(desc, proto, a, b):
     w = unpack(desc, proto)[1]
     done = _projection_operation(desc, proto, np.int64(w.clock[3]), a, b)
     return float(NOT_AN_OPERATION) if done == NOT_MINE else done
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def output_check(desc, proto, y, out):
+    """What :meth:`.dense.DenseFormulation.evaluate` does after the operation EVALUATE,
+    for the compiled row loop (:class:`.base.RowKernels`): False where it would raise
+    (the closure's acceleration residual beyond :func:`.base.check_consistent`'s limit),
+    else the cut joints' springs' branch reference updated and the loop conditioning
+    (:meth:`~.dense.DenseFormulation.health`) into ``health``.  ``y``, ``out``: unused."""
+    stats, watch, rtol, loops, cut_spring, jq, jq_ref, health = unpack(desc, proto)
+    if loops:
+        res = stats[RESIDUAL]
+        if not np.isfinite(res) or res > rtol * max(stats[RESIDUAL_SCALE], 1.0):
+            return False
+    for j in cut_spring:
+        jq_ref[j] = jq[j]
+    health[0] = 1.0 if watch[HAS_PREV] != 0.0 else 0.0
+    health[1] = watch[S_PREV]
+    return True
+

@@ -19,13 +19,13 @@ TIMES = ("wall_time", "monitor_time", "rhs_evaluations")
 def _run(model, settings, monkeypatch, compiled: bool):
     monkeypatch.setenv("LINKWORK_COMPILED_ROWS", "1" if compiled else "0")
     sim = Simulation(model, settings)
-    assert (sim._row_loop is not None) == compiled
     parts, error = [], None
     try:
         for chunk in sim.run():
             parts.append(chunk.rows)
     except SimulationError as exc:
         error = str(exc)
+    assert (sim._row_loop is not None) == compiled
     rows = np.vstack(parts) if parts else np.zeros((0, len(sim.columns)))
     return rows, error, {k: v for k, v in sim.stats.items() if k not in TIMES}, sim.formulation.nfev
 
@@ -43,16 +43,21 @@ def _same(model, settings, monkeypatch):
 
 TREES = ["chain-8-revolute", "spatial-double-pendulum", "chain-5-spherical-spatial", "chain-6-universal-spatial",
          "joint-zoo"]
+#: dense's loops: singular configurations crossed (parallelogram), redundant rows, springs
+#: on a cut joint, gears, a prismatic loop, two loops sharing bodies
+LOOPS = ["parallelogram-fourbar", "fivebar-redundant", "sprung-parallelogram", "fourbar-geared", "slider-crank",
+         "double-loop-8"]
+CASES = [("dca", n) for n in TREES] + [("dense", n) for n in LOOPS + ["spatial-double-pendulum"]]
 
 
-@pytest.mark.parametrize("name", TREES)
+@pytest.mark.parametrize("form, name", CASES)
 @pytest.mark.parametrize("dt", [0.01, 0.2])
-def test_the_row_loop_writes_the_pipelines_rows_bit_for_bit(name, dt, monkeypatch):
+def test_the_row_loop_writes_the_pipelines_rows_bit_for_bit(form, name, dt, monkeypatch):
     """At the file's defaults (dt 0.01) and at a step so coarse that the monitor retries
     and refines (dt 0.2: the row loop hands those intervals to Python), and through the
     failure of a run that diverges (joint-zoo with rk4)."""
     model = load_model(examples_dir() / f"{name}.mech.json")
-    s = file_defaults(model, "dca").replace(formulation="dca", integrator="rk4", t_end=1.5, dt=dt)
+    s = file_defaults(model, form).replace(formulation=form, integrator="rk4", t_end=1.5, dt=dt)
     rows, error, stats, _ = _same(model, s, monkeypatch)
     assert rows.shape[0] > 2
 
@@ -77,6 +82,14 @@ def test_random_trees_give_the_same_rows(seed, monitor, monkeypatch):
     _same(model, Settings(formulation="dca", t_end=1.0, dt=0.01, monitor=monitor), monkeypatch)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_random_loops_give_the_same_rows(seed, monkeypatch):
+    """dense on random mechanisms with two loops: the loops' conditioning reported and judged."""
+    model = build_model(gen.random_mechanism(400 + seed, 5, loops=2))
+    _, _, stats, _ = _same(model, Settings(formulation="dense", t_end=1.0, dt=0.01), monkeypatch)
+    assert "min_loop_conditioning" in stats
+
+
 def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
     """The pipeline's chunks keep their size with the row loop's blocks, and a cancel
     between chunks ends the run there."""
@@ -92,6 +105,25 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
     assert sum(sizes) < 501 and sim.stats["cancelled"]
 
 
-def test_loops_are_left_to_python():
+def test_what_the_row_loop_leaves_to_python():
+    """dca on loops (its projection is Python), drivers (their columns are), adaptive integrators."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
-    assert Simulation(model, Settings(formulation="dca", t_end=0.1))._row_loop is None
+    assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
+    assert Simulation(model, Settings(formulation="dca", t_end=0.1)).row_loop() is None
+    assert Simulation(model, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
+    model = load_model(examples_dir() / "slider-crank-driven.mech.json")
+    assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is None
+
+
+def test_a_method_replaced_on_the_formulation_leaves_the_rows_to_python():
+    """A test double's or a study's wrapper of ``evaluate``, set after the simulation was
+    built, is what the run calls: the kernels would not do what it does."""
+    model = load_model(examples_dir() / "spatial-double-pendulum.mech.json")
+    sim = Simulation(model, Settings(formulation="dca", t_end=0.05))
+    assert sim.row_loop() is not None
+    calls = []
+    evaluate = sim.formulation.evaluate
+    sim.formulation.evaluate = lambda t, y: calls.append(t) or evaluate(t, y)
+    assert sim.row_loop() is None
+    sim.run_all()
+    assert len(calls) == 7  # prepare's evaluation at t = 0, then every row of 0, 0.01, ..., 0.05
