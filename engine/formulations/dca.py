@@ -238,7 +238,7 @@ class DCAFormulation(TreeFormulation):
         step is one state kernel (:attr:`_rk4`: a tree without loops, not on two roles)
         and the evaluation is this class's without drivers or a cut joint's spring."""
         m, lay, fast = self.model, self.lay, self._rk4
-        if fast is None or m.nd or self.cut_spring.size or type(self).evaluate is not DCAFormulation.evaluate:
+        if fast is None or m.nd or self.cut_spring.size or type(self).evaluate is not _OWN_EVALUATE:
             return None
         acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
         check = StateKernel(tree_check, (
@@ -262,3 +262,7 @@ class DCAFormulation(TreeFormulation):
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,
                           jq=self.jq.copy(), extra=extra)
 
+
+#: the evaluation the row kernels do (:meth:`DCAFormulation.row_kernels`); another -- a subclass's
+#: or a double patched onto the class -- leaves the rows to Python
+_OWN_EVALUATE = DCAFormulation.evaluate

@@ -385,7 +385,7 @@ class DenseFormulation(Formulation):
         cls, m, w = type(self), self.model, self.work
         if (cls.rhs is not DenseFormulation.rhs or cls.post_step is not DenseFormulation.post_step
                 or cls.watch_singular is not DenseFormulation.watch_singular
-                or cls.evaluate is not DenseFormulation.evaluate or m.nd or self._k.kernel is not solve.entry):
+                or cls.evaluate is not _OWN_EVALUATE or m.nd or self._k.kernel is not solve.entry):
             return None
         health = np.zeros(2)
         check = StateKernel(solve.output_check, (
@@ -413,6 +413,11 @@ class DenseFormulation(Formulation):
                           P=self.P.copy(), reactions=w.react.copy(), jq=self.jq.copy(),
                           extra={"vdot": w.vdot.copy(), "q": y[: m.nq].copy(), "v": y[m.nq:].copy(),
                                  "driver_effort": -self.lam[self.ncr - m.nd:].copy()})
+
+
+#: the evaluation the row kernels do (:meth:`DenseFormulation.row_kernels`); another -- a subclass's
+#: or a double patched onto the class -- leaves the rows to Python
+_OWN_EVALUATE = DenseFormulation.evaluate
 
 
 def reaction_model(model: Model, drivers: bool = False) -> ReactionModel:

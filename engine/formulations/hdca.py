@@ -30,15 +30,16 @@ from ..errors import SingularSystemError
 from ..forces import ForceArrays, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    KinArrays, classical_accelerations, fk_positions, fk_velocities, motion_subspace, ode_rates,
+    KinArrays, classical_accelerations, classical_into, fk_positions, fk_velocities, motion_subspace, ode_rates,
     subtree_sums,
 )
 from ..model import UNIVERSAL, Model
 from ..threads import HDCA_CHAIN_SERIAL_BELOW
 from . import tree
-from .base import NO_RATES, Evaluation, StateKernel, check_consistent
+from .base import NO_RATES, Evaluation, RowKernels, StateKernel, check_consistent
+from .rk4_kernel import call_void, native_address
 from .tree import Regions, TreeIndex, TreeWork
-from .tree_formulation import TreeFormulation, unbranched_chain
+from .tree_formulation import TreeFormulation, joint_wrenches, unbranched_chain
 from .tree_kernels import Baumgarte, BodyWork, TreeModel, accelerations, cut_rows, leaves, residual, tree_rows
 from .workspace import unpack
 
@@ -423,6 +424,28 @@ class HDCAFormulation(TreeFormulation):
         tree.disassemble6(lay.ix, lay.work, self.hy)
         accelerations(lay.ix, self.mk, m.mass, self.bw, lay.Fh, self.hy)
 
+    def row_kernels(self):
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where a
+        step is one state kernel (:attr:`_rk4`: a tree without loops) and the evaluation
+        is this class's: the right-hand side without rates, then :func:`output_check`."""
+        m, lay, fast = self.model, self.lay, self._rk4
+        if fast is None or m.ncut or type(self).evaluate is not _OWN_EVALUATE:
+            return None
+        acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
+        tw, ix, bw, hy = lay.work, lay.ix, self.bw, self.hy
+        # the acceleration pass's kernels, called by address with exactly _acceleration_pass's
+        # arguments (by name they would be compiled again into output_check: 30 s)
+        calls = tuple((native_address(k, *args), args) for k, args in (
+            (tree_rows, (self.mk, m.perp_pred, self.R, self.S, self.c, tw.G[0], tw.G[1], tw.g0, ix.row_adr)),
+            (leaves, (ix, m.mass, m.inertia, m.inertia_inv, bw, tw.Phi, tw.bv, True, False, hy)),
+            (tree.assemble_biases6, (ix, tw, tw.g0, 1.0, hy)),
+            (tree.disassemble6, (ix, tw, hy)),
+            (accelerations, (ix, self.mk, m.mass, bw, tw.Fh, hy))))
+        check = StateKernel(output_check, (calls, self.v, self.pdot, ix.row_adr, ix.rows, tw.G[1], tw.lam, self.V,
+                                           self.A, acc, reactions))
+        return RowKernels(fast.rhs, fast.post, check, (self.x, self.R, self.V, acc, self.jq, self.P, reactions),
+                          health)
+
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay
         q, p = y[: m.nq], y[m.nq:]
@@ -440,3 +463,32 @@ class HDCAFormulation(TreeFormulation):
                           jq=self.jq.copy(),
                           extra={"v": self.v.copy(), "p": p.copy(), "q": q.copy(), "sigma": lam_vel,
                                  "vdot": self.vdot.copy()})
+
+
+#: the evaluation the row kernels do (:meth:`HDCAFormulation.row_kernels`); another -- a subclass's
+#: or a double patched onto the class -- leaves the rows to Python
+_OWN_EVALUATE = HDCAFormulation.evaluate
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def output_check(desc, proto, y, out):
+    """What :meth:`HDCAFormulation.evaluate` does on a tree after its kernel evaluated
+    ``y`` without rates, for the compiled row loop (:class:`.base.RowKernels`): False
+    where it would raise (velocities or momentum rates not finite), else the
+    acceleration pass (:meth:`HDCAFormulation._acceleration_pass`: the same kernels with
+    the same arguments, ``calls``, in the same order), the reactions and the classical
+    accelerations.  ``y``, ``out``: unused."""
+    calls, v, pdot, row_adr, rows, GB, lam, V, A, acc, reactions = unpack(desc, proto)
+    for i in range(v.shape[0]):
+        if not (np.isfinite(v[i]) and np.isfinite(pdot[i])):
+            return False
+    ok = call_void(calls[0][0], calls[0][1])
+    ok = ok and call_void(calls[1][0], calls[1][1])
+    ok = ok and call_void(calls[2][0], calls[2][1])
+    ok = ok and call_void(calls[3][0], calls[3][1])
+    ok = ok and call_void(calls[4][0], calls[4][1])
+    reactions[:, :] = 0.0
+    joint_wrenches(row_adr, rows, GB, lam, reactions)
+    classical_into(V, A, acc)
+    return ok
+

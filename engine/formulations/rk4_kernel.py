@@ -68,6 +68,38 @@ def call_dynamics(typingctx, address, desc, proto, q, v, out):
     return types.boolean(address, desc, proto, q, v, out), _native_call(types.boolean, False)
 
 
+@intrinsic
+def call_void(typingctx, address, args):
+    """Call the compiled kernel at ``address`` -- numba's native entry of a kernel that
+    returns nothing, compiled for exactly the types of the tuple ``args``
+    (:func:`native_address`) -- with the members of ``args``; False if it raised.  A
+    kernel called by name would be compiled again into its caller."""
+    if not isinstance(address, types.Integer) or not isinstance(args, types.BaseTuple):
+        return None
+    argtys = tuple(args.types)
+
+    def codegen(context, builder, signature, llargs):
+        fnty = context.call_conv.get_function_type(types.none, argtys)
+        fn = builder.inttoptr(llargs[0], fnty.as_pointer())
+        values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
+        status, _ = context.call_conv.call_function(builder, fn, types.none, argtys, values)
+        return status.is_ok
+
+    return types.boolean(address, args), codegen
+
+
+def native_address(kernel, *args) -> int:
+    """The address of ``kernel``'s machine code for the types of ``args`` (compiled if need
+    be), for :func:`call_void`."""
+    from numba import typeof
+
+    sig = tuple(typeof(a) for a in args)
+    if sig not in kernel.overloads:
+        kernel.compile(sig)
+    cres = kernel.overloads[sig]
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _stage(st, y, c, k):
     """A stage's state ``st = y + c k`` (``c`` = h/2 or h, as numpy's ``y + h / 2 * k``)."""

@@ -20,9 +20,9 @@ def _generic(form):
     form.rk4_steps = lambda t0, t1, y, n: Formulation.rk4_steps(form, t0, t1, y, n)
 
 
-def _rows(model, settings, generic):
+def _rows(model, settings, generic, monkeypatch):
+    monkeypatch.setenv("LINKWORK_COMPILED_ROWS", "0")  # the interval under test, not the row loop (test_row_loop.py)
     sim = Simulation(model, settings)
-    sim._row_loop = None  # the interval under test, not the row loop around it (test_row_loop.py)
     form = sim.formulation
     if generic:
         _generic(form)
@@ -44,14 +44,14 @@ def _cases():
 
 
 @pytest.mark.parametrize("case, form", list(_cases()))
-def test_the_compiled_interval_gives_the_generic_loops_rows_bit_for_bit(case, form):
+def test_the_compiled_interval_gives_the_generic_loops_rows_bit_for_bit(case, form, monkeypatch):
     if isinstance(case, str):
         model = load_model(examples_dir() / f"{case}.mech.json")
     else:
         model = build_model(gen.random_mechanism(300 + case, 6, loops=0))
     s = file_defaults(model, form).replace(formulation=form, integrator="rk4", t_end=0.5)
-    fast, n_fast = _rows(model, s, generic=False)
-    slow, n_slow = _rows(model, s, generic=True)
+    fast, n_fast = _rows(model, s, False, monkeypatch)
+    slow, n_slow = _rows(model, s, True, monkeypatch)
     assert fast.shape == slow.shape
     assert np.array_equal(fast, slow, equal_nan=True)
     assert n_fast == n_slow
