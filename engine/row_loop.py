@@ -37,7 +37,9 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from .formulations.base import StateKernel
-from .formulations.rk4_kernel import _native_call, call_state_kernel, normalize_state, rk4_interval
+from .formulations.rk4_kernel import (
+    _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
+)
 from .integrators import _check, _largest, output_times
 from .monitor import ACTIVE, MONITOR_SLOTS, plain_row
 
@@ -75,6 +77,7 @@ class RowArrays(NamedTuple):
     P: np.ndarray  # (nj, 3) joint points, the formulation's evaluation
     reactions: np.ndarray  # (nj, 6) joint reactions, the formulation's evaluation
     health: np.ndarray  # (2,) [1.0 if reported, the loop conditioning], the check kernel
+    mk: tuple  # the kinematic arrays (KinArrays): a two-kernel step normalises the quaternions with them
     qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
     jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
     own: tuple  # two 1-D arrays of the formulation's state that a step or an evaluation changes
@@ -126,11 +129,13 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     1. the interval (:class:`.base.RowKernels`): where ``span[3]`` is 0,
        :func:`~engine.formulations.rk4_kernel.rk4_interval` with the right-hand side
        ``f`` and post-step ``p`` (addresses, with their tables; ``p`` 0: none) on
-       ``clock`` = (t0, t1, n); else the operation ``span[3]`` of the operations kernel
-       ``f`` with ``clock`` its own clock; then the state's size check
-       (:func:`engine.integrators._check`);
-    2. the evaluation: ``f`` without rates (or its operation ``span[4]``), then the
-       formulation's check kernel ``c``;
+       ``clock`` = (t0, t1, n); where it is -1, ``rk4_interval_split`` with the
+       positions kernel ``f`` and the dynamics ``p`` on ``clock`` = (t0, t1, n, nq =
+       ``span[5]``), the quaternions normalised if ``span[6]``; else the operation
+       ``span[3]`` of the operations kernel ``f`` with ``clock`` its own clock; then the
+       state's size check (:func:`engine.integrators._check`);
+    2. the evaluation: ``f`` without rates (``f`` then ``p`` without rates for two
+       kernels; the operation ``span[4]``), then the formulation's check kernel ``c``;
     3. the recorder's row kernel ``r`` (:func:`engine.results._row`) from ``ra``;
     4. the monitor's verdict (:func:`engine.monitor.plain_row`), where ``mon[ACTIVE]``.
 
@@ -142,6 +147,8 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     n = span[2]
     op_step = span[3]
     op_evaluate = span[4]
+    nq = np.int64(span[5])
+    quaternions = span[6] != 0.0
     active = mon[ACTIVE] != 0.0
     count = 0
     for k in range(k0, k1):
@@ -153,6 +160,12 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
             made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
             count += made
             kept = t_bad != t_bad
+        elif op_step == -1.0:
+            clock[3] = nq
+            made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, clock,
+                                                y, stages)
+            count += made
+            kept = t_bad != t_bad
         else:
             clock[3] = op_step
             kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
@@ -160,6 +173,9 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
         if kept:
             if op_step == 0.0:
                 call_state_kernel(f, f_desc, f_proto, y, no_rates)
+            elif op_step == -1.0:
+                call_positions(f, f_desc, f_proto, y[:nq])
+                kept = call_dynamics(p, p_desc, p_proto, y[:nq], y[nq:], no_rates)
             else:
                 clock[0] = times[k]
                 clock[1] = 0.0
@@ -217,18 +233,20 @@ class RowLoop:
         row = recorder._kernel
         nb, nj = form.model.nb, form.model.nj
         own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
-        self.ra = RowArrays(*kernels.arrays, kernels.health, recorder._qprev, recorder._jq_ref, own,
+        self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, recorder._qprev, recorder._jq_ref, own,
                             np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own), np.empty(0))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
-        self._kernels = (step.native(), step.desc, step.proto, 0 if kernels.post is None else post.native(),
-                         post.desc, post.proto, check.native(), check.desc, check.proto, row.native(dims),
-                         row.desc, row.proto)
+        step_addr = step.native(1) if kernels.split else step.native()
+        post_addr = 0 if kernels.post is None else post.native(3) if kernels.split else post.native()
+        self._kernels = (step_addr, step.desc, step.proto, post_addr, post.desc, post.proto, check.native(),
+                         check.desc, check.proto, row.native(dims), row.desc, row.proto)
         self.times = output_times(settings.dt, settings.t_end)
         self.ncols = len(recorder.columns)
         self.mon = np.zeros(MONITOR_SLOTS)
         self.hist = np.zeros((2, nb, 15))
-        self.span = np.zeros(5)
-        self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (0, 0)
+        self.span = np.zeros(7)
+        self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
+        self.span[5], self.span[6] = form.model.nq, form.model.nq > form.model.nv
         self.clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(4)
         self._no_rates = np.empty(0)
         self._rows = np.empty((0, self.ncols))

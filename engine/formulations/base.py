@@ -175,7 +175,9 @@ class RowKernels(NamedTuple):
     ``rk4`` rows without Python (:meth:`Formulation.row_kernels`).
 
     An interval is either :func:`.rk4_kernel.rk4_interval` on the right-hand side
-    ``step`` with the post-step ``post`` (``entry_clock`` None), or one call of the
+    ``step`` with the post-step ``post`` (``entry_clock`` None; with ``split``,
+    :func:`.rk4_kernel.rk4_interval_split` on the positions kernel ``step`` and the
+    dynamics ``post``), or one call of the
     formulation's operations kernel ``step`` (``kernel(desc, proto, y, out) -> status``,
     0.0: done) with ``entry_clock`` = (t0, t1, n, ``ops[0]``); the evaluation is then
     ``step`` again without rates (or the operation ``ops[1]`` at ``(t, 0.0)``), and
@@ -193,6 +195,7 @@ class RowKernels(NamedTuple):
     ops: tuple = (0, 0)  # its rk4 interval's and its evaluation's operation codes
     evaluations: object = None  # () -> right-hand sides evaluated so far, where the kernel counts them
     own: tuple = ()  # at most two 1-D arrays of the formulation's state that an interval changes besides y
+    split: bool = False  # step, post: the positions and dynamics kernels of a two-kernel right-hand side
 
 
 @dataclass

@@ -445,3 +445,9 @@ def aggregate_report(model: Model) -> list[dict]:
     from ..settings import Settings
 
     return EmbeddingFormulation(model, Settings(formulation="embedding")).report()
+
+
+#: the evaluations the row kernels do (:meth:`RCRFormulation.row_kernels`): this class's
+#: is rcr's on an open tree without drivers
+EmbeddingFormulation._own_evaluations = RCRFormulation._own_evaluations + (EmbeddingFormulation.evaluate,)
+

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+from numba import njit
 
 from .. import config
 from ..constraints import con_arrays, coupling_rows
@@ -39,15 +40,17 @@ from ..drivers import superposed_efforts
 from ..forces import driver_force_arrays, force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    classical_accelerations, fk_positions, kin_arrays, normalize_quaternions,
+    classical_accelerations, classical_into, fk_positions, kin_arrays, normalize_quaternions,
 )
 from ..model import Model
 from . import rcr_kernels as K
-from .base import NO_RATES, Evaluation, Formulation, StateKernel, check_consistent
-from .dense import reactions_from_multipliers
+from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent
+from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
+from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps, body_terms
 from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
-from .rk4_kernel import RK4SplitInterval
+from .rk4_kernel import RK4SplitInterval, call_void, native_address
+from .workspace import unpack
 
 #: a new partition is adopted only if its conditioning beats the current one by this
 SWITCH_GAIN = 2.0
@@ -473,6 +476,25 @@ class RCRFormulation(Formulation):
         return out
 
     # --------------------------------------------------------------- output
+    def row_kernels(self):
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) on an open
+        tree (no closure or joint-space rows: the reactions need no multipliers): the
+        positions and dynamics kernels, then :func:`output_check` -- where the step is
+        :meth:`rk4_steps`'s compiled one and the evaluation this class's."""
+        m, cls = self.model, type(self)
+        if (self.ncr or self.njr or m.nd or cls.rhs is not RCRFormulation.rhs
+                or cls.post_step is not RCRFormulation.post_step or cls.evaluate not in self._own_evaluations
+                or not hasattr(K.dynamics, "overloads")):
+            return None
+        positions, dynamics = self._kernels()
+        A, acc, react = np.empty((m.nb, 6)), np.empty((m.nb, 6)), np.empty((m.nj, 6))
+        frames = Frames(self.x, self.R, self.V, self.P, _NO_SUBSPACE)
+        args = (self.ca, reaction_model(m), frames, A, self.Fext, np.zeros(0), react)
+        check = StateKernel(output_check, ((native_address(multiplier_reactions, *args), args), self.vdot, self.v,
+                                           self.a, self.x, self.V, A, acc))
+        return RowKernels(positions, dynamics, check, (self.x, self.R, self.V, acc, self.jq, self.P, react),
+                          np.array([1.0, 1.0]), split=True)
+
     def evaluate(self, t, y) -> Evaluation:
         m = self.model
         q = y[: m.nq]
@@ -536,3 +558,36 @@ class RCRFormulation(Formulation):
                 worst = max(worst, abs(t1 + t2 + self.g0[r]))
                 scale = max(scale, abs(t1) + abs(t2) + abs(self.g0[r]))
         return worst, scale
+
+
+#: the evaluations the row kernels do (:meth:`RCRFormulation.row_kernels`; ``embedding`` adds
+#: its own, the same on an open tree); another -- a subclass's, a double patched onto the
+#: class -- leaves the rows to Python
+RCRFormulation._own_evaluations = (RCRFormulation.evaluate,)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def output_check(desc, proto, y, out):
+    """What :meth:`RCRFormulation.evaluate` does on an open tree after the positions and
+    dynamics kernels, for the compiled row loop (:class:`.base.RowKernels`): False where
+    it would raise (accelerations or speeds not finite), else the spatial accelerations
+    about each centre of mass (``a`` is about the origin: lin += alpha x c, as numpy's
+    ``cross`` computes it), the reactions (``multiplier_reactions`` by address with no
+    multipliers, ``reactions``) and the classical accelerations.  ``y``, ``out``: unused."""
+    reactions, vdot, v, a, x, V, A, acc = unpack(desc, proto)
+    for i in range(vdot.shape[0]):
+        if not (np.isfinite(vdot[i]) and np.isfinite(v[i])):
+            return False
+    for i in range(a.shape[0]):
+        c0 = a[i, 4] * x[i, 2] - a[i, 5] * x[i, 1]
+        c1 = a[i, 5] * x[i, 0] - a[i, 3] * x[i, 2]
+        c2 = a[i, 3] * x[i, 1] - a[i, 4] * x[i, 0]
+        A[i, 0] = a[i, 0] + c0
+        A[i, 1] = a[i, 1] + c1
+        A[i, 2] = a[i, 2] + c2
+        for k in range(3, 6):
+            A[i, k] = a[i, k]
+    ok = call_void(reactions[0], reactions[1])
+    classical_into(V, A, acc)
+    return ok
+

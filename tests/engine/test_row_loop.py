@@ -47,7 +47,7 @@ TREES = ["chain-8-revolute", "spatial-double-pendulum", "chain-5-spherical-spati
 #: on a cut joint, gears, a prismatic loop, two loops sharing bodies
 LOOPS = ["parallelogram-fourbar", "fivebar-redundant", "sprung-parallelogram", "fourbar-geared", "slider-crank",
          "double-loop-8"]
-CASES = ([("dca", n) for n in TREES] + [("hdca", n) for n in TREES]
+CASES = ([(f, n) for f in ("dca", "hdca", "rcr", "embedding") for n in TREES]
          + [("dense", n) for n in LOOPS + ["spatial-double-pendulum"]])
 
 
@@ -77,7 +77,8 @@ def test_the_cases_above_include_retries_refinements_and_a_failure(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("form, monitor", [("dca", True), ("dca", False), ("hdca", True)])
+@pytest.mark.parametrize("form, monitor", [("dca", True), ("dca", False), ("hdca", True), ("rcr", True),
+                                           ("embedding", True)])
 def test_random_trees_give_the_same_rows(seed, form, monitor, monkeypatch):
     model = build_model(gen.random_mechanism(300 + seed, 6, loops=0))
     _same(model, Settings(formulation=form, t_end=1.0, dt=0.01, monitor=monitor), monkeypatch)
@@ -107,8 +108,9 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """dca and hdca on loops (their projection is Python), rcr and embedding, drivers (their
-    columns are Python), adaptive integrators."""
+    """dca, hdca, rcr and embedding on loops (their projections are Python), gears outside
+    dense (embedding's joint-space rows), drivers (their columns are Python), adaptive
+    integrators."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
     for form in ("dca", "hdca", "rcr", "embedding"):
@@ -116,6 +118,8 @@ def test_what_the_row_loop_leaves_to_python():
     assert Simulation(model, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "slider-crank-driven.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is None
+    model = load_model(examples_dir() / "geared-arm.mech.json")
+    assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is None
 
 
 def test_a_method_replaced_on_the_formulation_leaves_the_rows_to_python():
