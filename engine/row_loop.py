@@ -21,9 +21,9 @@ always did (its messages, retries and decisions are its own).  The monitor's sta
 crosses between the two as one array (:meth:`Monitor.to_row_loop`).
 
 Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
-(its rk4 step is one state kernel, its evaluation a state kernel and a check kernel),
-integrator ``rk4``; ``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline
-alone, for comparing the two).
+(:class:`~engine.formulations.base.RowKernels`: ``dense``; ``dca``; ``hdca``, ``rcr`` and
+``embedding`` on open trees), integrator ``rk4``, no drivers; ``LINKWORK_COMPILED_ROWS=0``
+turns it off (the Python pipeline alone, for comparing the two).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class RowArrays(NamedTuple):
     reactions: np.ndarray  # (nj, 6) joint reactions, the formulation's evaluation
     health: np.ndarray  # (2,) [1.0 if reported, the loop conditioning], the check kernel
     mk: tuple  # the kinematic arrays (KinArrays): a two-kernel step normalises the quaternions with them
+    tick: np.ndarray  # (5,) the post-step's clock: [t0, t1, n, steps done, failed] (RowKernels.tick)
     qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
     jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
     own: tuple  # two 1-D arrays of the formulation's state that a step or an evaluation changes
@@ -157,9 +158,10 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
         clock[1] = times[k]
         clock[2] = n
         if op_step == 0.0:
+            ra.tick[0], ra.tick[1], ra.tick[2], ra.tick[3], ra.tick[4] = times[k - 1], times[k], n, 0.0, 0.0
             made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
             count += made
-            kept = t_bad != t_bad
+            kept = t_bad != t_bad and ra.tick[4] == 0.0
         elif op_step == -1.0:
             clock[3] = nq
             made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, clock,
@@ -233,7 +235,8 @@ class RowLoop:
         row = recorder._kernel
         nb, nj = form.model.nb, form.model.nj
         own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
-        self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, recorder._qprev, recorder._jq_ref, own,
+        tick = kernels.tick if kernels.tick is not None else np.zeros(5)
+        self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, tick, recorder._qprev, recorder._jq_ref, own,
                             np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own), np.empty(0))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
         step_addr = step.native(1) if kernels.split else step.native()
@@ -293,12 +296,16 @@ class RowLoop:
         span[0], span[1], span[2] = k, k + n_max, 1 << self.refinement.base
         counter = self.kernels.evaluations
         before = counter() if counter is not None else 0
+        if self.kernels.before is not None:
+            self.kernels.before()
         c0 = time.perf_counter()
         made, count = self._entry(y, self._stages)(*self._kernels, self.ra, self.times, span, y, self._stages,
                                                     self.clock, self._no_rates, self._rows, self.mon, self.hist)
         if made:
             self.per_row = max((time.perf_counter() - c0) / made, 1e-7)
         self.form.nfev += count if counter is None else counter() - before
+        if self.kernels.after is not None:
+            self.kernels.after()
         if mon is not None and made:
             mon.from_row_loop(self.mon, self.hist)
         out = self._rows[:made].copy()

@@ -196,6 +196,9 @@ class RowKernels(NamedTuple):
     evaluations: object = None  # () -> right-hand sides evaluated so far, where the kernel counts them
     own: tuple = ()  # at most two 1-D arrays of the formulation's state that an interval changes besides y
     split: bool = False  # step, post: the positions and dynamics kernels of a two-kernel right-hand side
+    tick: np.ndarray | None = None  # the post-step's clock [t0, t1, n, steps done, failed] (tree_formulation.tree_post)
+    before: object = None  # () -> None: the formulation's state into ``own`` before a block
+    after: object = None  # () -> None: ``own`` back into the formulation's state after it
 
 
 @dataclass

@@ -41,13 +41,21 @@ from ..initial import initial_state, tree_velocities
 from ..kinematics import classical_accelerations, fk_positions
 from ..model import Model
 from ..threads import DCA_TREE_SERIAL_BELOW, PARALLEL_MIN_BODIES
+from . import dense_solve
 from .base import Evaluation, NO_RATES, RowKernels, StateKernel, check_consistent
 from .dca_chain import (
     CHAIN_PROGRESS, CHAIN_RETIME_AT, CHAIN_RETIME_MASK, CHAIN_TWIN, evaluate_chain, seconds, swapped,
 )
 from .dca_kernels import DCAWorkspace, evaluate, evaluate_region
-from .tree_formulation import TreeFormulation, tree_check, unbranched_chain
+from .rk4_kernel import native_address
+from .stabilise import LoopProjection
+from .tree import SingularityWatch
+from .tree.singular import loop_conditioning
+from .tree_formulation import (
+    WATCH_COND0, WATCH_IN_WINDOW, WATCH_PROJECTIONS, WATCH_T, TreeFormulation, tree_check, tree_post, unbranched_chain,
+)
 from .tree_kernels import Baumgarte, BodyWork, residual
+from .workspace import NCOL
 
 
 class DCAFormulation(TreeFormulation):
@@ -234,18 +242,57 @@ class DCAFormulation(TreeFormulation):
         return residual(self._row_ix, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1], lay.g0, m.nj)
 
     def row_kernels(self):
-        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where a
-        step is one state kernel (:attr:`_rk4`: a tree without loops, not on two roles)
-        and the evaluation is this class's without drivers or a cut joint's spring."""
-        m, lay, fast = self.model, self.lay, self._rk4
-        if fast is None or m.nd or self.cut_spring.size or type(self).evaluate is not _OWN_EVALUATE:
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where the
+        evaluation is this class's, without drivers: on a tree the compiled interval's
+        (:attr:`_rk4`, not on two roles); on loops the right-hand side with
+        :func:`.tree_formulation.tree_post` after each step (the quaternions, the
+        projection onto the loops, the singularity watch, whose state crosses over in
+        ``watch``), where the step, post-step and watch are this class's own.  Then
+        :func:`.tree_formulation.tree_check`."""
+        m, lay, fast, cls = self.model, self.lay, self._rk4, type(self)
+        if m.nd or type(self).evaluate is not _OWN_EVALUATE or not hasattr(self._kernel.kernel, "overloads"):
+            return None
+        loops = fast is None  # then a step also projects onto the loops and watches them: tree_post
+        if loops and (self.two_roles or "rhs" in vars(self) or cls.rhs is not TreeFormulation.rhs
+                      or cls.post_step is not TreeFormulation.post_step
+                      or cls.watch_singular is not SingularityWatch.watch_singular
+                      or cls._stabilise is not LoopProjection._project_velocity_state):
             return None
         acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
+        watching = self._closing.shape[0] > 0
+        args = (lay.ix, lay.Kf, lay.Kr, self._closing)  # loop_conditioning's, by address where there are loops
+        conditioning = (native_address(loop_conditioning, *args) if watching else 0, args)
         check = StateKernel(tree_check, (
             self.vdot, lay.ix.row_adr, lay.ix.rows, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1],
-            lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj)))
-        return RowKernels(fast.rhs, fast.post, check, (self.x, self.R, self.V, acc, self.jq, self.P, reactions),
-                          health)
+            lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj),
+            self.cut_spring, self.jq, self.jq_ref, watching, conditioning, health))
+        arrays = (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
+        if not loops:
+            return RowKernels(fast.rhs, fast.post, check, arrays, health)
+        watch, tick = np.zeros(4), np.zeros(5)
+        if self._project:
+            proj = self.projector
+            pw = proj.work
+            projector = (proj._k.native(), proj._k.desc, pw.clock, pw.phi, pw.K, pw.nu)
+        else:
+            projector = (0, np.zeros((0, NCOL), dtype=np.int64), np.zeros(4), np.zeros(0), np.zeros((0, 0)), np.zeros(0))
+        post = StateKernel(tree_post, (
+            self.mk, np.int64(m.nq), bool(self._project), *projector, float(config.PROJECTION_TOL),
+            float(config.PROJECTION_MAX_ITER), watching, conditioning, watch, tick, float(config.SINGULAR_WINDOW),
+            float(config.CROSSING_TIME), (float(dense_solve.CLOSURE), float(dense_solve.PROJECT))))
+
+        def before():
+            watch[WATCH_COND0] = np.nan if self._cond0 is None else self._cond0
+            watch[WATCH_IN_WINDOW], watch[WATCH_T], watch[WATCH_PROJECTIONS] = (
+                self._in_window, self._t_warn, self.projections)
+
+        def after():
+            self._cond0 = None if np.isnan(watch[WATCH_COND0]) else float(watch[WATCH_COND0])
+            self._in_window, self._t_warn = bool(watch[WATCH_IN_WINDOW]), float(watch[WATCH_T])
+            self.projections = int(watch[WATCH_PROJECTIONS])
+
+        return RowKernels(self._kernel, post, check, arrays, health, own=(watch,), tick=tick, before=before,
+                          after=after)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -88,6 +88,49 @@ def call_void(typingctx, address, args):
     return types.boolean(address, args), codegen
 
 
+@intrinsic
+def call_float(typingctx, address, args):
+    """:func:`call_void` for a kernel that returns a float64 (NaN if it raised)."""
+    if not isinstance(address, types.Integer) or not isinstance(args, types.BaseTuple):
+        return None
+    argtys = tuple(args.types)
+
+    def codegen(context, builder, signature, llargs):
+        fnty = context.call_conv.get_function_type(types.float64, argtys)
+        fn = builder.inttoptr(llargs[0], fnty.as_pointer())
+        values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
+        status, res = context.call_conv.call_function(builder, fn, types.float64, argtys, values)
+        return builder.select(status.is_ok, res, context.get_constant(types.float64, float("nan")))
+
+    return types.float64(address, args), codegen
+
+
+#: what a table holds in place of a kernel's ``proto``: a numba type is passed as one opaque
+#: pointer whose value no kernel reads (its type is the kernel's, fixed when it was compiled)
+_ANY_PROTO = types.TypeRef(types.none)
+
+
+@intrinsic
+def call_by_table(typingctx, address, desc, a, b):
+    """Call a state kernel ``kernel(desc, proto, a, b) -> float64`` at ``address`` (numba's
+    native entry for its table's type and these arrays: :meth:`.base.StateKernel.native`)
+    with its table ``desc`` alone: ``proto`` is a type, read by the kernel when it was
+    compiled, and passed as a null pointer.  A kernel's address and table can then be
+    held in another kernel's table.  NaN if it raised."""
+    if not isinstance(address, types.Integer):
+        return None
+    argtys = (desc, _ANY_PROTO, a, b)
+
+    def codegen(context, builder, signature, args):
+        fnty = context.call_conv.get_function_type(types.float64, argtys)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        values = [args[1], context.get_constant_null(_ANY_PROTO), args[2], args[3]]
+        status, res = context.call_conv.call_function(builder, fn, types.float64, argtys, values)
+        return builder.select(status.is_ok, res, context.get_constant(types.float64, float("nan")))
+
+    return types.float64(address, desc, a, b), codegen
+
+
 def native_address(kernel, *args) -> int:
     """The address of ``kernel``'s machine code for the types of ``args`` (compiled if need
     be), for :func:`call_void`."""

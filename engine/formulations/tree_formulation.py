@@ -15,7 +15,7 @@ from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
 from . import tree
 from .base import Formulation, StateKernel
-from .rk4_kernel import RK4Interval, normalize_state
+from .rk4_kernel import RK4Interval, call_by_table, call_float, normalize_state
 from .stabilise import LoopProjection
 from .tree_kernels import TreeModel, residual, tree_row_constants
 from .workspace import unpack
@@ -199,17 +199,102 @@ def tree_check(desc, proto, y, out):
     """What ``dca``'s :meth:`~.dca.DCAFormulation.evaluate` does after its kernel filled the
     workspace, for the compiled row loop (:meth:`.base.Formulation.row_kernels`): False
     where it would raise (accelerations not finite; the closure's acceleration residual
-    beyond :func:`.base.check_consistent`'s limit), else the reactions and the classical
-    accelerations into their arrays.  ``y``, ``out``: unused (a state kernel's)."""
-    vdot, row_adr, rows, pred, succ, x, P, A, GA, GB, g0, lam, V, acc, reactions, rtol, nj = unpack(desc, proto)
+    beyond :func:`.base.check_consistent`'s limit), else the cut joints' springs' branch
+    reference, the reactions and the classical accelerations into their arrays, and with
+    loops their conditioning into ``health`` (:meth:`.tree.SingularityWatch.health`,
+    ``conditioning``: ``loop_conditioning`` by address).  ``y``, ``out``: unused."""
+    (vdot, row_adr, rows, pred, succ, x, P, A, GA, GB, g0, lam, V, acc, reactions, rtol, nj, cut_spring, jq, jq_ref,
+     loops, conditioning, health) = unpack(desc, proto)
     for i in range(vdot.shape[0]):
         if not np.isfinite(vdot[i]):
             return False
     res, scale = residual((row_adr, rows), pred, succ, x, P, A, GA, GB, g0, nj)
     if not np.isfinite(res) or res > rtol * max(scale, 1.0):
         return False
+    for j in cut_spring:
+        jq_ref[j] = jq[j]
     reactions[:, :] = 0.0
     joint_wrenches(row_adr, rows, GB, lam, reactions)
     classical_into(V, A, acc)
+    if loops:
+        health[0] = 1.0
+        health[1] = call_float(conditioning[0], conditioning[1])
+    return True
+
+
+#: :func:`tree_post`'s ``watch`` slots: the singularity watch's first conditioning (NaN: none
+#: yet), whether it is in the singular window, the last time it was, the projections made
+WATCH_COND0, WATCH_IN_WINDOW, WATCH_T, WATCH_PROJECTIONS = range(4)
+#: :func:`tree_post`'s ``tick`` slots: the interval (t0, t1, steps), the steps done, and a failure
+TICK_T0, TICK_T1, TICK_N, TICK_I, TICK_FAILED = range(5)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tree_post(desc, proto, y, out):
+    """``dca``'s :meth:`TreeFormulation.post_step` and :meth:`.tree.SingularityWatch.watch_singular`
+    after one rk4 step of an interval, in place on ``y`` (``out`` is ``y``), for the
+    compiled row loop: the quaternions renormalised; with ``project``, the state onto its
+    loops where their residuals exceed ``tol`` (``dense``'s projector by address,
+    :func:`.rk4_kernel.call_by_table`: its CLOSURE, then its PROJECT, as
+    :meth:`.stabilise.LoopProjection._project_velocity_state`); the loops' conditioning
+    watched (``watch``).  The step's time comes from ``tick``, which it advances.  Where
+    Python would do otherwise -- raise, record a warning, or decide on a residual too
+    close to ``tol`` for a sum in another order to be sure of -- it sets
+    ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python."""
+    (mk, nq, project, proj, proj_desc, proj_clock, phi, K, nu, tol, iterations, watching, conditioning, watch, tick,
+     window, crossing, ops) = unpack(desc, proto)
+    n = tick[TICK_N]
+    i = tick[TICK_I]
+    h = (tick[TICK_T1] - tick[TICK_T0]) / n
+    t = tick[TICK_T1] if i == n - 1 else tick[TICK_T0] + (i + 1) * h
+    tick[TICK_I] = i + 1
+    normalize_quaternions(mk, y)
+    if project:
+        q, v = y[:nq], y[nq:]
+        proj_clock[0] = t
+        proj_clock[3] = ops[0]
+        if call_by_table(proj, proj_desc, q, v) != 0.0:
+            tick[TICK_FAILED] = 1.0
+            return False
+        worst = 0.0
+        for r in range(phi.shape[0]):
+            worst = max(worst, abs(phi[r]))
+        for r in range(K.shape[0]):
+            s = 0.0
+            for c in range(K.shape[1]):
+                s += K[r, c] * v[c]
+            worst = max(worst, abs(s - nu[r]))
+        if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
+            tick[TICK_FAILED] = 1.0
+            return False
+        if worst > tol:
+            proj_clock[0] = t
+            proj_clock[1] = iterations
+            proj_clock[2] = 1.0
+            proj_clock[3] = ops[1]
+            if call_by_table(proj, proj_desc, q, v) != 0.0:
+                tick[TICK_FAILED] = 1.0
+                return False
+            watch[WATCH_PROJECTIONS] += 1.0
+    if not watching:
+        return True
+    c = call_float(conditioning[0], conditioning[1])
+    if c != c:
+        tick[TICK_FAILED] = 1.0
+        return False
+    if watch[WATCH_COND0] != watch[WATCH_COND0]:
+        watch[WATCH_COND0] = max(c, 1e-300)
+        return True
+    rel = c / watch[WATCH_COND0]
+    if watch[WATCH_IN_WINDOW] == 0.0 and rel < window:
+        watch[WATCH_IN_WINDOW] = 1.0
+        if t - watch[WATCH_T] < crossing:
+            return True  # the same crossing, seen again by a large step
+        tick[TICK_FAILED] = 1.0  # a new crossing: Python records its warning
+        return False
+    elif watch[WATCH_IN_WINDOW] != 0.0 and rel > 2.0 * window:
+        watch[WATCH_IN_WINDOW] = 0.0
+    if watch[WATCH_IN_WINDOW] != 0.0:
+        watch[WATCH_T] = t
     return True
 

@@ -48,7 +48,8 @@ TREES = ["chain-8-revolute", "spatial-double-pendulum", "chain-5-spherical-spati
 LOOPS = ["parallelogram-fourbar", "fivebar-redundant", "sprung-parallelogram", "fourbar-geared", "slider-crank",
          "double-loop-8"]
 CASES = ([(f, n) for f in ("dca", "hdca", "rcr", "embedding") for n in TREES]
-         + [("dense", n) for n in LOOPS + ["spatial-double-pendulum"]])
+         + [("dense", n) for n in LOOPS + ["spatial-double-pendulum"]]
+         + [("dca", n) for n in LOOPS if n != "fourbar-geared"] + [("dca", "loop-4"), ("dca", "fourbar-crank-rocker")])
 
 
 @pytest.mark.parametrize("form, name", CASES)
@@ -86,10 +87,18 @@ def test_random_trees_give_the_same_rows(seed, form, monitor, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_random_loops_give_the_same_rows(seed, monkeypatch):
-    """dense on random mechanisms with two loops: the loops' conditioning reported and judged."""
+    """dense and dca on random mechanisms with two loops: the loops' conditioning reported
+    and judged, dca's projections and singularity watch made in the step."""
     model = build_model(gen.random_mechanism(400 + seed, 5, loops=2))
-    _, _, stats, _ = _same(model, Settings(formulation="dense", t_end=1.0, dt=0.01), monkeypatch)
-    assert "min_loop_conditioning" in stats
+    for form in ("dense", "dca"):
+        _, _, stats, _ = _same(model, Settings(formulation=form, t_end=1.0, dt=0.01), monkeypatch)
+        assert "min_loop_conditioning" in stats
+
+
+def test_dca_without_the_projection_gives_the_same_rows(monkeypatch):
+    """projection=False: the step only renormalises and watches; the drift is the run's."""
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    _same(model, Settings(formulation="dca", t_end=2.0, dt=0.01, projection=False), monkeypatch)
 
 
 def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
@@ -108,12 +117,13 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """dca, hdca, rcr and embedding on loops (their projections are Python), gears outside
+    """hdca, rcr and embedding on loops (their projections are Python), gears outside
     dense (embedding's joint-space rows), drivers (their columns are Python), adaptive
     integrators."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
-    for form in ("dca", "hdca", "rcr", "embedding"):
+    assert Simulation(model, Settings(formulation="dca", t_end=0.1)).row_loop() is not None
+    for form in ("hdca", "rcr", "embedding"):
         assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is None
     assert Simulation(model, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "slider-crank-driven.mech.json")
