@@ -108,15 +108,20 @@ def rk4(form, y0: np.ndarray, dt: float, t_end: float, cancelled: Callable[[], b
     for k in range(1, len(ts)):
         if cancelled():
             return
-        t0, t1 = ts[k - 1], ts[k]
-        level = 0
-        while True:
-            yk = form.rk4_steps(t0, t1, y, 1 << (refinement.base + level))
-            _check(t1, yk)
-            level = yield t1, yk
-            if not level:
-                break
-        y = yk
+        y = yield from rk4_attempts(form, ts[k - 1], ts[k], y, refinement)
+
+
+def rk4_attempts(form, t0: float, t1: float, y: np.ndarray, refinement: Refinement) -> Iterator:
+    """One output interval of ``rk4`` from ``(t0, y)``: yields ``(t1, y1)`` and takes back the
+    monitor's level, redoing the interval with ``2**(base + level)`` steps until it is
+    accepted; returns the accepted state."""
+    level = 0
+    while True:
+        yk = form.rk4_steps(t0, t1, y, 1 << (refinement.base + level))
+        _check(t1, yk)
+        level = yield t1, yk
+        if not level:
+            return yk
 
 
 class StepCollapse(SimulationError):

@@ -40,7 +40,7 @@ from .formulations.base import StateKernel
 from .formulations.rk4_kernel import (
     _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
 )
-from .integrators import _check, _largest, output_times
+from .integrators import _largest, output_times, rk4_attempts
 from .monitor import ACTIVE, MONITOR_SLOTS, plain_row
 
 
@@ -332,15 +332,8 @@ class RowLoop:
                 k += made
                 yield RowBlock(rows, float(ts[k - 1]))
                 continue
-            t0, t1 = ts[k - 1], ts[k]  # the interval the monitor or an evaluation speaks on: Python's
-            level = 0
-            while True:
-                yk = form.rk4_steps(t0, t1, y, 1 << (refinement.base + level))
-                _check(t1, yk)
-                level = yield t1, yk
-                if not level:
-                    break
-            y = yk
+            # the interval the monitor or an evaluation speaks on: Python's
+            y = yield from rk4_attempts(form, ts[k - 1], ts[k], y, refinement)
             k += 1
 
 

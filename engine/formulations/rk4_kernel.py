@@ -68,41 +68,37 @@ def call_dynamics(typingctx, address, desc, proto, q, v, out):
     return types.boolean(address, desc, proto, q, v, out), _native_call(types.boolean, False)
 
 
-@intrinsic
-def call_void(typingctx, address, args):
-    """Call the compiled kernel at ``address`` -- numba's native entry of a kernel that
-    returns nothing, compiled for exactly the types of the tuple ``args``
-    (:func:`native_address`) -- with the members of ``args``; False if it raised.  A
-    kernel called by name would be compiled again into its caller."""
-    if not isinstance(address, types.Integer) or not isinstance(args, types.BaseTuple):
-        return None
-    argtys = tuple(args.types)
+def _call_with_tuple(restype, failed):
+    """An intrinsic calling the compiled kernel at ``address`` -- numba's native entry of a
+    kernel returning ``restype``, compiled for exactly the types of the tuple ``args``
+    (:func:`native_address`) -- with the members of ``args``.  It returns what the kernel
+    returned (``failed`` if it raised), or for a kernel returning nothing whether it
+    raised nothing.  A kernel called by name would be compiled again into its caller."""
+    void = restype == types.none
 
-    def codegen(context, builder, signature, llargs):
-        fnty = context.call_conv.get_function_type(types.none, argtys)
-        fn = builder.inttoptr(llargs[0], fnty.as_pointer())
-        values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
-        status, _ = context.call_conv.call_function(builder, fn, types.none, argtys, values)
-        return status.is_ok
+    def typer(typingctx, address, args):
+        if not isinstance(address, types.Integer) or not isinstance(args, types.BaseTuple):
+            return None
+        argtys = tuple(args.types)
 
-    return types.boolean(address, args), codegen
+        def codegen(context, builder, signature, llargs):
+            fnty = context.call_conv.get_function_type(restype, argtys)
+            fn = builder.inttoptr(llargs[0], fnty.as_pointer())
+            values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
+            status, res = context.call_conv.call_function(builder, fn, restype, argtys, values)
+            if void:
+                return status.is_ok
+            return builder.select(status.is_ok, res, context.get_constant(restype, failed))
+
+        return (types.boolean if void else restype)(address, args), codegen
+
+    return typer
 
 
-@intrinsic
-def call_float(typingctx, address, args):
-    """:func:`call_void` for a kernel that returns a float64 (NaN if it raised)."""
-    if not isinstance(address, types.Integer) or not isinstance(args, types.BaseTuple):
-        return None
-    argtys = tuple(args.types)
-
-    def codegen(context, builder, signature, llargs):
-        fnty = context.call_conv.get_function_type(types.float64, argtys)
-        fn = builder.inttoptr(llargs[0], fnty.as_pointer())
-        values = [builder.extract_value(llargs[1], i) for i in range(len(argtys))]
-        status, res = context.call_conv.call_function(builder, fn, types.float64, argtys, values)
-        return builder.select(status.is_ok, res, context.get_constant(types.float64, float("nan")))
-
-    return types.float64(address, args), codegen
+#: ``call_void(address, args) -> bool``: a kernel that returns nothing (False if it raised)
+call_void = intrinsic(_call_with_tuple(types.none, None))
+#: ``call_float(address, args) -> float``: a kernel that returns a float64 (NaN if it raised)
+call_float = intrinsic(_call_with_tuple(types.float64, float("nan")))
 
 
 #: what a table holds in place of a kernel's ``proto``: a numba type is passed as one opaque
