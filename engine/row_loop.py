@@ -295,7 +295,7 @@ class RowLoop:
         span = self.span
         span[0], span[1], span[2] = k, k + n_max, 1 << self.refinement.base
         counter = self.kernels.evaluations
-        before = counter() if counter is not None else 0
+        counted = counter() if counter is not None else 0
         if self.kernels.before is not None:
             self.kernels.before()
         c0 = time.perf_counter()
@@ -303,7 +303,7 @@ class RowLoop:
                                                     self.clock, self._no_rates, self._rows, self.mon, self.hist)
         if made:
             self.per_row = max((time.perf_counter() - c0) / made, 1e-7)
-        self.form.nfev += count if counter is None else counter() - before
+        self.form.nfev += count if counter is None else counter() - counted
         if self.kernels.after is not None:
             self.kernels.after()
         if mon is not None and made:
