@@ -47,7 +47,9 @@ def test_simulation_items_order_and_rows():
 
 
 def test_pause_blocks_and_abort_keeps_partial_rows():
-    s, run = _record(20.0)
+    # 200 s of the four-bar (20001 rows): long enough to be running 0.1 s after the resume
+    # (the compiled row loop makes 20 s of it in under 0.1 s)
+    s, run = _record(200.0)
     control = RunControl()
     got = []
     gen = simulation_items(run.model, run.settings, control, max_interval=0.01)
@@ -77,7 +79,7 @@ def test_pause_blocks_and_abort_keeps_partial_rows():
     th.join(60)
     assert not th.is_alive()
     rows = np.vstack([c.rows for c in got if isinstance(c, ResultChunk)])
-    assert 0 < len(rows) < 2001
+    assert 0 < len(rows) < 20001
     assert np.all(np.diff(rows[:, 0]) > 0)  # consecutive, nothing lost or repeated
 
 
