@@ -243,20 +243,19 @@ class DCAFormulation(TreeFormulation):
 
     def row_kernels(self):
         """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where the
-        evaluation is this class's, without drivers: on a tree the compiled interval's
-        (:attr:`_rk4`, not on two roles); on loops the right-hand side with
-        :func:`.tree_formulation.tree_post` after each step (the quaternions, the
-        projection onto the loops, the singularity watch, whose state crosses over in
-        ``watch``), where the step, post-step and watch are this class's own.  Then
-        :func:`.tree_formulation.tree_check`."""
-        m, lay, fast, cls = self.model, self.lay, self._rk4, type(self)
-        if m.nd or type(self).evaluate is not _OWN_EVALUATE or not hasattr(self._kernel.kernel, "overloads"):
-            return None
-        loops = fast is None  # then a step also projects onto the loops and watches them: tree_post
-        if loops and (self.two_roles or "rhs" in vars(self) or cls.rhs is not TreeFormulation.rhs
-                      or cls.post_step is not TreeFormulation.post_step
-                      or cls.watch_singular is not SingularityWatch.watch_singular
-                      or cls._stabilise is not LoopProjection._project_velocity_state):
+        evaluation, the step, the post-step and the watch are this class's own, without
+        drivers and not on two roles: the right-hand side with
+        :func:`.tree_formulation.tree_post` after each step (the quaternions and, on loops,
+        the projection onto them and the singularity watch, whose state crosses over in
+        ``watch``), then :func:`.tree_formulation.tree_check`.  Trees take the same
+        post-step (its projection and watch off), so ``rk4_rows`` is compiled once for
+        ``dca``."""
+        m, lay, cls = self.model, self.lay, type(self)
+        if (m.nd or cls.evaluate is not _OWN_EVALUATE or not hasattr(self._kernel.kernel, "overloads")
+                or self.two_roles or "rhs" in vars(self) or cls.rhs is not TreeFormulation.rhs
+                or cls.post_step is not TreeFormulation.post_step
+                or cls.watch_singular is not SingularityWatch.watch_singular
+                or cls._stabilise is not LoopProjection._project_velocity_state):
             return None
         acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
         watching = self._closing.shape[0] > 0
@@ -267,8 +266,6 @@ class DCAFormulation(TreeFormulation):
             lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj),
             self.cut_spring, self.jq, self.jq_ref, watching, conditioning, health))
         arrays = (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
-        if not loops:
-            return RowKernels(fast.rhs, fast.post, check, arrays, health)
         watch, tick = np.zeros(4), np.zeros(5)
         if self._project:
             proj = self.projector
