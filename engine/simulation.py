@@ -168,6 +168,7 @@ class Simulation:
         compiled row loop's blocks where the run has one (:mod:`engine.row_loop`)."""
         s = self.settings
         form = self.formulation
+        self._row_loop = self.row_loop() if rows else None
         if form.kind == "stepper":
             from .integrators import output_times
 
@@ -195,8 +196,7 @@ class Simulation:
                     if not level:
                         break
                 y = yk
-        elif rows and self.row_loop() is not None:
-            self._row_loop = self.row_loop()
+        elif self._row_loop is not None:
             yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set, self.refinement)
@@ -261,15 +261,13 @@ class Simulation:
                     rows.append(item.rows)
                     t_now = item.t
                     made = item.rows.shape[0]
-                else:
-                    t, y = item
-                    state[0] = y
-                    t_now = float(t)
-                if type(item) is RowBlock:
-                    pass
                 elif mon is None:
+                    t, y = item
+                    state[0], t_now = y, float(t)
                     rows.append(rec.row(form.evaluate(t, y)))
                 else:
+                    t, y = item
+                    state[0], t_now = y, float(t)
                     # the monitor judges the row before it is kept; a rejected one is
                     # recomputed with smaller steps (the recorder's continuity state is restored)
                     saved = rec.state()
