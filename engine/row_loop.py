@@ -33,7 +33,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, types
+from numba import njit, typeof, types
 from numba.extending import intrinsic
 
 from .formulations.base import StateKernel
@@ -222,9 +222,7 @@ class RowLoop:
     it leaves to Python."""
 
     def __init__(self, form, kernels, recorder, monitor, settings, refinement, fixed_step: bool):
-        from numba import typeof
-
-        self.form, self.recorder, self.monitor = form, recorder, monitor
+        self.form, self.monitor = form, monitor
         self.refinement = refinement
         self.fixed_step = fixed_step
         self.kernels = kernels
@@ -255,13 +253,11 @@ class RowLoop:
         self._rows = np.empty((0, self.ncols))
         self._stages = np.zeros((5, 0))
         self._bound = None
-        self._typeof = typeof
         self.per_row = 1e-4  # seconds a row takes, measured block by block
 
     def _entry(self, y, stages):
         """The compiled entry of :func:`rk4_rows` for this run's argument types."""
         if self._bound is None:
-            typeof = self._typeof
             args = (*self._kernels, self.ra, self.times, self.span, y, stages, self.clock, self._no_rates,
                     self._rows, self.mon, self.hist)
             sig = tuple(typeof(a) for a in args)
