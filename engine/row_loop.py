@@ -33,10 +33,11 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, typeof, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 from .formulations.base import StateKernel
+from .formulations.workspace import typeof_cached
 from .formulations.rk4_kernel import (
     _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
 )
@@ -260,7 +261,7 @@ class RowLoop:
         if self._bound is None:
             args = (*self._kernels, self.ra, self.times, self.span, y, stages, self.clock, self._no_rates,
                     self._rows, self.mon, self.hist)
-            sig = tuple(typeof(a) for a in args)
+            sig = tuple(typeof_cached(a) for a in args)
             if sig not in rk4_rows.overloads:
                 rk4_rows.compile(sig)
             self._bound = rk4_rows.overloads[sig].entry_point

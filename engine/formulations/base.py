@@ -20,7 +20,7 @@ from ..errors import SingularSystemError
 from ..model import Model
 from ..threads import ThreadPlan
 from ..threads import plan as thread_plan
-from .workspace import pack
+from .workspace import pack, typeof_cached
 
 
 _F64 = np.dtype(np.float64)
@@ -58,7 +58,7 @@ class StateKernel:
 
         self.kernel, self.workspace = kernel, workspace
         self.desc, self.proto = pack(workspace)
-        self._head = (typeof(self.desc), typeof(self.proto))
+        self._head = (typeof_cached(self.desc), typeof(self.proto))
         self._entries = {}  # the state's types -> compiled entry point
         self.entry = None  # the entry for plain states, once bound
         if not hasattr(kernel, "overloads"):  # NUMBA_DISABLE_JIT: the kernel is plain Python
@@ -108,12 +108,10 @@ class StateKernel:
     def _typed(self, state: tuple):
         """Call with the entry point for ``state``'s array types, typed and bound the
         first time (compiled through the dispatcher if need be)."""
-        from numba import typeof
-
         if not hasattr(self.kernel, "overloads"):  # NUMBA_DISABLE_JIT
             return self.kernel(self.desc, self.proto, *state)
         plain = all(_plain(a) for a in state)
-        types = tuple(typeof(a) for a in state)
+        types = tuple(typeof_cached(a) for a in state)
         entry = self._entries.get(types)  # keyed without the head: hashing proto's type costs 40 us
         if entry is None:
             sig = (*self._head, *types)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import typeof
 
 from .. import config
 from ..constraints import con_arrays
@@ -54,6 +53,7 @@ from . import index3_newton as N
 from . import tree
 from .index3_kernels import BodyState, JointRows, LeafWork, ModelArrays, NewtonSettings, ProjectionSettings
 from .base import Evaluation, Formulation
+from .workspace import typeof_cached
 
 #: A step has failed (diverged) when, after the Newton iterations, the position
 #: residual of the joints exceeds this (metres / unit directions), or anything is not finite.
@@ -137,7 +137,7 @@ class _Specialised:
         key = (self.kernel, _type_key(args))
         entry = _ENTRIES.get(key)
         if entry is None:
-            entry = _ENTRIES[key] = compile_for(tuple(typeof(a) for a in args))
+            entry = _ENTRIES[key] = compile_for(tuple(typeof_cached(a) for a in args))
         return entry
 
 

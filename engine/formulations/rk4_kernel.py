@@ -22,7 +22,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ..kinematics import normalize_quaternions
-from .workspace import unpack
+from .workspace import typeof_cached, unpack
 
 
 def _native_call(restype, failed):
@@ -130,9 +130,7 @@ def call_by_table(typingctx, address, desc, a, b):
 def native_address(kernel, *args) -> int:
     """The address of ``kernel``'s machine code for the types of ``args`` (compiled if need
     be), for :func:`call_void`."""
-    from numba import typeof
-
-    sig = tuple(typeof(a) for a in args)
+    sig = tuple(typeof_cached(a) for a in args)
     if sig not in kernel.overloads:
         kernel.compile(sig)
     cres = kernel.overloads[sig]
@@ -267,13 +265,11 @@ class RK4Interval:
         return RK4Interval, (self.rhs, self.post)
 
     def _bind(self, m: int) -> None:
-        from numba import typeof
-
         rhs, post = self.rhs, self.post or self.rhs
         self._args = (rhs.native(), rhs.desc, rhs.proto, 0 if self.post is None else post.native(),
                       post.desc, post.proto)
         self.stages = np.zeros((5, m))
-        sig = tuple(typeof(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
+        sig = tuple(typeof_cached(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
         if sig not in rk4_interval.overloads:
             rk4_interval.compile(sig)
         self._entry = rk4_interval.overloads[sig].entry_point
@@ -306,13 +302,11 @@ class RK4SplitInterval:
         return RK4SplitInterval, (self.positions, self.dynamics, self.mk, self.quaternions)
 
     def _bind(self, m: int) -> None:
-        from numba import typeof
-
         pos, dyn = self.positions, self.dynamics
         self._args = (pos.native(1), pos.desc, pos.proto, dyn.native(3), dyn.desc, dyn.proto, self.mk,
                       np.bool_(self.quaternions))
         self.stages = np.zeros((5, m))
-        sig = tuple(typeof(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
+        sig = tuple(typeof_cached(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
         if sig not in rk4_interval_split.overloads:
             rk4_interval_split.compile(sig)
         self._entry = rk4_interval_split.overloads[sig].entry_point

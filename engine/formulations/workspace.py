@@ -36,11 +36,46 @@ MAX_NDIM = 4
 NCOL = 1 + 2 * MAX_NDIM
 
 
+#: scalar classes whose numba type does not depend on the value
+_FIXED_SCALARS = (bool, float, type(None), np.float64, np.int64, np.bool_)
+_TYPES: dict = {}
+
+
+def _type_key(v):
+    """What numba's type of ``v`` depends on, cheaply; None where not known here."""
+    if isinstance(v, np.ndarray):
+        f = v.flags
+        return (v.dtype.str, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if isinstance(v, tuple):
+        keys = tuple(_type_key(w) for w in v)
+        return None if None in keys else (type(v), keys)  # a named tuple types as one
+    cls = type(v)
+    if cls in _FIXED_SCALARS:
+        return cls
+    if cls is int and -(1 << 63) <= v < (1 << 63):
+        return int
+    return None
+
+
+def typeof_cached(v):
+    """numba's ``typeof(v)`` for arrays, scalars and tuples of those, remembered by what it
+    depends on (dtype, dimensions, layout, writeable, aligned): numba builds and hashes a
+    tuple's type anew on every call, a millisecond for a workspace of a hundred arrays --
+    a tenth of starting a run of a small mechanism."""
+    key = _type_key(v)
+    if key is None:
+        return typeof(v)
+    t = _TYPES.get(key)
+    if t is None:
+        t = _TYPES[key] = typeof(v)
+    return t
+
+
 def pack(values: tuple) -> tuple[np.ndarray, types.BaseTuple]:
     """(table, numba type) of ``values``: a tuple of arrays, scalars (int64, float64, bool),
     None and tuples of those.  Raises ``TypeError`` for anything else, or an array of more than
     ``MAX_NDIM`` dimensions."""
-    proto = typeof(values)
+    proto = typeof_cached(values)
     rows: list[list[int]] = []
 
     def walk(v):
@@ -55,9 +90,9 @@ def pack(values: tuple) -> tuple[np.ndarray, types.BaseTuple]:
             row[0] = v.ctypes.data
             row[1:1 + v.ndim] = v.shape
             row[1 + MAX_NDIM:1 + MAX_NDIM + v.ndim] = v.strides
-        elif typeof(v) in (types.boolean, types.int64):
+        elif typeof_cached(v) in (types.boolean, types.int64):
             row[0] = int(v)
-        elif typeof(v) == types.float64:
+        elif typeof_cached(v) == types.float64:
             row[0] = int(np.float64(v).view(np.int64))
         elif v is not None:
             raise TypeError(f"pack: cannot pass a {type(v).__name__} ({typeof(v)})")

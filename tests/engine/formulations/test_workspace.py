@@ -77,3 +77,22 @@ def test_a_read_only_array_stays_read_only_in_the_kernel():
 def test_pack_refuses_what_unpack_cannot_rebuild(bad):
     with pytest.raises((TypeError, ValueError)):
         pack((np.zeros(2), bad))
+
+
+def test_typeof_cached_is_numbas_typeof_for_every_kind_of_value_a_kernel_is_given():
+    """The remembered type is numba's own for arrays of every layout and writability,
+    scalars, named and nested tuples -- and does not confuse two that differ only in a
+    property the key must hold (a transposed, a strided, a read-only array; a named tuple)."""
+    from collections import namedtuple
+
+    from linkwork.engine.formulations.workspace import typeof_cached
+
+    Pair = namedtuple("Pair", "a b")
+    a = np.zeros((3, 4))
+    frozen = np.zeros(3)
+    frozen.setflags(write=False)
+    values = [a, a.T, a[:, 1], a[::2], np.zeros(3, np.int64), np.zeros(2, np.bool_), frozen, 3, 2**63 - 1, 2**63,
+              -5, 1.5, True, None, np.float64(2.0), np.int64(4), (a, 1.0), Pair(a, 2), (a, 2), (a.T, (frozen, 1))]
+    for _ in range(2):  # the second time from the memory
+        for v in values:
+            assert typeof_cached(v) == typeof(v), v
