@@ -290,9 +290,10 @@ def _reaction_columns(joint_internal, reversed_, succ, anchor_succ, x, R, P, rea
         k += 6
 
 
-def format_row(values) -> str:
-    """One CSV line; floats with ``repr`` so they round-trip."""
-    return ",".join(repr(float(v)) for v in values)
+def format_rows(rows: np.ndarray) -> str:
+    """CSV lines, each ending in a newline; floats with ``repr`` so they round-trip (the
+    rows as Python floats first: the same digits, a third of the time)."""
+    return "".join(",".join(map(repr, r)) + "\n" for r in np.asarray(rows, dtype=np.float64).tolist())
 
 
 class CsvWriter:
@@ -307,7 +308,7 @@ class CsvWriter:
         self._flushed()
 
     def write_rows(self, rows: np.ndarray) -> None:
-        self.stream.write("".join(format_row(r) + "\n" for r in rows))
+        self.stream.write(format_rows(rows))
         self._flushed()
 
     def _flushed(self) -> None:
