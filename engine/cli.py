@@ -39,7 +39,7 @@ COMMANDS = {
     "bench": ("[options]", "speed of the formulations (docs/benchmarks.md)"),
     "compile": ("[--formulations A,B] [--force]", "compile the numerical kernels ahead, so first runs start at once"),
     "sweep": ("FILE.sweep.json --out DIR [options]",
-              "parameter sweep on Dask: summary.parquet and every run (docs/sweeps.md)"),
+              "parameter sweep on this machine's cores or Dask: summary.parquet and every run (docs/sweeps.md)"),
     "import": ("FILE.xml|FILE.urdf [options]",
                "an MJCF or URDF model as a mechanism file (MuJoCo's compiler; docs/import.md)"),
     "export": ("FILE.mech.json --mjcf OUT.xml", "a mechanism as an MJCF model for MuJoCo (docs/import.md)"),
@@ -431,16 +431,19 @@ def cmd_examples(argv: list[str]) -> int:
 
 def _sweep_parser() -> argparse.ArgumentParser:
     p = Parser(prog="linkwork sweep",
-                description="Run a parameter sweep (*.sweep.json, docs/sweeps.md) on Dask: a LocalCluster on "
-                            "this machine's cores, or the scheduler given.  Writes DIR/summary.parquet (one row "
+                description="Run a parameter sweep (*.sweep.json, docs/sweeps.md) on this machine's cores, on a "
+                            "Dask LocalCluster (--dask) or on the Dask scheduler given.  Writes DIR/summary.parquet (one row "
                             "per case, as cases finish) and DIR/runs/ (each case's results); running the same "
                             "command again resumes, computing only the cases not complete.")
     p.add_argument("file", help="sweep file (*.sweep.json)")
     p.add_argument("--out", required=True, metavar="DIR", help="results directory (created; resumed if present)")
     p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="a running Dask scheduler (tcp://HOST:PORT) [start a LocalCluster]")
+                   help="a running Dask scheduler (tcp://HOST:PORT) [run the cases on this machine]")
+    p.add_argument("--dask", action="store_true",
+                   help="start a Dask LocalCluster (and its dashboard) for the cases instead of running them "
+                        "from this process (a few seconds more to start)")
     p.add_argument("--workers", type=_int, metavar="N",
-                   help="LocalCluster worker processes [cores / threads per worker]")
+                   help="cases run at once on this machine [cores / threads per worker]")
     p.add_argument("--threads-per-worker", type=_int, default=1, metavar="N",
                    help="numba threads for each worker's case (NUMBA_NUM_THREADS in the worker "
                         "environment; each worker runs one case at a time) [%(default)s]")
@@ -449,7 +452,7 @@ def _sweep_parser() -> argparse.ArgumentParser:
                         "record it failed; 'none': no limit [the sweep file's case_timeout, else none]")
     p.add_argument("--inject-fault", action="append", type=_injection, default=[], metavar="CASE:KIND",
                    help="make case CASE stall ('stall'), kill its process ('kill') or its Dask worker "
-                        "('kill-worker') halfway through its run, to check how a deployment handles faults "
+                        "('kill-worker': with --dask or --scheduler) halfway through its run, to check how a deployment handles faults "
                         "(docs/sweeps.md, 'Faults'); repeatable")
     p.add_argument("--restart", action="store_true", help="compute every case again, ignoring DIR's results")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary on stderr")
@@ -502,7 +505,8 @@ def cmd_sweep(argv: list[str]) -> int:
     except ImportError as exc:  # pragma: no cover - the extra is missing
         return _refuse(f"linkwork sweep needs the sweep extra: pip install 'linkwork[sweep]' ({exc})")
     try:
-        import distributed  # noqa: F401
+        if args.dask or args.scheduler:
+            import distributed  # noqa: F401
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError as exc:
@@ -515,6 +519,10 @@ def cmd_sweep(argv: list[str]) -> int:
     bad = sorted(i for i in inject if not 0 <= i < len(spec.cases))
     if bad:
         return _refuse(f"--inject-fault: no case {bad[0]} (the sweep has cases 0..{len(spec.cases) - 1})")
+    if "kill-worker" in inject.values() and not (args.dask or args.scheduler):
+        return _refuse("--inject-fault ...:kill-worker kills a Dask worker: add --dask (or --scheduler)")
+    if args.dask and args.scheduler:
+        return _refuse("--dask starts a LocalCluster; --scheduler uses a running one: give one of them")
     case_timeout = getattr(args, "case_timeout", spec.case_timeout)  # the option, else the file
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -523,7 +531,7 @@ def cmd_sweep(argv: list[str]) -> int:
     tty = sys.stderr.isatty()
     t0 = time.perf_counter()
 
-    def on_start(client, cases, to_compute):
+    def on_start(executor, cases, to_compute):
         if not verbose:
             return
         refused = [pc for pc in cases if pc.refused]
@@ -532,10 +540,8 @@ def cmd_sweep(argv: list[str]) -> int:
         done_before = len(cases) - len(refused) - to_compute
         print(f"linkwork: sweep {spec.name or args.file}: {len(cases)} cases, {len(refused)} refused, "
               f"{done_before} complete from an earlier run, {to_compute} to compute", file=sys.stderr)
-        if client is not None and to_compute:
-            nthreads = client.nthreads()
-            print(f"linkwork: Dask scheduler {client.scheduler.address}, {len(nthreads)} workers; "
-                  f"dashboard {client.dashboard_link}", file=sys.stderr)
+        if executor is not None and to_compute:
+            print(f"linkwork: {executor.describe()}", file=sys.stderr)
 
     last_line = [0.0, -1]
 
@@ -564,7 +570,8 @@ def cmd_sweep(argv: list[str]) -> int:
                 client = Client(args.scheduler, timeout="10s")
             except (OSError, TimeoutError, ValueError) as exc:
                 return _refuse(f"cannot connect to the Dask scheduler at {args.scheduler}: {exc}")
-        df = sweep.run_sweep(spec, client=client, out=out, workers=args.workers,
+        df = sweep.run_sweep(spec, client=client, out=out, cluster="dask" if args.dask else "local",
+                             workers=args.workers,
                              threads_per_worker=args.threads_per_worker, resume=not args.restart,
                              progress=progress, on_start=on_start, case_timeout=case_timeout, inject=inject)
     except KeyboardInterrupt:

@@ -179,5 +179,11 @@ FIXED_STEP_PACE_LEVELS = 3
 #: of a case that exhausts the memory, not its Dask worker, nanny or the sweep's client,
 #: unless another process uses more than half the machine's memory more than the runner.
 SWEEP_CHUNK_INTERVAL = 0.5
+#: A sweep rewrites its summary (DIR/summary.parquet) at most every SWEEP_SUMMARY_INTERVAL
+#: seconds while cases finish, and once at the end: a rewrite of a few dozen rows costs
+#: 20-30 ms of the sweep process's time (pandas, Parquet, two fsyncs), which a sweep of
+#: short cases on few cores took from its cases once per finished case.  A sweep killed
+#: in between computes the cases of that last second again when it is resumed.
+SWEEP_SUMMARY_INTERVAL = 1.0
 SWEEP_RUNNER_START_TIMEOUT = 300.0
 SWEEP_RUNNER_OOM_SCORE_ADJ = 500

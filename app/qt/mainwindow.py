@@ -218,7 +218,7 @@ class MainWindow(QMainWindow):
         A("compare_current", "Compare with the solver panel's settings", lambda: self.compare({}), "Ctrl+F5",
           "Run again with the solver panel's settings and overlay it on the current run")
         A("sweep", "Parameter &sweep…", self.open_sweep, None,
-          "Sweep one or two parameters of the open mechanism on a local Dask cluster and plot a quantity")
+          "Sweep one or two parameters of the open mechanism on this machine's cores and plot a quantity")
         A("play", "Play / pause animation", self.view_panel_toggle_play, "Ctrl+Space",
           "Play back the current run in the 3-D view")
         A("clear_runs", "Clear run &history", self.clear_run_history, None,

@@ -1,5 +1,5 @@
-"""Run > Sweep…: a one- or two-parameter sweep of the open mechanism on a local Dask
-cluster, in the background, with progress, cancel, a plot of the chosen quantity
+"""Run > Sweep…: a one- or two-parameter sweep of the open mechanism on this machine's
+cores, in the background, with progress, cancel, a plot of the chosen quantity
 against the parameter(s) (a line, or an image for two) and export of the summary.
 
 The state lives in :class:`app.session.sweep.SweepModel`; the sweep runs in a
@@ -167,7 +167,7 @@ class SweepDialog(QDialog):
             self.status.setText(f"Cannot sweep: {exc}")
             return
         self.model.start(setup)
-        self.status.setText(f"Starting a local cluster of {setup.workers} workers for {len(spec.cases)} cases…")
+        self.status.setText(f"Starting {setup.workers} workers for {len(spec.cases)} cases…")
         w = GeneratorWorker(lambda control: model_sweep.sweep_items(spec, setup, control))
         w.yielded.connect(self._on_item)  # a method of this QObject: queued to the GUI thread
         w.errored.connect(self._on_error)

@@ -4,7 +4,7 @@
 (masses, joint rates, force constants, gravity) and the run settings ``dt`` and
 ``t_end``.  :class:`SweepSetup` is what the dialog edits; :func:`build_spec` turns it
 into the engine's :class:`~engine.sweep.SweepSpec`.  :func:`sweep_items` runs it
-(:func:`engine.sweep.run_sweep` on a local Dask cluster) as a generator of immutable
+(:func:`engine.sweep.run_sweep` on this machine's cores, without Dask) as a generator of immutable
 progress items for the generator-style worker: a ``Progress``
 snapshot at most every ``interval`` seconds, then ``Done`` with the summary.
 :class:`SweepModel` keeps the last result and emits ``changed`` on a real change;

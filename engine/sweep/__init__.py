@@ -25,13 +25,15 @@ quantities to keep from every run.
 * :mod:`.storage` -- the results directory: trajectories in ``DIR/runs/``,
   ``DIR/summary.parquet``, each file written to a temporary name and renamed, so a
   killed sweep never leaves a torn file; the complete rows a resumed sweep keeps;
-* :mod:`.cluster` -- the ``LocalCluster`` a sweep starts when given no client;
-* :mod:`.driver` -- :func:`run_sweep` submits the cases to a Dask client and rewrites
+* :mod:`.cluster` -- the ``LocalCluster`` a sweep starts when asked (``--dask``);
+* :mod:`.local` -- where the cases run: this process's worker threads, each with its
+  runner process (the default), or a Dask client's workers;
+* :mod:`.driver` -- :func:`run_sweep` hands the cases to their workers and rewrites
   the summary as cases finish.  Run again on the same ``DIR`` it skips the cases whose
   rows are complete.
 
 Dask, pandas and pyarrow are the optional ``sweep`` extra; they are imported only
-when a sweep runs, never by ``linkwork --help``.  This package only re-exports: its
+when a sweep runs, never by ``linkwork --help`` (Dask only when a sweep uses it).  This package only re-exports: its
 modules never import from it.
 """
 

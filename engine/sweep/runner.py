@@ -76,13 +76,14 @@ class Outcome:
 class Runner:
     """One runner process and the pipes to it, seen from the worker."""
 
-    def __init__(self):
+    def __init__(self, env: dict | None = None):
+        """``env``: variables set in the runner's environment over this process's."""
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         code = f"from {__name__} import serve; serve({req_r}, {rep_w}, {os.getpid()})"
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(req_r, rep_w),
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, env={**os.environ, **env} if env else None)
         except BaseException:
             for fd in (req_r, req_w, rep_r, rep_w):
                 os.close(fd)
@@ -203,57 +204,124 @@ class Runner:
         return out
 
 
-class _Pool:
-    """The worker's idle runners.  New runners are started from one long-lived thread:
-    Linux sends the parent-death signal when the *thread* that started a child ends, and a
-    Dask worker's task threads can end while the worker lives on."""
+class PoolClosed(RuntimeError):
+    """A runner was asked of a pool that was closed (the sweep is being stopped)."""
 
-    def __init__(self):
+
+class RunnerPool:
+    """A worker's runners, started as its cases ask for them and reused.  New runners are
+    started from one long-lived thread: Linux sends the parent-death signal when the
+    *thread* that started a child ends, and a Dask worker's task threads can end while the
+    worker lives on.  ``env``: set in every runner's environment (a sweep without Dask
+    gives its runners the thread counts a Dask worker's environment would)."""
+
+    def __init__(self, env: dict | None = None):
+        self._env = dict(env or {})
         self._idle: list[Runner] = []
-        self._lock = threading.Lock()
+        self._busy: set[Runner] = set()
+        self._closed = False
+        self._starting = 0  # runners asked for by start, not yet idle
+        self._lock = threading.Condition()
         self._requests: queue.Queue = queue.Queue()
         self._starter: threading.Thread | None = None
 
     def acquire(self) -> Runner:
         with self._lock:
-            while self._idle:
-                r = self._idle.pop()
-                if r.alive:
-                    return r
-                r.close()
-            if self._starter is None or not self._starter.is_alive():
-                self._starter = threading.Thread(target=self._start_runners, name="linkwork-sweep-runners",
-                                                 daemon=True)
-                self._starter.start()
+            while True:
+                if self._closed:
+                    raise PoolClosed("the sweep is stopping")
+                while self._idle:
+                    r = self._idle.pop()
+                    if r.alive:
+                        self._busy.add(r)
+                        return r
+                    r.close()
+                if not self._starting:
+                    break
+                self._lock.wait()  # one started ahead is on its way
+            self._ensure_starter()
         box: dict[str, Any] = {}
         done = threading.Event()
         self._requests.put((box, done))
         done.wait()
         if "error" in box:
             raise box["error"]
-        return box["runner"]
+        runner = box["runner"]
+        with self._lock:
+            if self._closed:
+                runner.close()
+                raise PoolClosed("the sweep is stopping")
+            self._busy.add(runner)
+        return runner
+
+    def start(self, n: int) -> None:
+        """Start ``n`` runners now, without waiting for them: they join the idle ones."""
+        with self._lock:
+            self._ensure_starter()
+            self._starting += n
+        for _ in range(n):
+            self._requests.put((None, None))
+
+    def _ensure_starter(self) -> None:
+        if self._starter is None or not self._starter.is_alive():
+            self._starter = threading.Thread(target=self._start_runners, name="linkwork-sweep-runners",
+                                             daemon=True)
+            self._starter.start()
 
     def release(self, runner: Runner) -> None:
+        """Take back a runner that finished its case (alive)."""
         with self._lock:
-            self._idle.append(runner)
+            self._busy.discard(runner)
+            if not self._closed:
+                self._idle.append(runner)
+                return
+        runner.close()
+
+    def discard(self, runner: Runner) -> None:
+        """Close a runner that died or was killed."""
+        with self._lock:
+            self._busy.discard(runner)
+        runner.close()
 
     def _start_runners(self) -> None:
         while True:
             box, done = self._requests.get()
+            if box is None:  # started ahead of a case (start)
+                try:
+                    runner = Runner(self._env)
+                except Exception:  # noqa: BLE001 -- the case that asks for a runner sees it again
+                    runner = None
+                with self._lock:
+                    self._starting -= 1
+                    closed = self._closed
+                    if runner is not None and not closed:
+                        self._idle.append(runner)
+                    self._lock.notify_all()
+                if runner is not None and closed:
+                    runner.close()
+                continue
             try:
-                box["runner"] = Runner()
+                box["runner"] = Runner(self._env)
             except BaseException as exc:  # noqa: BLE001 -- handed to the task that asked
                 box["error"] = exc
             done.set()
 
-    def close(self) -> None:
+    def close(self, *, busy: bool = False) -> None:
+        """Close the idle runners; with ``busy`` also kill those running a case and refuse
+        runners from now on (a sweep stopped: the cases they ran end as died)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            running = list(self._busy) if busy else []
+            if busy:
+                self._closed = True
+                self._lock.notify_all()
+        for r in idle + running:
+            r.kill()
         for r in idle:
             r.close()
 
 
-_POOL = _Pool()
+_POOL = RunnerPool()
 
 
 def _describe_exit(returncode: int | None) -> str:
@@ -277,7 +345,8 @@ def _kept(t: float | None) -> str:
 
 
 def run_isolated(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: str = "array", *,
-                 case_timeout: float | None = None, attempts: int = 2, fault: str | None = None) -> dict:
+                 case_timeout: float | None = None, attempts: int = 2, fault: str | None = None,
+                 pool: RunnerPool | None = None, worker: str | None = None) -> dict:
     """One case of a sweep, run in a runner process (the module's docstring): the result
     of :func:`.task.run_case`, plus ``fault`` and ``case_timeout``.
 
@@ -287,11 +356,13 @@ def run_isolated(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: s
     whose runner dies (a signal, a crash) is run again in a new runner, ``attempts``
     times in all, then ``failed`` with ``fault = "killed"`` and a message naming how it
     died.  Both keep the rows handed over before.  ``fault``: a kind of
-    :data:`INJECTIONS` to inject."""
+    :data:`INJECTIONS` to inject.  ``pool``: the runners to use (default: this process's);
+    ``worker``: the name the result gives (default: the Dask worker's address)."""
     if fault is not None and fault not in INJECTIONS:
         raise ValueError(f"unknown fault {fault!r} (one of: {', '.join(INJECTIONS)})")
     t0 = time.perf_counter()
-    worker = worker_name()
+    pool = _POOL if pool is None else pool
+    worker = worker_name() if worker is None else worker
     case = {"doc": doc, "settings": settings, "keep": tuple(keep), "trajectory": trajectory, "fault": fault}
     deaths: list[int | None] = []
     attempts = max(1, int(attempts))
@@ -302,12 +373,12 @@ def run_isolated(doc: dict, settings: dict, keep: tuple[str, ...], trajectory: s
         return {**res, "fault": kind, "case_timeout": case_timeout}
 
     for _ in range(attempts):
-        runner = _POOL.acquire()
+        runner = pool.acquire()
         out = runner.run(case, case_timeout)
         if out.kind in ("result", "refused", "error"):
-            _POOL.release(runner)
+            pool.release(runner)
         else:
-            runner.close()
+            pool.discard(runner)
         if out.kind == "error":
             raise RuntimeError(f"the case raised an exception in its runner process:\n{out.text}")
         if out.kind == "refused":

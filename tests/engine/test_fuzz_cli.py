@@ -65,7 +65,7 @@ OPTIONS = {
             "--geometric-stiffness", "--projections", "--quiet", "--help", "--bogus", "-x"],
     "info": ["--json", "--help", "--bogus"],
     "examples": ["--help", "--bogus"],
-    "sweep": ["--out", "--scheduler", "--workers", "--threads-per-worker", "--case-timeout", "--inject-fault",
+    "sweep": ["--out", "--scheduler", "--dask", "--workers", "--threads-per-worker", "--case-timeout", "--inject-fault",
               "--restart", "--quiet", "--help", "--bogus"],
     "import": ["--out", "--keyframe", "--help", "--bogus"],
     "export": ["--mjcf", "--help", "--bogus"],

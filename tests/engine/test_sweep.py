@@ -29,14 +29,17 @@ def client():
 
 
 @pytest.mark.xdist_group("dask")
-def test_local_cluster_sweep_equals_linkwork_run_and_resumes(client, tmp_path):
+@pytest.mark.parametrize("where", ["dask", "local"])
+def test_a_sweep_equals_linkwork_run_and_resumes(where, request, tmp_path):
+    """On a Dask LocalCluster's workers and on the sweep's own worker threads (no Dask)."""
+    client = request.getfixturevalue("client") if where == "dask" else None
     d = doc(grid={"joints[0].rate": [3.0, 8.0], "forces[0].stiffness": [100.0, 400.0]},
             settings={"t_end": 0.5, "dt": 0.01})
     spec = sweep_from_dict(d)
     out = tmp_path / "out"
-    df = sweep.run_sweep(spec, client=client, out=out)
+    df = sweep.run_sweep(spec, client=client, out=out, workers=2)
     assert list(df["case"]) == [0, 1, 2, 3] and set(df["status"]) == {"ok"}
-    assert df["worker"].str.startswith("tcp://127.0.0.1:").all()
+    assert df["worker"].str.startswith("tcp://127.0.0.1:" if where == "dask" else "local-").all()
     back = sweep.read_summary(out / "summary.parquet")
     assert back.equals(df)
     for pc in prepare_cases(spec):
@@ -56,7 +59,7 @@ def test_local_cluster_sweep_equals_linkwork_run_and_resumes(client, tmp_path):
     # resume: two cases lose their trajectory; only they are computed again
     (out / "runs" / "case-00001.csv").unlink()
     (out / "runs" / "case-00002.csv").unlink()
-    df2 = sweep.run_sweep(spec, client=client, out=out)
+    df2 = sweep.run_sweep(spec, client=client, out=out, workers=2)
     first = df.set_index("case")["session"]
     again = df2.set_index("case")["session"]
     assert list(again == first) == [True, False, False, True]
@@ -177,3 +180,26 @@ def test_a_trajectory_that_cannot_be_written_fails_its_case_and_the_sweep_goes_o
     runs = tmp_path / "out" / "runs"
     assert (runs / "case-00000.csv").exists() and (runs / "case-00002.csv").exists()
     assert not (runs / "case-00001.csv").exists()
+
+
+@pytest.mark.xdist_group("dask")
+def test_the_summary_is_rewritten_at_most_once_per_interval_and_whole_at_the_end(tmp_path, monkeypatch):
+    """Rewriting the summary costs tens of ms: while cases finish it is written at most
+    once per ``SWEEP_SUMMARY_INTERVAL`` (here never in between), before the first case
+    and at the end, which has every case."""
+    from linkwork.engine import config
+    from linkwork.engine.sweep import driver
+
+    writes = []
+    real = driver.write_summary
+    monkeypatch.setattr(driver, "write_summary", lambda path, df: (writes.append(len(df)), real(path, df)))
+    monkeypatch.setattr(config, "SWEEP_SUMMARY_INTERVAL", 1e9)
+    spec = sweep_from_dict(doc(grid={"forces[0].stiffness": [100.0, 200.0, 300.0, 400.0]},
+                               settings={"t_end": 0.2, "dt": 0.01}))
+    df = sweep.run_sweep(spec, out=tmp_path / "a", workers=2)
+    assert writes == [0, 4] and list(df["status"]) == ["ok"] * 4
+    writes.clear()
+    monkeypatch.setattr(config, "SWEEP_SUMMARY_INTERVAL", 0.0)
+    df = sweep.run_sweep(spec, out=tmp_path / "b", workers=2)
+    assert writes[0] == 0 and writes[-1] == 4 and len(writes) >= 3  # as cases finish, then the end
+    assert sweep.read_summary(tmp_path / "b" / "summary.parquet").equals(df)

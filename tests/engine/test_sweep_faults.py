@@ -110,7 +110,9 @@ def test_the_command_line_refuses_bad_limits_and_faults(tmp_path, capsys):
     for args, message in ((["--case-timeout", "-3"], "must be > 0 seconds"),
                           (["--case-timeout", "soon"], "not a number of seconds"),
                           (["--inject-fault", "1:explode"], "unknown fault 'explode'"),
-                          (["--inject-fault", "7:stall"], "--inject-fault: no case 7 (the sweep has cases 0..1)")):
+                          (["--inject-fault", "7:stall"], "--inject-fault: no case 7 (the sweep has cases 0..1)"),
+                          (["--inject-fault", "1:kill-worker"], "kills a Dask worker: add --dask (or --scheduler)"),
+                          (["--dask", "--scheduler", "tcp://127.0.0.1:1"], "give one of them")):
         try:
             rc = cli_main(["sweep", str(f), "--out", str(tmp_path / "o")] + args)
         except SystemExit as exc:  # argparse's refusal
@@ -118,6 +120,70 @@ def test_the_command_line_refuses_bad_limits_and_faults(tmp_path, capsys):
         assert rc == 2
         assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.xdist_group("dask")
+def test_without_dask_a_stalling_case_and_a_killed_process_are_recorded_the_same_way(tmp_path):
+    """The sweep's own worker threads (no Dask) meet the same faults the same way: the
+    stalling case stopped at the limit, the killed one retried and recorded, the others
+    equal to the same case run in this process; and ``kill-worker`` is refused (there
+    is no worker process to kill)."""
+    spec = sweep_from_dict(doc(grid={"forces[0].stiffness": [100.0, 150.0, 200.0, 250.0]}, case_timeout=LIMIT))
+    with pytest.raises(sweep.SweepError, match="'kill-worker' kills a Dask worker"):
+        sweep.run_sweep(spec, out=tmp_path / "no", inject={1: "kill-worker"})
+    assert not (tmp_path / "no").exists()
+    give_up = threading.Event()
+    guard = threading.Timer(GUARD_SECONDS, give_up.set)
+    guard.start()
+    try:
+        df = sweep.run_sweep(spec, out=tmp_path / "out", workers=2, inject={1: "stall", 2: "kill"}, cancel=give_up)
+    finally:
+        guard.cancel()
+    assert not give_up.is_set(), f"the sweep did not end in {GUARD_SECONDS} s"
+    assert list(df["status"]) == ["ok", "failed", "failed", "ok"]
+    assert [None if isinstance(x, float) else x for x in df["fault"]] == [None, "time limit", "killed", None]
+    assert set(df["worker"]) <= {"local-1", "local-2"}
+    assert df.iloc[1]["message"].startswith(f"exceeded the per-case time limit of {LIMIT:g} s at t = 0.1 s")
+    assert df.iloc[2]["message"].startswith("the process running the case was killed by signal 9 (SIGKILL) at "
+                                            "t = 0.1 s of the simulation, on each of its 2 attempts")
+    for i in (0, 3):
+        pc = prepare_cases(spec)[i]
+        want = run_case(pc.doc, pc.settings, spec.keep, "csv")
+        assert (tmp_path / "out" / "runs" / f"case-{i:05d}.csv").read_text() == want["csv"]
+
+
+@pytest.mark.xdist_group("dask")
+def test_cancelling_a_sweep_without_dask_stops_its_running_cases_at_once(tmp_path):
+    """Cancel while both workers' cases stall in compiled code: the sweep returns within
+    seconds, its runner processes are gone, and the summary holds no unfinished case."""
+    import psutil
+
+    spec = sweep_from_dict(doc(grid={"forces[0].stiffness": [100.0, 150.0, 200.0, 250.0]}))
+    cancel = threading.Event()
+    seen = {}
+
+    def is_runner(proc):
+        try:
+            return "serve(" in " ".join(proc.cmdline())
+        except psutil.NoSuchProcess:  # another child of this process, ended since
+            return False
+
+    def progress(p):
+        if p.running == 2 and "t" not in seen:
+            seen["t"] = time.perf_counter()
+            seen["runners"] = [c for c in psutil.Process().children() if is_runner(c)]
+            threading.Timer(3.0, cancel.set).start()  # both are in their stall by then
+
+    t0 = time.perf_counter()
+    df = sweep.run_sweep(spec, out=tmp_path / "out", workers=2, inject={0: "stall", 1: "stall"}, cancel=cancel,
+                         progress=progress)
+    assert "t" in seen, "the two cases were never seen running"
+    assert time.perf_counter() - seen["t"] < 3.0 + 10.0, time.perf_counter() - t0
+    assert len(df) == 0 or set(df["status"]) <= {"ok"}
+    runners = seen["runners"]
+    assert len(runners) == 2
+    _, alive = psutil.wait_procs(runners, timeout=10)
+    assert not alive, "a runner outlived the cancelled sweep"
 
 
 # -- the summary when the client is killed ----------------------------------------------
@@ -183,8 +249,10 @@ def test_the_summary_stays_readable_when_the_sweep_client_is_killed(tmp_path):
     import psutil
 
     f = tmp_path / "s.sweep.json"
-    f.write_text(json.dumps(doc(grid={"forces[0].stiffness": [100.0 + 10 * i for i in range(16)]},
-                                settings={"t_end": 1.0, "dt": 0.01})))
+    # cases long enough (0.2-0.5 s each) that the summary, rewritten at most once a second,
+    # has some of them while others run
+    f.write_text(json.dumps(doc(grid={"forces[0].stiffness": [100.0 + 10 * i for i in range(24)]},
+                                settings={"t_end": 20.0, "dt": 0.01})))
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "linkwork.engine.cli", "sweep", str(f), "--out", str(out), "--workers", "2",
            "--quiet"]
@@ -206,7 +274,7 @@ def test_the_summary_stays_readable_when_the_sweep_client_is_killed(tmp_path):
     back = sweep.read_summary(summary)
     assert back is not None and set(back["status"]) == {"ok"}
     n = len(back)
-    assert 4 <= n < 16
+    assert 4 <= n < 24
     for case in back["case"]:
         assert (out / "runs" / f"case-{case:05d}.csv").exists()
     gone, alive = psutil.wait_procs(family, timeout=30)
@@ -215,7 +283,7 @@ def test_the_summary_stays_readable_when_the_sweep_client_is_killed(tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     final = sweep.read_summary(summary)
-    assert list(final["case"]) == list(range(16)) and set(final["status"]) == {"ok"}
+    assert list(final["case"]) == list(range(24)) and set(final["status"]) == {"ok"}
     sessions = final.set_index("case")["session"]
     assert (sessions[back["case"]] == back.set_index("case")["session"]).all()  # kept, not computed again
     assert final["session"].nunique() == 2
