@@ -203,11 +203,34 @@ def _interval(cls, method, form, bound, t0, y, t1, rtol, atol, h, cap, cancelled
     return solver.y, h
 
 
+#: the adaptive integrators whose steps can run in compiled code (:mod:`.formulations.erk_kernel`)
+COMPILED_STEPS = ("rk45", "dop853")
+
+
+def compiled_rates(form, method: str):
+    """The formulation's right-hand side for compiled ``rk45`` / ``dop853`` steps
+    (:meth:`~.formulations.base.Formulation.rates_kernel`), or None where scipy's solver
+    steps: another method, a formulation without one, or ``LINKWORK_COMPILED_STEPS=0``."""
+    import os
+
+    if method not in COMPILED_STEPS or os.environ.get("LINKWORK_COMPILED_STEPS", "1") == "0":
+        return None
+    offer = getattr(form, "rates_kernel", None)  # any object with rhs, as scipy's solvers take it
+    return offer() if offer is not None else None
+
+
 def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: float, atol: float,
               cancelled: Callable[[], bool], stall_steps: int | None = None) -> Iterator:
     import scipy.integrate
 
-    cls = getattr(scipy.integrate, SCIPY_METHODS[method])
+    rates = compiled_rates(form, method)
+    if rates is not None:  # scipy's algorithm, its steps in compiled code
+        from .formulations.erk_kernel import CompiledRK
+
+        def cls(fun, t0, y, t_bound, **kwargs):
+            return CompiledRK(method, rates, t0, y, t_bound, **kwargs)
+    else:
+        cls = getattr(scipy.integrate, SCIPY_METHODS[method])
     ts = output_times(dt, t_end)
     stall = None if not stall_steps else _Stall(stall_steps, dt, method)
     yield ts[0], y0

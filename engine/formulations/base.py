@@ -377,6 +377,12 @@ class Formulation(ABC):
         default) where the Python pipeline makes them."""
         return None
 
+    def rates_kernel(self):
+        """The right-hand side as compiled code calls it (:class:`.erk_kernel.Rates`:
+        ``rk45`` and ``dop853`` then take their steps in compiled code), or None (the
+        default) where :meth:`rhs` is Python's to call."""
+        return None
+
     #: what a non-finite right-hand side means for this formulation (SingularSystemError)
     not_finite = "the right-hand side is not finite"
 

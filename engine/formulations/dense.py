@@ -376,6 +376,16 @@ class DenseFormulation(Formulation):
             return None  # inside the filtered window: cross it freely
         return config.SINGULAR_STEP_FRACTION * s / float(wt[solve.RATE])
 
+    def rates_kernel(self):
+        """:meth:`.base.Formulation.rates_kernel`: the operations kernel's RHS, where
+        :meth:`rhs` is this class's own, without drivers (their clock is Python's)."""
+        from .erk_kernel import OPERATION, Rates
+
+        if ("rhs" in vars(self) or type(self).rhs is not DenseFormulation.rhs or self.model.nd
+                or self._k.kernel is not solve.entry):
+            return None
+        return Rates(self._k, OPERATION, self, self.work.clock, solve.RHS)
+
     # --------------------------------------------------------------- output
     def row_kernels(self):
         """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`): the

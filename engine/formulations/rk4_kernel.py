@@ -106,25 +106,37 @@ call_float = intrinsic(_call_with_tuple(types.float64, float("nan")))
 _ANY_PROTO = types.TypeRef(types.none)
 
 
-@intrinsic
-def call_by_table(typingctx, address, desc, a, b):
-    """Call a state kernel ``kernel(desc, proto, a, b) -> float64`` at ``address`` (numba's
-    native entry for its table's type and these arrays: :meth:`.base.StateKernel.native`)
-    with its table ``desc`` alone: ``proto`` is a type, read by the kernel when it was
-    compiled, and passed as a null pointer.  A kernel's address and table can then be
-    held in another kernel's table.  NaN if it raised."""
-    if not isinstance(address, types.Integer):
-        return None
-    argtys = (desc, _ANY_PROTO, a, b)
+def _by_table(restype, failed):
+    """An intrinsic ``(address, desc, a, b) -> restype`` calling a state kernel
+    ``kernel(desc, proto, a, b) -> restype`` at ``address`` (numba's native entry for its
+    table's type and these arrays: :meth:`.base.StateKernel.native`) with its table
+    ``desc`` alone: ``proto`` is a type, read by the kernel when it was compiled, and
+    passed as a null pointer.  A kernel's address and table can then be held in another
+    kernel's table, and a caller is compiled once for every workspace type.  ``failed``
+    if it raised."""
 
-    def codegen(context, builder, signature, args):
-        fnty = context.call_conv.get_function_type(types.float64, argtys)
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        values = [args[1], context.get_constant_null(_ANY_PROTO), args[2], args[3]]
-        status, res = context.call_conv.call_function(builder, fn, types.float64, argtys, values)
-        return builder.select(status.is_ok, res, context.get_constant(types.float64, float("nan")))
+    def typer(typingctx, address, desc, a, b):
+        if not isinstance(address, types.Integer):
+            return None
+        argtys = (desc, _ANY_PROTO, a, b)
 
-    return types.float64(address, desc, a, b), codegen
+        def codegen(context, builder, signature, args):
+            fnty = context.call_conv.get_function_type(restype, argtys)
+            fn = builder.inttoptr(args[0], fnty.as_pointer())
+            values = [args[1], context.get_constant_null(_ANY_PROTO), args[2], args[3]]
+            status, res = context.call_conv.call_function(builder, fn, restype, argtys, values)
+            return builder.select(status.is_ok, res, context.get_constant(restype, failed))
+
+        return restype(address, desc, a, b), codegen
+
+    return typer
+
+
+#: ``call_by_table(address, desc, a, b) -> float``: an operations kernel (NaN if it raised)
+call_by_table = intrinsic(_by_table(types.float64, float("nan")))
+#: ``call_by_table_bool(address, desc, y, out) -> bool``: a right-hand side's state kernel
+#: (False if it raised)
+call_by_table_bool = intrinsic(_by_table(types.boolean, False))
 
 
 def native_address(kernel, *args) -> int:

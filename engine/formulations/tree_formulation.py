@@ -123,6 +123,17 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
             raise SingularSystemError(t, self.not_finite)
         return out
 
+    def rates_kernel(self):
+        """:meth:`.base.Formulation.rates_kernel`: ``self._kernel``'s rates, where
+        :meth:`rhs` is this class's own (not replaced on the object: ``dca``'s two roles
+        and drivers) and the kernel compiled."""
+        from .erk_kernel import STATE, Rates
+
+        if ("rhs" in vars(self) or type(self).rhs is not TreeFormulation.rhs or self.model.nd
+                or not hasattr(self._kernel.kernel, "overloads")):
+            return None
+        return Rates(self._kernel, STATE, self)
+
     def rk4_steps(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
         """``n`` rk4 steps from ``(t0, y)`` to ``t1`` in one kernel call where a step is this
         class's own (:mod:`.rk4_kernel`: the same arithmetic, bit for bit); the generic
