@@ -162,9 +162,21 @@ def _whole_run(args, argv) -> int:
     except ValueError as exc:
         print(f"linkwork bench: {exc}", file=sys.stderr)
         return 2
+    from ..integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS
+
+    known = ODE_INTEGRATORS + STEPPER_INTEGRATORS
+    if args.integrator is not None and args.integrator not in known:
+        print(f"linkwork bench: unknown integrator {args.integrator!r} (available: {', '.join(known)})",
+              file=sys.stderr)
+        return 2
+    if any(v is not None and not v > 0 for v in (args.rtol, args.atol)):
+        print("linkwork bench: --rtol and --atol must be > 0", file=sys.stderr)
+        return 2
+    settings = {k: v for k, v in (("integrator", args.integrator), ("rtol", args.rtol), ("atol", args.atol))
+                if v is not None}
     line = "linkwork bench " + " ".join(argv if argv is not None else sys.argv[2:])
     out = None if args.out_dir == "-" else Path(args.out_dir)
-    run_whole(line.strip(), forms, examples, args.t_end, args.rounds, args.peers, args.threads, out)
+    run_whole(line.strip(), forms, examples, args.t_end, args.rounds, args.peers, args.threads, out, settings)
     return 0
 
 
@@ -204,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated example names (file stems, e.g. fourbar-crank-rocker) [all bundled]")
     w.add_argument("--rounds", type=int, default=3, help="timed rounds, best kept [%(default)s]")
     w.add_argument("--threads", type=int, default=None, help="Linkwork's engine threads [automatic]")
+    w.add_argument("--integrator", default=None, metavar="NAME",
+                   help="Linkwork's integrator for every run (rk4, rk45, dop853, ...) [each example's default]")
+    w.add_argument("--rtol", type=float, default=None, help="with an adaptive --integrator [the defaults']")
+    w.add_argument("--atol", type=float, default=None, help="with an adaptive --integrator [the defaults']")
     w.add_argument("--out-dir", default="benchmarks/results",
                    help="where whole-run-<date>.json and .md go [%(default)s]; '-' writes nothing")
     args = p.parse_args(argv)

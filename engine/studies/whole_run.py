@@ -80,12 +80,16 @@ def formulations_for(model, which: str | list[str] | None) -> list[str]:
 class LinkworkEntry:
     """One formulation on one example: warm-up, per-unit time, timed rounds."""
 
-    def __init__(self, model, formulation: str, t_end: float, threads: int | None):
+    def __init__(self, model, formulation: str, t_end: float, threads: int | None, settings: dict | None = None):
+        """``settings``: run settings over the example's defaults (``integrator``,
+        ``rtol``, ``atol``); raises :class:`~engine.errors.SettingsError` where the
+        formulation refuses them."""
         from ..simulation import file_defaults, resolve_settings
 
         self.model = model
         self.name = formulation
-        s = file_defaults(model, formulation).replace(formulation=formulation, t_end=t_end, threads=threads)
+        s = file_defaults(model, formulation).replace(formulation=formulation, t_end=t_end, threads=threads,
+                                                      **(settings or {}))
         self.settings = resolve_settings(model, s)
         self.best = math.inf
         self.result: dict = {"formulation": formulation, "integrator": self.settings.integrator,
@@ -314,8 +318,12 @@ def _peer(cls, model, V0, dt, t_end, label: str):
         return f"{label} could not build the model: {type(exc).__name__}: {exc}"
 
 
-def measure_example(path: Path, forms, t_end: float, rounds: int, peers: bool, threads: int | None) -> dict:
-    """Every entry of one example, timed round by round (module docstring)."""
+def measure_example(path: Path, forms, t_end: float, rounds: int, peers: bool, threads: int | None,
+                    settings: dict | None = None) -> dict:
+    """Every entry of one example, timed round by round (module docstring); ``settings``:
+    run settings over the defaults (:class:`LinkworkEntry`), a formulation that refuses
+    them left out."""
+    from ..errors import SettingsError
     from ..model import load_model
     from .exudyn_model import available as exudyn_available
 
@@ -326,7 +334,15 @@ def measure_example(path: Path, forms, t_end: float, rounds: int, peers: bool, t
     if not names:
         out["refused"] = "no formulation asked for accepts this mechanism"
         return out
-    entries = [LinkworkEntry(model, f, t_end, threads) for f in names]
+    entries = []
+    for f in names:
+        try:
+            entries.append(LinkworkEntry(model, f, t_end, threads, settings))
+        except SettingsError as exc:
+            log(f"  {stem}: {f} refuses {settings}: {exc}")
+    if not entries:
+        out["refused"] = f"no formulation asked for accepts this mechanism with {settings}"
+        return out
     for e in entries:
         log(f"  {stem}: warming up {e.name}")
         e.warm()
@@ -456,8 +472,10 @@ def markdown(result: dict) -> str:
 
 
 def run(argv_line: str, forms, examples: list[str] | None, t_end: float, rounds: int, peers: bool,
-        threads: int | None, out_dir: Path | None) -> dict:
-    """Measure, print the table, write JSON and Markdown (unless ``out_dir`` is None)."""
+        threads: int | None, out_dir: Path | None, settings: dict | None = None) -> dict:
+    """Measure, print the table, write JSON and Markdown (unless ``out_dir`` is None);
+    ``settings``: run settings over every example's defaults (``integrator``, ``rtol``,
+    ``atol``)."""
     now = datetime.datetime.now()
     result = {"date": now.isoformat(timespec="seconds"), "cpu": cpu_name(), "command": argv_line,
               "t_end": t_end, "rounds": rounds, "peers": peers, "examples": []}
@@ -466,7 +484,7 @@ def run(argv_line: str, forms, examples: list[str] | None, t_end: float, rounds:
     paths = example_paths(examples)
     for k, path in enumerate(paths):
         log(f"[{k + 1}/{len(paths)}] {path.name}")
-        result["examples"].append(measure_example(path, forms, t_end, rounds, peers, threads))
+        result["examples"].append(measure_example(path, forms, t_end, rounds, peers, threads, settings))
     print(f"linkwork bench --whole-run  {result['date']}  {result['cpu']}  ({t_end:g} s per run, best of "
           f"{rounds} rounds)")
     for line in table_lines(result["examples"], peers):
