@@ -137,10 +137,16 @@ def examples() -> list[Path]:
     return sorted(examples_dir().glob("*.mech.json"))
 
 
+#: the formulation whose warm-up also compiles the adaptive integrators' steps
+#: (:mod:`.formulations.erk_kernel`: compiled once for every formulation, so once is enough)
+ADAPTIVE_WARMER = "dca"
+
+
 def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> tuple[int, list[str]]:
     """Run formulation ``name`` for two output steps on each mechanism file, at the
     file's own default settings and, with ``variants``, at the formulation's
-    ``warm_variants`` of them (dca: two threads on a long chain).  Returns how many ran
+    ``warm_variants`` of them (dca: two threads on a long chain); :data:`ADAPTIVE_WARMER`
+    also runs its first file with ``rk45``.  Returns how many ran
     and the errors of those that could not: files the formulation refuses are skipped quietly, a run that fails
     numerically has compiled its kernels all the same, anything else is reported
     (the warm-up never stops a set-up; the kernels then compile at first use)."""
@@ -155,7 +161,10 @@ def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> 
             model = load_model(path)
             s = file_defaults(model, name)
             s = s.replace(formulation=name, t_end=2 * s.dt)
-            for settings in [s, *(REGISTRY[name].warm_variants(model, s) if variants else [])]:
+            runs = [s, *(REGISTRY[name].warm_variants(model, s) if variants else [])]
+            if name == ADAPTIVE_WARMER and k == 0:
+                runs.append(s.replace(integrator="rk45"))  # the compiled adaptive steps, shared by all
+            for settings in runs:
                 for _chunk in Simulation(model, settings).run():
                     pass
             done += 1
