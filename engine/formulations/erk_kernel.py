@@ -399,17 +399,32 @@ class CompiledRK:
                  first_step: float | None = None, max_step: float = np.inf):
         tab = tableau(method)
         self.method, self.rates, self.tab = method, rates, tab
-        y = np.array(y0, dtype=np.float64)
-        n = y.shape[0]
+        n = len(y0)
+        self.sol = np.zeros(NSLOTS)
+        self._y = np.zeros(n)
+        self._y_old = np.zeros(n)
+        self._f = np.zeros(n)
+        self._K = np.zeros((tab.extended, n))
+        self._work = np.zeros((3, n))
+        self._args = (rates.address, rates.desc, rates.clock)
+        self._nfev = 0
+        self.restart(t0, y0, t_bound, rtol, atol, first_step, max_step)
+
+    def restart(self, t0: float, y0, t_bound: float, rtol: float, atol: float, first_step: float | None = None,
+                max_step: float = np.inf) -> "CompiledRK":
+        """Start again at ``(t0, y0)`` towards ``t_bound`` in this solver's arrays (a new
+        solver's state, as the constructor makes it; ``y0`` as long as before): the
+        integrator restarts its solver at every output instant of a run whose states are
+        projected there."""
         if not max_step > 0:
             raise ValueError("`max_step` must be positive.")
-        eps = np.finfo(float).eps
-        rtol = max(float(rtol), 100 * eps)  # scipy's floor (it warns)
+        rtol = max(float(rtol), 100 * np.finfo(float).eps)  # scipy's floor (it warns)
         if not atol >= 0:
             raise ValueError("`atol` must be positive.")
-        sol = np.zeros(NSLOTS)
+        tab, sol = self.tab, self.sol
+        sol[:] = 0.0
         sol[T], sol[T_OLD], sol[T_BOUND], sol[MAX_STEP], sol[RTOL], sol[ATOL] = t0, np.nan, t_bound, max_step, rtol, atol
-        sol[METHOD], sol[KIND], sol[OP] = tab.kind, rates.kind, rates.op
+        sol[METHOD], sol[KIND], sol[OP] = tab.kind, self.rates.kind, self.rates.op
         sol[NSTAGES], sol[ORDER], sol[H_PREV] = tab.stages, tab.order, np.nan
         if first_step is not None:
             if first_step <= 0:
@@ -417,18 +432,13 @@ class CompiledRK:
             if first_step > abs(t_bound - t0):
                 raise ValueError("`first_step` exceeds bounds.")
             sol[H_ABS] = first_step
-        self.sol, self._y = sol, y
         self._nfev = 0
-        self._y_old = np.zeros(n)
-        self._f = np.zeros(n)
-        self._K = np.zeros((tab.extended, n))
-        self._work = np.zeros((3, n))
-        self._dense_t = None
-        self._args = (rates.address, rates.desc, rates.clock)
-        ok = erk_start(*self._args, sol, y, self._f, self._work)
+        self._y[:] = y0
+        ok = erk_start(*self._args, sol, self._y, self._f, self._work)
         self._counted()
         if not ok:
             self._fail()
+        return self
 
     def _counted(self) -> None:
         """Hand the right-hand sides evaluated since the last call to the formulation's count."""

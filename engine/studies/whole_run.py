@@ -492,6 +492,8 @@ def run(argv_line: str, forms, examples: list[str] | None, t_end: float, rounds:
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         stem = out_dir / f"whole-run-{now.strftime('%Y-%m-%dT%H%M')}"
+        if stem.with_suffix(".json").exists():  # another run started in the same minute
+            stem = out_dir / f"whole-run-{now.strftime('%Y-%m-%dT%H%M%S')}"
         stem.with_suffix(".json").write_text(json.dumps(jsonable(result), indent=1), encoding="utf-8")
         stem.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
         print(f"\nwritten {stem}.json and {stem}.md")
