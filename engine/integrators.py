@@ -27,7 +27,7 @@ models cannot contain (docs/formulations.md, "Singular configurations").
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -78,6 +78,14 @@ def _largest(y):
             return np.nan
         m = max(m, a)
     return m
+
+
+class RowBlock(NamedTuple):
+    """Rows made and judged in compiled code (:mod:`engine.row_loop`), handed to the
+    pipeline as they are, between the states the integrators yield."""
+
+    rows: np.ndarray  # (n, ncols), read-only
+    t: float  # the last row's time
 
 
 class Refinement:
@@ -220,22 +228,28 @@ def compiled_rates(form, method: str):
 
 
 def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: float, atol: float,
-              cancelled: Callable[[], bool], stall_steps: int | None = None) -> Iterator:
+              cancelled: Callable[[], bool], stall_steps: int | None = None, rows=None,
+              room: Callable[[], int] | None = None) -> Iterator:
+    """The adaptive integrators' generator (the pipeline's protocol: ``(t, y)`` at each
+    output instant, a retry level sent back).  ``rows``: the compiled row loop of a
+    run that projects (:class:`engine.row_loop.AdaptiveRowLoop`), whose blocks of rows
+    it yields between the intervals it leaves to Python (``room()``: rows the pipeline
+    wants before its next chunk)."""
     import scipy.integrate
 
     rates = compiled_rates(form, method)
     if rates is not None:  # scipy's algorithm, its steps in compiled code
         from .formulations.erk_kernel import CompiledRK
 
-        made: list[CompiledRK] = []
+        solvers: list[CompiledRK] = []
 
         def cls(fun, t0, y, t_bound, **kwargs):
             # one solver, started again where the generator makes a new one: it never
             # steps an earlier solver after making the next
-            if made:
-                return made[0].restart(t0, y, t_bound, **kwargs)
-            made.append(CompiledRK(method, rates, t0, y, t_bound, **kwargs))
-            return made[0]
+            if solvers:
+                return solvers[0].restart(t0, y, t_bound, **kwargs)
+            solvers.append(CompiledRK(method, rates, t0, y, t_bound, **kwargs))
+            return solvers[0]
     else:
         cls = getattr(scipy.integrate, SCIPY_METHODS[method])
     ts = output_times(dt, t_end)
@@ -247,7 +261,18 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
         # (and after every step near a singular configuration), then restarting from the
         # projected state: no interpolation, and drift never outlives one interval.
         y, h = y0, None
-        for k in range(1, len(ts)):
+        k = 0
+        while k + 1 < len(ts):
+            k += 1
+            if rows is not None:
+                if cancelled():
+                    return
+                y = np.array(y, dtype=np.float64)  # the pipeline holds the yielded states
+                n, block, h = rows.block(k, y, room() if room is not None else len(ts), h, stall)
+                if n:
+                    k += n - 1
+                    yield RowBlock(block, float(ts[k]))
+                    continue
             t0, t1 = ts[k - 1], ts[k]
             level = 0
             while True:

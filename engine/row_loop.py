@@ -22,8 +22,10 @@ crosses between the two as one array (:meth:`Monitor.to_row_loop`).
 
 Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
 (:class:`~engine.formulations.base.RowKernels`: ``dense``; ``dca``; ``hdca``, ``rcr`` and
-``embedding`` on open trees), integrator ``rk4``, no drivers; ``LINKWORK_COMPILED_ROWS=0``
-turns it off (the Python pipeline alone, for comparing the two).
+``embedding`` on open trees), integrator ``rk4``, no drivers; and ``dense``'s ``rk45`` and
+``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
+:mod:`.formulations.erk_kernel` between the same evaluation, row and verdict);
+``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline alone, for comparing the two).
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ from .formulations.workspace import typeof_cached
 from .formulations.rk4_kernel import (
     _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
 )
-from .integrators import _largest, output_times, rk4_attempts
+from .formulations.erk_kernel import (
+    ATOL, FINISHED, H_ABS, H_PREV, KIND, MAX_STEP, METHOD, NFEV, NSTAGES, OP, ORDER, RTOL, RUNNING, STATUS, T, T_BOUND,
+    T_OLD, erk_start, erk_step,
+)
+from .formulations.erk_kernel import NSLOTS as NSLOTS_SOL
+from .formulations.dense_solve import NEAR as WATCH_NEAR
+from .integrators import RowBlock, _largest, output_times, rk4_attempts
 from .monitor import ACTIVE, MONITOR_SLOTS, plain_row
 
 
@@ -197,17 +205,91 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     return k1 - k0, count
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, times, span, y, clock, no_rates,
+             rows, mon, hist, A, B, C, E, E3, sol, sy, y_old, fy, K, work, stall):
+    """The output rows ``span[0] .. span[1] - 1`` of an ``rk45`` / ``dop853`` run of
+    ``dense`` (its operations kernel ``f``), each interval as
+    :func:`engine.integrators.scipy_ode` makes it for a formulation that projects:
+
+    1. a solver started again at ``(t0, y)`` towards ``t1`` (:func:`.formulations.erk_kernel.erk_start`;
+       its first step ``min(span[6], t1 - t0)``, the last interval's proposal, or chosen
+       where ``span[6]`` is 0), its steps (:func:`~.formulations.erk_kernel.erk_step`),
+       each after the singularity watch (operation ``span[2]``: the step bound's), the
+       stall guard's count of short steps in ``stall`` = (shortest step not counted,
+       limit, count); then the post-step (operation ``span[3]``) and the size check;
+    2. the evaluation (operation ``span[4]``), the check kernel ``c``, the recorder's row
+       ``r`` and the monitor's verdict, as :func:`rk4_rows`.
+
+    Stops before the first interval where anything has something to say -- the watch
+    finds the loops near a singular configuration (the step bound then limits steps and
+    projections follow each one: Python's), the steps collapse or fail, an evaluation
+    fails, the monitor speaks -- with ``y``, the recorder's continuity, the
+    formulation's own state, the proposal ``span[6]`` and the stall count as they were.
+    Returns ``(rows made, right-hand sides evaluated)``."""
+    k0 = np.int64(span[0])
+    k1 = np.int64(span[1])
+    op_watch, op_post, op_evaluate = span[2], span[3], span[4]
+    active = mon[ACTIVE] != 0.0
+    count = 0.0
+    n = y.shape[0]
+    for k in range(k0, k1):
+        _keep(ra, y)
+        h_keep, run_keep = span[6], stall[2]
+        t0, t1 = times[k - 1], times[k]
+        for i in range(NSLOTS_SOL):
+            if i != RTOL and i != ATOL and i != METHOD and i != KIND and i != OP and i != NSTAGES and i != ORDER:
+                sol[i] = 0.0
+        sol[T], sol[T_OLD], sol[T_BOUND], sol[MAX_STEP], sol[H_PREV] = t0, np.nan, t1, np.inf, np.nan
+        sol[H_ABS] = min(span[6], t1 - t0) if span[6] > 0.0 else 0.0
+        for i in range(n):
+            sy[i] = y[i]
+        kept = erk_start(f, f_desc, clock, sol, sy, fy, work)
+        while kept and sol[STATUS] == RUNNING:
+            clock[0] = sol[T]
+            clock[3] = op_watch
+            kept = call_operation(f, f_desc, f_proto, sy, no_rates) == 0.0 and ra.own[0][WATCH_NEAR] == 0.0
+            if not kept:
+                break
+            kept = erk_step(f, f_desc, clock, A, B, C, E, E3, sol, sy, y_old, fy, K, work) <= FINISHED
+            if kept:
+                if sol[T] - sol[T_OLD] >= stall[0]:
+                    stall[2] = 0.0
+                else:
+                    stall[2] += 1.0
+                    kept = stall[2] < stall[1]
+        count += sol[NFEV]
+        if kept:
+            for i in range(n):
+                y[i] = sy[i]
+            clock[0] = t1
+            clock[3] = op_post
+            kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+        kept = kept and _largest(y) <= 1e12
+        if kept:
+            clock[0] = t1
+            clock[1] = 0.0
+            clock[3] = op_evaluate
+            kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+        kept = kept and call_state_kernel(c, c_desc, c_proto, y, no_rates)
+        if kept:
+            out = rows[k - k0]
+            out[0] = t1
+            kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+        if kept and active:
+            kept = plain_row(mon, hist, t1, rows[k - k0], ra.V, ra.acc, ra.x, ra.health)
+        if not kept:
+            _restore(ra, y)
+            span[6], stall[2] = h_keep, run_keep
+            return k - k0, count
+        span[6] = sol[H_ABS]
+    return k1 - k0, count
+
+
 def enabled() -> bool:
     """Whether fixed-step runs make their rows in compiled code (``LINKWORK_COMPILED_ROWS``,
     on unless ``0``)."""
     return os.environ.get("LINKWORK_COMPILED_ROWS", "1") != "0"
-
-
-class RowBlock(NamedTuple):
-    """Rows made and judged in compiled code, handed to the pipeline as they are."""
-
-    rows: np.ndarray  # (n, ncols), read-only
-    t: float  # the last row's time
 
 
 #: the wall time a block of rows may take, at most (the live plots', pause's and cancel's pace)
@@ -334,6 +416,78 @@ class RowLoop:
             k += 1
 
 
+class AdaptiveRowLoop(RowLoop):
+    """:func:`erk_rows` bound to one ``rk45`` / ``dop853`` run of ``dense`` (its row
+    kernels, and its right-hand side for the compiled steps: ``rates``, a
+    :class:`~.formulations.erk_kernel.Rates`).  :meth:`block` is what
+    :func:`engine.integrators.scipy_ode` asks for at each output instant it reaches."""
+
+    def __init__(self, form, kernels, rates, recorder, monitor, settings, refinement):
+        from .formulations import dense_solve as solve
+        from .formulations.erk_kernel import tableau
+
+        super().__init__(form, kernels, recorder, monitor, settings, refinement, False)
+        tab = self.tab = tableau(settings.integrator)
+        self.sol = np.zeros(NSLOTS_SOL)
+        self.sol[RTOL], self.sol[ATOL] = max(float(settings.rtol), 100 * np.finfo(float).eps), settings.atol
+        self.sol[METHOD], self.sol[KIND], self.sol[OP] = tab.kind, rates.kind, rates.op
+        self.sol[NSTAGES], self.sol[ORDER] = tab.stages, tab.order
+        self.span[2], self.span[3], self.span[4] = solve.WATCH, solve.POST_STEP, solve.EVALUATE
+        self.stall = np.array([0.0, np.inf, 0.0])
+        self._solver = None
+
+    def _sized(self, y: np.ndarray) -> None:
+        super()._sized(y)
+        n = y.shape[0]
+        if self._solver is None or self._solver[0].shape[0] != n:
+            self._solver = (np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((self.tab.extended, n)), np.zeros((3, n)))
+
+    def _args(self, y):
+        tab = self.tab
+        return (self._kernels[0], self._kernels[1], self._kernels[2], *self._kernels[6:], self.ra, self.times,
+                self.span, y, self.clock, self._no_rates, self._rows, self.mon, self.hist, tab.A, tab.B, tab.C,
+                tab.E, tab.E3, self.sol, *self._solver, self.stall)
+
+    def _entry(self, y, stages=None):
+        if self._bound is None:
+            sig = tuple(typeof_cached(a) for a in self._args(y))
+            if sig not in erk_rows.overloads:
+                erk_rows.compile(sig)
+            self._bound = erk_rows.overloads[sig].entry_point
+        return self._bound
+
+    def block(self, k: int, y: np.ndarray, budget: int, h: float | None, stall) -> tuple[int, np.ndarray, float]:
+        """Rows for the output instants ``k, k + 1, ...`` from ``y`` (advanced in place),
+        the first interval's first step ``h`` (None: chosen), ``stall`` the integrator's
+        guard (None: off; its count carried in and out), as :meth:`RowLoop.block`:
+        (rows made, the rows, the next interval's first step)."""
+        n_max = min(len(self.times) - k, budget, max(1, int(BLOCK_SECONDS / self.per_row)))
+        if self._rows.shape[0] < n_max:
+            self._rows = np.empty((max(n_max, 64), self.ncols))
+        self._sized(y)
+        mon = self.monitor
+        if mon is not None and not mon.to_row_loop(self.mon, self.hist, False):
+            return 0, self._rows[:0], h
+        span = self.span
+        span[0], span[1], span[6] = k, k + n_max, 0.0 if h is None else h
+        if stall is not None:
+            self.stall[:] = stall.h_small, stall.limit, stall.run
+        else:
+            self.stall[:] = 0.0, np.inf, 0.0
+        c0 = time.perf_counter()
+        made, count = self._entry(y)(*self._args(y))
+        if made:
+            self.per_row = max((time.perf_counter() - c0) / made, 1e-7)
+        self.form.nfev += int(count)
+        if stall is not None:
+            stall.run = int(self.stall[2])
+        if mon is not None and made:
+            mon.from_row_loop(self.mon, self.hist)
+        out = self._rows[:made].copy()
+        out.setflags(write=False)
+        return made, out, (h if not made else float(span[6]))
+
+
 #: the methods whose work the row kernels do: replaced on a formulation object (a test's
 #: double, a study's wrapper), they leave its rows to Python
 REPLACEABLE = ("evaluate", "rhs", "rk4_steps", "post_step", "watch_singular", "health")
@@ -341,17 +495,34 @@ REPLACEABLE = ("evaluate", "rhs", "rk4_steps", "post_step", "watch_singular", "h
 
 def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) -> RowLoop | None:
     """The compiled row loop for this run, or None where the Python pipeline runs it: an
-    integrator other than ``rk4``, a formulation without row kernels or with one of
+    integrator other than ``rk4`` (``rk45`` and ``dop853``: ``dense`` alone,
+    :class:`AdaptiveRowLoop`), a formulation without row kernels or with one of
     :data:`REPLACEABLE` replaced on the object, kernels run as Python, or
     ``LINKWORK_COMPILED_ROWS=0``."""
-    if settings.integrator != "rk4" or form.kind != "ode" or not enabled() or not hasattr(rk4_rows, "overloads"):
+    if form.kind != "ode" or not enabled() or not hasattr(rk4_rows, "overloads"):
         return None
     if any(name in vars(form) for name in REPLACEABLE):
         return None  # a method replaced on this object: the kernels would not compute what it does
-    kernels = form.row_kernels()
-    if kernels is None:
+    if settings.integrator == "rk4":
+        kernels = form.row_kernels()
+        return None if kernels is None else RowLoop(form, kernels, recorder, monitor, settings, refinement,
+                                                    fixed_step)
+    return _adaptive(form, recorder, monitor, settings, refinement)
+
+
+def _adaptive(form, recorder, monitor, settings, refinement) -> AdaptiveRowLoop | None:
+    """``dense``'s ``rk45`` / ``dop853`` rows where its steps are compiled and it projects
+    (loops): the integrator's every other case is Python's."""
+    from .formulations import dense_solve as solve
+    from .integrators import compiled_rates
+
+    rates = compiled_rates(form, settings.integrator)
+    if rates is None or not form.projects or form.step_bound is None:
         return None
-    return RowLoop(form, kernels, recorder, monitor, settings, refinement, fixed_step)
+    kernels = form.row_kernels()
+    if kernels is None or kernels.entry_clock is None or kernels.ops != (solve.RK4, solve.EVALUATE):
+        return None  # not dense's operations kernel
+    return AdaptiveRowLoop(form, kernels, rates, recorder, monitor, settings, refinement)
 
 
-__all__ = ["RowBlock", "RowLoop", "enabled", "row_loop", "rk4_rows"]
+__all__ = ["AdaptiveRowLoop", "RowBlock", "RowLoop", "enabled", "erk_rows", "row_loop", "rk4_rows"]

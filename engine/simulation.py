@@ -196,14 +196,15 @@ class Simulation:
                     if not level:
                         break
                 y = yk
-        elif self._row_loop is not None:
+        elif self._row_loop is not None and s.integrator == "rk4":
             yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set, self.refinement)
         else:
             acts = self.monitor is not None and self.monitor.acts
             yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
-                                 self._cancel.is_set, config.STALL_STEPS if acts else None)
+                                 self._cancel.is_set, config.STALL_STEPS if acts else None, rows=self._row_loop,
+                                 room=lambda: self._room)
 
     def row_loop(self):
         """The compiled row loop a run would make its rows with now (:mod:`engine.row_loop`),

@@ -5,6 +5,7 @@ bundled mechanisms it runs and on random ones."""
 import numpy as np
 import pytest
 
+from linkwork.engine import config
 from linkwork.engine import generators as gen
 from linkwork.engine.errors import SimulationError
 from linkwork.engine.model import build_model, load_model
@@ -119,13 +120,16 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 def test_what_the_row_loop_leaves_to_python():
     """hdca, rcr and embedding on loops (their projections are Python), gears outside
     dense (embedding's joint-space rows), drivers (their columns are Python), adaptive
-    integrators."""
+    integrators but dense's rk45 and dop853 on loops, scipy's others."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="dca", t_end=0.1)).row_loop() is not None
     for form in ("hdca", "rcr", "embedding"):
         assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is None
-    assert Simulation(model, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
+    assert Simulation(model, Settings(formulation="dca", integrator="rk45", t_end=0.1)).row_loop() is None
+    chain = load_model(examples_dir() / "chain-8-revolute.mech.json")
+    assert Simulation(chain, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
+    assert Simulation(model, Settings(formulation="dense", integrator="lsoda", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "slider-crank-driven.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "geared-arm.mech.json")
@@ -158,3 +162,45 @@ def test_an_evaluation_patched_onto_the_class_leaves_the_rows_to_python(monkeypa
     assert sim.row_loop() is None
     sim.run_all()
     assert len(calls) == 7
+
+
+ADAPTIVE = ["parallelogram-fourbar", "fourbar-crank-rocker", "fivebar-redundant", "sprung-parallelogram",
+            "fourbar-geared", "double-loop-8", "ladder-2"]
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+@pytest.mark.parametrize("name", ADAPTIVE)
+def test_dense_adaptive_rows_are_the_pipelines_bit_for_bit(integrator, name, monkeypatch):
+    """dense's rk45 and dop853 rows on loops (:class:`engine.row_loop.AdaptiveRowLoop`):
+    the solver started again at each output instant, the singularity watch before each
+    step, the projection, evaluation, row and monitor verdict in compiled code, the
+    same rows as Python's compiled steps make -- through the parallelogram's folds, where
+    the watch hands the intervals near them to Python (its step bound and projections)."""
+    model = load_model(examples_dir() / f"{name}.mech.json")
+    s = file_defaults(model, "dense").replace(formulation="dense", integrator=integrator, rtol=1e-8, atol=1e-8,
+                                              t_end=2.0)
+    rows, error, stats, _ = _same(model, s, monkeypatch)
+    assert error is None and rows.shape[0] == 201
+
+
+def test_the_adaptive_row_loop_hands_intervals_back_and_keeps_the_stall_guard(monkeypatch):
+    """Near the parallelogram's folds the row loop hands intervals to Python (more
+    right-hand sides than Python alone: those intervals are integrated twice); a guard
+    whose limit is one short step stops both paths at the same place with the same
+    message."""
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    s = Settings(formulation="dense", integrator="rk45", rtol=1e-8, atol=1e-8, t_end=2.0)
+    fast = _run(model, s, monkeypatch, compiled=True)
+    slow = _run(model, s, monkeypatch, compiled=False)
+    assert fast[3] > slow[3]
+    monkeypatch.setattr(config, "STALL_STEPS", 1)
+    monkeypatch.setattr(config, "STALL_RATIO", 0.9)  # every step shorter than 0.9 dt is short
+    rows, error, _, _ = _same(model, s, monkeypatch)
+    assert error is not None and "steps collapsed" in error
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_loops_give_the_same_adaptive_rows(seed, monkeypatch):
+    model = build_model(gen.random_mechanism(500 + seed, 5, loops=2))
+    _same(model, Settings(formulation="dense", integrator="dop853", rtol=1e-9, atol=1e-9, t_end=1.0, dt=0.01),
+          monkeypatch)
