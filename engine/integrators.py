@@ -239,17 +239,7 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
 
     rates = compiled_rates(form, method)
     if rates is not None:  # scipy's algorithm, its steps in compiled code
-        from .formulations.erk_kernel import CompiledRK
-
-        solvers: list[CompiledRK] = []
-
-        def cls(fun, t0, y, t_bound, **kwargs):
-            # one solver, started again where the generator makes a new one: it never
-            # steps an earlier solver after making the next
-            if solvers:
-                return solvers[0].restart(t0, y, t_bound, **kwargs)
-            solvers.append(CompiledRK(method, rates, t0, y, t_bound, **kwargs))
-            return solvers[0]
+        cls = rates.solver(method)
     else:
         cls = getattr(scipy.integrate, SCIPY_METHODS[method])
     ts = output_times(dt, t_end)

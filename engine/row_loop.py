@@ -129,6 +129,20 @@ def _restore(ra, y):
     _copy1(ra.own[1], ra.own_back[1])
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _row(kept, c, c_desc, c_proto, r, r_desc, r_proto, ra, y, no_rates, t, out, mon, hist, active):
+    """After an evaluation that succeeded (``kept``): the check kernel ``c``, the
+    recorder's row kernel ``r`` at ``t`` into ``out`` and the monitor's verdict (where
+    ``active``); whether the row is kept."""
+    kept = kept and call_state_kernel(c, c_desc, c_proto, y, no_rates)
+    if kept:
+        out[0] = t
+        kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+    if kept and active:
+        kept = plain_row(mon, hist, t, out, ra.V, ra.acc, ra.x, ra.health)
+    return kept
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_desc, r_proto,
              ra, times, span, y, stages, clock, no_rates, rows, mon, hist):
@@ -192,13 +206,8 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
                 clock[1] = 0.0
                 clock[3] = op_evaluate
                 kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
-        kept = kept and call_state_kernel(c, c_desc, c_proto, y, no_rates)
-        if kept:
-            out = rows[k - k0]
-            out[0] = times[k]
-            kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
-        if kept and active:
-            kept = plain_row(mon, hist, times[k], rows[k - k0], ra.V, ra.acc, ra.x, ra.health)
+        kept = _row(kept, c, c_desc, c_proto, r, r_desc, r_proto, ra, y, no_rates, times[k], rows[k - k0], mon, hist,
+                    active)
         if not kept:
             _restore(ra, y)
             return k - k0, count
@@ -271,13 +280,7 @@ def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, tim
             clock[1] = 0.0
             clock[3] = op_evaluate
             kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
-        kept = kept and call_state_kernel(c, c_desc, c_proto, y, no_rates)
-        if kept:
-            out = rows[k - k0]
-            out[0] = t1
-            kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
-        if kept and active:
-            kept = plain_row(mon, hist, t1, rows[k - k0], ra.V, ra.acc, ra.x, ra.health)
+        kept = _row(kept, c, c_desc, c_proto, r, r_desc, r_proto, ra, y, no_rates, t1, rows[k - k0], mon, hist, active)
         if not kept:
             _restore(ra, y)
             span[6], stall[2] = h_keep, run_keep

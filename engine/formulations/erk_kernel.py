@@ -367,6 +367,21 @@ class Rates:
     def raise_at(self, t: float, y: np.ndarray) -> None:
         self.form.rhs(t, y)
 
+    def solver(self, method: str):
+        """A constructor with scipy's solver signature, ``(fun, t0, y, t_bound, **kwargs)``,
+        making :class:`CompiledRK` for ``method`` on these rates: one solver, started again
+        where the integrator makes a new one (it never steps an earlier solver after making
+        the next)."""
+        made: list[CompiledRK] = []
+
+        def make(fun, t0, y, t_bound, **kwargs):
+            if made:
+                return made[0].restart(t0, y, t_bound, **kwargs)
+            made.append(CompiledRK(method, self, t0, y, t_bound, **kwargs))
+            return made[0]
+
+        return make
+
     def count(self, n: int) -> None:
         self.form.nfev += n
 
