@@ -111,7 +111,7 @@ def _rms(x, scale):
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _combine(out, base, K, a, s, h):
-    """``out = base + h * (K[:s].T @ a[:s])`` (``base`` None-like when empty: see callers)."""
+    """``out = base + h * (K[:s].T @ a[:s])``: a stage's state, or the step's result with ``B``."""
     n = out.shape[0]
     for i in range(n):
         d = 0.0
