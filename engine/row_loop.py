@@ -44,10 +44,8 @@ from .formulations.rk4_kernel import (
     _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
 )
 from .formulations.erk_kernel import (
-    ATOL, FINISHED, H_ABS, H_PREV, KIND, MAX_STEP, METHOD, NFEV, NSTAGES, OP, ORDER, RTOL, RUNNING, STATUS, T, T_BOUND,
-    T_OLD, erk_start, erk_step,
+    FINISHED, H_ABS, NFEV, RUNNING, STATUS, T, T_OLD, erk_reset, erk_start, erk_step, solver_constants,
 )
-from .formulations.erk_kernel import NSLOTS as NSLOTS_SOL
 from .formulations.dense_solve import NEAR as WATCH_NEAR
 from .integrators import RowBlock, _largest, output_times, rk4_attempts
 from .monitor import ACTIVE, MONITOR_SLOTS, plain_row
@@ -216,14 +214,14 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
 
 @njit(cache=True, nogil=True, _nrt=False)
 def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, times, span, y, clock, no_rates,
-             rows, mon, hist, A, B, C, E, E3, sol, sy, y_old, fy, K, work, stall):
+             rows, mon, hist, A, B, C, E, E3, const, sol, sy, y_old, fy, K, work, stall):
     """The output rows ``span[0] .. span[1] - 1`` of an ``rk45`` / ``dop853`` run of
     ``dense`` (its operations kernel ``f``), each interval as
     :func:`engine.integrators.scipy_ode` makes it for a formulation that projects:
 
     1. a solver started again at ``(t0, y)`` towards ``t1`` (:func:`.formulations.erk_kernel.erk_start`;
        its first step ``min(span[6], t1 - t0)``, the last interval's proposal, or chosen
-       where ``span[6]`` is 0), its steps (:func:`~.formulations.erk_kernel.erk_step`),
+       where ``span[6]`` is 0; the run's constants ``const``), its steps (:func:`~.formulations.erk_kernel.erk_step`),
        each after the singularity watch (operation ``span[2]``: the step bound's), the
        stall guard's count of short steps in ``stall`` = (shortest step not counted,
        limit, count); then the post-step (operation ``span[3]``) and the size check;
@@ -246,11 +244,7 @@ def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, tim
         _keep(ra, y)
         h_keep, run_keep = span[6], stall[2]
         t0, t1 = times[k - 1], times[k]
-        for i in range(NSLOTS_SOL):
-            if i != RTOL and i != ATOL and i != METHOD and i != KIND and i != OP and i != NSTAGES and i != ORDER:
-                sol[i] = 0.0
-        sol[T], sol[T_OLD], sol[T_BOUND], sol[MAX_STEP], sol[H_PREV] = t0, np.nan, t1, np.inf, np.nan
-        sol[H_ABS] = min(span[6], t1 - t0) if span[6] > 0.0 else 0.0
+        erk_reset(sol, const, t0, t1, np.inf, min(span[6], t1 - t0) if span[6] > 0.0 else 0.0)
         for i in range(n):
             sy[i] = y[i]
         kept = erk_start(f, f_desc, clock, sol, sy, fy, work)
@@ -431,10 +425,8 @@ class AdaptiveRowLoop(RowLoop):
 
         super().__init__(form, kernels, recorder, monitor, settings, refinement, False)
         tab = self.tab = tableau(settings.integrator)
-        self.sol = np.zeros(NSLOTS_SOL)
-        self.sol[RTOL], self.sol[ATOL] = max(float(settings.rtol), 100 * np.finfo(float).eps), settings.atol
-        self.sol[METHOD], self.sol[KIND], self.sol[OP] = tab.kind, rates.kind, rates.op
-        self.sol[NSTAGES], self.sol[ORDER] = tab.stages, tab.order
+        self.const = solver_constants(settings.integrator, rates.kind, rates.op, settings.rtol, settings.atol)
+        self.sol = self.const.copy()
         self.span[2], self.span[3], self.span[4] = solve.WATCH, solve.POST_STEP, solve.EVALUATE
         self.stall = np.array([0.0, np.inf, 0.0])
         self._solver = None
@@ -449,7 +441,7 @@ class AdaptiveRowLoop(RowLoop):
         tab = self.tab
         return (self._kernels[0], self._kernels[1], self._kernels[2], *self._kernels[6:], self.ra, self.times,
                 self.span, y, self.clock, self._no_rates, self._rows, self.mon, self.hist, tab.A, tab.B, tab.C,
-                tab.E, tab.E3, self.sol, *self._solver, self.stall)
+                tab.E, tab.E3, self.const, self.sol, *self._solver, self.stall)
 
     def _entry(self, y, stages=None):
         if self._bound is None:

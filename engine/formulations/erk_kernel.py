@@ -85,7 +85,30 @@ def tableau(method: str) -> Tableau:
     return _TABLEAUX[method]
 
 
+def solver_constants(method: str, kind: int, op: int, rtol: float, atol: float) -> np.ndarray:
+    """A solver's scalars (:func:`erk_step`'s ``sol``) that stay through a run: the method,
+    the right-hand side's kind and operation, the tolerances (rtol at scipy's floor,
+    where scipy warns and raises it); every other slot 0, as :func:`erk_reset` starts."""
+    if not atol >= 0:
+        raise ValueError("`atol` must be positive.")
+    tab = tableau(method)
+    const = np.zeros(NSLOTS)
+    const[RTOL], const[ATOL] = max(float(rtol), 100 * np.finfo(float).eps), atol
+    const[METHOD], const[KIND], const[OP], const[NSTAGES], const[ORDER] = tab.kind, kind, op, tab.stages, tab.order
+    return const
+
+
 # -- the kernels ---------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def erk_reset(sol, const, t0, t_bound, max_step, h):
+    """A new solver's scalars in ``sol``: ``const`` (:func:`solver_constants`), at ``t0``
+    towards ``t_bound``, steps at most ``max_step``, the first ``h`` (0: chosen by
+    :func:`erk_start`)."""
+    for i in range(sol.shape[0]):
+        sol[i] = const[i]
+    sol[T], sol[T_OLD], sol[T_BOUND], sol[MAX_STEP], sol[H_PREV], sol[H_ABS] = t0, np.nan, t_bound, max_step, np.nan, h
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -416,6 +439,7 @@ class CompiledRK:
         self.method, self.rates, self.tab = method, rates, tab
         n = len(y0)
         self.sol = np.zeros(NSLOTS)
+        self._const = None  # solver_constants, for the tolerances of the last start
         self._y = np.zeros(n)
         self._y_old = np.zeros(n)
         self._f = np.zeros(n)
@@ -433,20 +457,16 @@ class CompiledRK:
         projected there."""
         if not max_step > 0:
             raise ValueError("`max_step` must be positive.")
-        rtol = max(float(rtol), 100 * np.finfo(float).eps)  # scipy's floor (it warns)
-        if not atol >= 0:
-            raise ValueError("`atol` must be positive.")
-        tab, sol = self.tab, self.sol
-        sol[:] = 0.0
-        sol[T], sol[T_OLD], sol[T_BOUND], sol[MAX_STEP], sol[RTOL], sol[ATOL] = t0, np.nan, t_bound, max_step, rtol, atol
-        sol[METHOD], sol[KIND], sol[OP] = tab.kind, self.rates.kind, self.rates.op
-        sol[NSTAGES], sol[ORDER], sol[H_PREV] = tab.stages, tab.order, np.nan
+        const = self._const
+        if const is None or const[RTOL] != max(float(rtol), 100 * np.finfo(float).eps) or const[ATOL] != atol:
+            const = self._const = solver_constants(self.method, self.rates.kind, self.rates.op, rtol, atol)
         if first_step is not None:
             if first_step <= 0:
                 raise ValueError("`first_step` must be positive.")
             if first_step > abs(t_bound - t0):
                 raise ValueError("`first_step` exceeds bounds.")
-            sol[H_ABS] = first_step
+        sol = self.sol
+        erk_reset(sol, const, float(t0), float(t_bound), float(max_step), 0.0 if first_step is None else float(first_step))
         self._nfev = 0
         self._y[:] = y0
         ok = erk_start(*self._args, sol, self._y, self._f, self._work)
