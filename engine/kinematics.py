@@ -311,6 +311,38 @@ def subtree_sums(parent, x, P, W, out):
                 out[p, k] += tmp[k]
 
 
+@njit(cache=True, nogil=True, _nrt=True)
+def joint_momenta(mk, nv_j, mass, inertia, x, R, P, S, v, V, c, H, h, out):
+    """``p = M v`` at the poses in ``x``, ``R``, ``P``, ``S``: the body momenta ``H`` (about
+    each COM: ``m v_c``, ``R I R^T w``) of the twists ``V`` of ``v`` (:func:`fk_velocities`,
+    with ``c``), summed over each tree joint's subtree about its point (``h``,
+    :func:`subtree_sums`) and projected on its freedoms: ``out[c] = S_c . h_k``.  ``hdca``'s
+    momenta of given velocities (its impulse reset, :mod:`.formulations.stabilise`)."""
+    fk_velocities(mk, x, P, S, v, V, c)
+    nb = x.shape[0]
+    for i in range(nb):
+        for k in range(3):
+            H[i, k] = mass[i] * V[i, k]
+        w0, w1, w2 = V[i, 3], V[i, 4], V[i, 5]
+        t0 = R[i, 0, 0] * w0 + R[i, 1, 0] * w1 + R[i, 2, 0] * w2  # R^T w: in the body frame
+        t1 = R[i, 0, 1] * w0 + R[i, 1, 1] * w1 + R[i, 2, 1] * w2
+        t2 = R[i, 0, 2] * w0 + R[i, 1, 2] * w1 + R[i, 2, 2] * w2
+        J = inertia[i]
+        u0 = J[0, 0] * t0 + J[0, 1] * t1 + J[0, 2] * t2
+        u1 = J[1, 0] * t0 + J[1, 1] * t1 + J[1, 2] * t2
+        u2 = J[2, 0] * t0 + J[2, 1] * t1 + J[2, 2] * t2
+        for r in range(3):
+            H[i, 3 + r] = R[i, r, 0] * u0 + R[i, r, 1] * u1 + R[i, r, 2] * u2
+    subtree_sums(mk.parent, x, P, H, h)
+    v_adr = mk.v_adr
+    for k in range(nb):
+        for col in range(v_adr[k], v_adr[k] + nv_j[k]):
+            s = 0.0
+            for j in range(6):
+                s += S[col, j] * h[k, j]
+            out[col] = s
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def qdot_from_v(mk, q, v, qd):
     """Time derivative of the tree coordinates (quaternion kinematics for spherical joints)."""

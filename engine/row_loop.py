@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .formulations.base import StateKernel
+from .formulations.base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, StateKernel
 from .formulations.workspace import typeof_cached
 from .formulations.rk4_kernel import (
     _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
@@ -85,7 +85,7 @@ class RowArrays(NamedTuple):
     reactions: np.ndarray  # (nj, 6) joint reactions, the formulation's evaluation
     health: np.ndarray  # (2,) [1.0 if reported, the loop conditioning], the check kernel
     mk: tuple  # the kinematic arrays (KinArrays): a two-kernel step normalises the quaternions with them
-    tick: np.ndarray  # (5,) the post-step's clock: [t0, t1, n, steps done, failed] (RowKernels.tick)
+    tick: np.ndarray  # (6,) the post-step's clock: the TICK_* slots (RowKernels.tick)
     qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
     jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
     own: tuple  # two 1-D arrays of the formulation's state that a step or an evaluation changes
@@ -158,6 +158,9 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
        state's size check (:func:`engine.integrators._check`);
     2. the evaluation: ``f`` without rates (``f`` then ``p`` without rates for two
        kernels; the operation ``span[4]``), then the formulation's check kernel ``c``;
+       where ``span[7]`` (:attr:`.base.RowKernels.reuse`), ``f`` with its rates into
+       ``stages[0]``, which the next interval's first step takes as its k1 -- or nothing,
+       where the post-step left that evaluation made (``TICK_FRESH``);
     3. the recorder's row kernel ``r`` (:func:`engine.results._row`) from ``ra``;
     4. the monitor's verdict (:func:`engine.monitor.plain_row`), where ``mon[ACTIVE]``.
 
@@ -171,18 +174,22 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     op_evaluate = span[4]
     nq = np.int64(span[5])
     quaternions = span[6] != 0.0
+    reuse = span[7] != 0.0
     active = mon[ACTIVE] != 0.0
     count = 0
+    known = False  # stages[0] holds f at y: the last evaluation's rates
     for k in range(k0, k1):
         _keep(ra, y)
         clock[0] = times[k - 1]
         clock[1] = times[k]
         clock[2] = n
         if op_step == 0.0:
-            ra.tick[0], ra.tick[1], ra.tick[2], ra.tick[3], ra.tick[4] = times[k - 1], times[k], n, 0.0, 0.0
+            ra.tick[TICK_T0], ra.tick[TICK_T1], ra.tick[TICK_N] = times[k - 1], times[k], n
+            ra.tick[TICK_I], ra.tick[TICK_FAILED], ra.tick[TICK_FRESH] = 0.0, 0.0, 0.0
+            clock[3] = 1.0 if known else 0.0
             made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
             count += made
-            kept = t_bad != t_bad and ra.tick[4] == 0.0
+            kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         elif op_step == -1.0:
             clock[3] = nq
             made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, clock,
@@ -195,7 +202,9 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
         kept = kept and _largest(y) <= 1e12
         if kept:
             if op_step == 0.0:
-                call_state_kernel(f, f_desc, f_proto, y, no_rates)
+                if not (reuse and ra.tick[TICK_FRESH] != 0.0):  # else the post-step made it
+                    call_state_kernel(f, f_desc, f_proto, y, stages[0] if reuse else no_rates)
+                known = reuse
             elif op_step == -1.0:
                 call_positions(f, f_desc, f_proto, y[:nq])
                 kept = call_dynamics(p, p_desc, p_proto, y[:nq], y[nq:], no_rates)
@@ -313,7 +322,7 @@ class RowLoop:
         row = recorder._kernel
         nb, nj = form.model.nb, form.model.nj
         own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
-        tick = kernels.tick if kernels.tick is not None else np.zeros(5)
+        tick = kernels.tick if kernels.tick is not None else np.zeros(6)
         self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, tick, recorder._qprev, recorder._jq_ref, own,
                             np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own), np.empty(0))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
@@ -325,9 +334,10 @@ class RowLoop:
         self.ncols = len(recorder.columns)
         self.mon = np.zeros(MONITOR_SLOTS)
         self.hist = np.zeros((2, nb, 15))
-        self.span = np.zeros(7)
+        self.span = np.zeros(8)
         self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
         self.span[5], self.span[6] = form.model.nq, form.model.nq > form.model.nv
+        self.span[7] = kernels.reuse and kernels.entry_clock is None and not kernels.split
         self.clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(4)
         self._no_rates = np.empty(0)
         self._rows = np.empty((0, self.ncols))

@@ -168,6 +168,12 @@ def driver_support(cls, model: Model) -> tuple[bool, str]:
                    f"formulations that can: {', '.join(able) or 'none'}")
 
 
+#: :attr:`RowKernels.tick`'s slots: the interval (t0, t1, steps), the steps done, a failure
+#: (the row loop leaves the interval to Python), and whether the last post-step left the
+#: workspace evaluated at the state it ends in, with the rates in its ``out``
+TICK_T0, TICK_T1, TICK_N, TICK_I, TICK_FAILED, TICK_FRESH = range(6)
+
+
 class RowKernels(NamedTuple):
     """What the compiled row loop (:mod:`engine.row_loop`) calls to make a formulation's
     ``rk4`` rows without Python (:meth:`Formulation.row_kernels`).
@@ -194,9 +200,13 @@ class RowKernels(NamedTuple):
     evaluations: object = None  # () -> right-hand sides evaluated so far, where the kernel counts them
     own: tuple = ()  # at most two 1-D arrays of the formulation's state that an interval changes besides y
     split: bool = False  # step, post: the positions and dynamics kernels of a two-kernel right-hand side
-    tick: np.ndarray | None = None  # the post-step's clock [t0, t1, n, steps done, failed] (tree_formulation.tree_post)
+    tick: np.ndarray | None = None  # (6,) the post-step's clock, the TICK_* slots (tree_formulation.tree_post)
     before: object = None  # () -> None: the formulation's state into ``own`` before a block
     after: object = None  # () -> None: ``own`` back into the formulation's state after it
+    #: ``step`` with rates fills the workspace the evaluation leaves for ``check`` and the
+    #: row as it does without: the evaluation then writes its rates, which are the next
+    #: interval's k1 (one right-hand side a step fewer)
+    reuse: bool = False
 
 
 @dataclass

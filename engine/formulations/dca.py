@@ -47,15 +47,10 @@ from .dca_chain import (
     CHAIN_PROGRESS, CHAIN_RETIME_AT, CHAIN_RETIME_MASK, CHAIN_TWIN, evaluate_chain, seconds, swapped,
 )
 from .dca_kernels import DCAWorkspace, evaluate, evaluate_region
-from .rk4_kernel import native_address
 from .stabilise import LoopProjection
 from .tree import SingularityWatch
-from .tree.singular import loop_conditioning
-from .tree_formulation import (
-    WATCH_COND0, WATCH_IN_WINDOW, WATCH_PROJECTIONS, WATCH_T, TreeFormulation, tree_check, tree_post, unbranched_chain,
-)
+from .tree_formulation import TreeFormulation, tree_check, tree_post, unbranched_chain
 from .tree_kernels import Baumgarte, BodyWork, residual
-from .workspace import NCOL
 
 
 class DCAFormulation(TreeFormulation):
@@ -258,38 +253,21 @@ class DCAFormulation(TreeFormulation):
                 or cls._stabilise is not LoopProjection._project_velocity_state):
             return None
         acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
-        watching = self._closing.shape[0] > 0
-        args = (lay.ix, lay.Kf, lay.Kr, self._closing)  # loop_conditioning's, by address where there are loops
-        conditioning = (native_address(loop_conditioning, *args) if watching else 0, args)
+        rw = self._row_watch()
         check = StateKernel(tree_check, (
             self.vdot, lay.ix.row_adr, lay.ix.rows, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1],
             lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj),
-            self.cut_spring, self.jq, self.jq_ref, watching, conditioning, health))
+            self.cut_spring, self.jq, self.jq_ref, rw.watching, rw.conditioning, health))
         arrays = (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
-        watch, tick = np.zeros(4), np.zeros(5)
-        if self._project:
-            proj = self.projector
-            pw = proj.work
-            projector = (proj._k.native(), proj._k.desc, pw.clock, pw.phi, pw.K, pw.nu)
-        else:
-            projector = (0, np.zeros((0, NCOL), dtype=np.int64), np.zeros(4), np.zeros(0), np.zeros((0, 0)), np.zeros(0))
         post = StateKernel(tree_post, (
-            self.mk, np.int64(m.nq), bool(self._project), *projector, float(config.PROJECTION_TOL),
-            float(config.PROJECTION_MAX_ITER), watching, conditioning, watch, tick, float(config.SINGULAR_WINDOW),
-            float(config.CROSSING_TIME), (float(dense_solve.CLOSURE), float(dense_solve.PROJECT))))
-
-        def before():
-            watch[WATCH_COND0] = np.nan if self._cond0 is None else self._cond0
-            watch[WATCH_IN_WINDOW], watch[WATCH_T], watch[WATCH_PROJECTIONS] = (
-                self._in_window, self._t_warn, self.projections)
-
-        def after():
-            self._cond0 = None if np.isnan(watch[WATCH_COND0]) else float(watch[WATCH_COND0])
-            self._in_window, self._t_warn = bool(watch[WATCH_IN_WINDOW]), float(watch[WATCH_T])
-            self.projections = int(watch[WATCH_PROJECTIONS])
-
-        return RowKernels(self._kernel, post, check, arrays, health, own=(watch,), tick=tick, before=before,
-                          after=after)
+            self.mk, np.int64(m.nq), bool(self._project), *self._projector_table(), float(config.PROJECTION_TOL),
+            float(config.PROJECTION_MAX_ITER), rw.watching, rw.conditioning, rw.watch, rw.tick,
+            float(config.SINGULAR_WINDOW), float(config.CROSSING_TIME),
+            (float(dense_solve.CLOSURE), float(dense_solve.PROJECT),
+             float(dense_solve.PROJECT_VELOCITIES | dense_solve.PROJECT_ROWS_DONE))))
+        # evaluate (not evaluate_region) fills the same workspace with rates as without
+        return RowKernels(self._kernel, post, check, arrays, health, own=(rw.watch,), tick=rw.tick,
+                          before=rw.before, after=rw.after, reuse=self._kernel.kernel is evaluate)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

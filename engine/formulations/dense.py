@@ -296,7 +296,7 @@ class DenseFormulation(Formulation):
         return q
 
     def project_state(self, q, v, velocities: bool = True, iterations: int = config.PROJECTION_MAX_ITER,
-                      t: float = 0.0):
+                      t: float = 0.0, rows_done: bool = False):
         """Mass-orthogonal projection of (q, v) onto Phi = 0 and K v = nu at time ``t`` (with
         ``velocities`` False: of the positions alone, ``v`` returned as given).
 
@@ -304,11 +304,13 @@ class DenseFormulation(Formulation):
         at the position level (dense, dca, hdca: docs/derivations.md, "Projection"): mass-
         weighted Gauss-Newton steps on the positions, then the velocities' mass-orthogonal
         projection (:func:`.dense_solve.project_state`).  Leaves the workspace (kinematics,
-        K, M) at the projected state.
+        K, and M with the velocities) at the projected state.  ``rows_done``:
+        :meth:`closure_residuals` was the last call, at this ``(q, v, t)`` (its rows are reused).
         """
         q = np.array(q, dtype=float)
         v = np.array(v, dtype=float)
-        self._call(solve.PROJECT, q, v, clock=(t, iterations, 1.0 if velocities else 0.0))
+        flags = (solve.PROJECT_VELOCITIES if velocities else 0) | (solve.PROJECT_ROWS_DONE if rows_done else 0)
+        self._call(solve.PROJECT, q, v, clock=(t, iterations, float(flags)))
         return q, v
 
     def post_step(self, t, y):

@@ -399,23 +399,28 @@ def apply_increment(dm, q, dv):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def project_state(desc, proto, t, q, v, velocities, iterations):
+def project_state(desc, proto, t, q, v, velocities, iterations, rows_done):
     """Mass-orthogonal projection, in place, of ``(q, v)`` onto ``Phi = 0`` and ``K v = nu``
     at time ``t`` (of ``q`` alone unless ``velocities``): ``iterations`` Gauss-Newton steps at most, each
-    the increment of least kinetic metric.  Leaves the workspace (kinematics, K, M) at the
-    projected state; returns a status."""
+    the increment of least kinetic metric.  ``rows_done``: the workspace's kinematics and
+    closure rows are already those of ``(q, v)`` at ``t`` (a CLOSURE just asked whether to
+    project), so the first step does not form them again.  ``M`` is formed where a step
+    or the velocities need it, not to find the positions closed.  Leaves the workspace's
+    kinematics and K at the projected state, and M with the velocities; returns a status."""
     dm, w = unpack(desc, proto)
     L, Kt = w.L, w.Kt
     mu_rel = w.watch[MU_REL]
     rank = w.rank[0]
     nv = v.shape[0]
-    for _ in range(iterations):
-        cut_phi_K(desc, proto, t, q, v)
+    for it in range(iterations):
+        if it > 0 or not rows_done:
+            closure_rows(desc, proto, t, q, v, w.zero_acc)
         worst = 0.0
         for r in range(w.phi.shape[0]):
             worst = max(worst, abs(w.phi[r]))
         if worst < config.PROJECTION_TOL:
             break
+        mass_matrix(desc, proto)
         if not cholesky(w.M, L):
             w.stats[T_FAILED] = t
             return NOT_POSITIVE_DEFINITE
@@ -428,9 +433,10 @@ def project_state(desc, proto, t, q, v, velocities, iterations):
         backward(L, w.u, w.dv)
         apply_increment(dm, q, w.dv)
     else:
-        cut_phi_K(desc, proto, t, q, v)
+        closure_rows(desc, proto, t, q, v, w.zero_acc)
     if not velocities:
         return 0
+    mass_matrix(desc, proto)
     if not cholesky(w.M, L):
         w.stats[T_FAILED] = t
         return NOT_POSITIVE_DEFINITE
@@ -465,7 +471,8 @@ def post_step(desc, proto, t, y):
     normalize_quaternions(dm.mk, y[:nq])
     if dm.project and w.K.shape[0]:
         # a bool and an int64, as the entry points pass them, not literals: one compiled copy
-        return project_state(desc, proto, t, y[:nq], y[nq:], np.bool_(True), np.int64(config.PROJECTION_MAX_ITER))
+        return project_state(desc, proto, t, y[:nq], y[nq:], np.bool_(True), np.int64(config.PROJECTION_MAX_ITER),
+                             np.bool_(False))
     return 0
 
 
@@ -574,6 +581,9 @@ def rk4_steps(desc, proto, t0, t1, y, n):
 
 #: the operations of :func:`entry` (``clock[3]``)
 RHS, DYNAMICS, RK4, POST_STEP, WATCH, SINGULARITY, PROJECT, CLOSURE, CUT_PHI_K, EVALUATE = range(10)
+#: PROJECT's ``clock[2]``, the sum of its flags: the velocities too; the closure rows are
+#: those of the state already, a CLOSURE having just asked whether to project (:func:`project_state`)
+PROJECT_VELOCITIES, PROJECT_ROWS_DONE = 1, 2
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -587,7 +597,7 @@ def entry(desc, proto, a, b):
     - POST_STEP, WATCH: :func:`post_step` (in place), :func:`watch_singular` at ``(clock[0], a)``
     - SINGULARITY: :func:`singularity` of state ``a``
     - PROJECT: :func:`project_state` of ``q = a``, ``v = b`` in place, ``clock[1]``
-      iterations, of the velocities too if ``clock[2]``
+      iterations, ``clock[2]`` its flags (:data:`PROJECT_VELOCITIES`, :data:`PROJECT_ROWS_DONE`)
     - CLOSURE, CUT_PHI_K: :func:`closure_rows` (without gamma), :func:`cut_phi_K` at ``(a, b)``
       and time ``clock[0]``
     - EVALUATE: an output row's terms at ``(clock[0], a)``: the dynamics (unless
@@ -642,7 +652,9 @@ def _projection_operation(desc, proto, op, a, b):
     if op == SINGULARITY:
         return singularity(desc, proto, t, a)
     if op == PROJECT:
-        return float(project_state(desc, proto, t, a, b, w.clock[2] != 0.0, np.int64(w.clock[1])))
+        flags = np.int64(w.clock[2])
+        return float(project_state(desc, proto, t, a, b, flags & PROJECT_VELOCITIES != 0, np.int64(w.clock[1]),
+                                   flags & PROJECT_ROWS_DONE != 0))
     if op == CLOSURE:
         closure_rows(desc, proto, t, a, b, w.zero_acc)
         return 0.0

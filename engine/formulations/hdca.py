@@ -30,16 +30,16 @@ from ..errors import SingularSystemError
 from ..forces import ForceArrays, tree_applied_forces
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
-    KinArrays, classical_accelerations, classical_into, fk_positions, fk_velocities, motion_subspace, ode_rates,
-    subtree_sums,
+    KinArrays, classical_accelerations, classical_into, fk_positions, fk_velocities, joint_momenta, motion_subspace,
+    ode_rates, subtree_sums,
 )
 from ..model import UNIVERSAL, Model
 from ..threads import HDCA_CHAIN_SERIAL_BELOW
-from . import tree
+from . import dense_solve, tree
 from .base import NO_RATES, Evaluation, RowKernels, StateKernel, check_consistent
-from .rk4_kernel import call_void, native_address
+from .rk4_kernel import call_float, call_void, native_address
 from .tree import Regions, TreeIndex, TreeWork
-from .tree_formulation import TreeFormulation, joint_wrenches, unbranched_chain
+from .tree_formulation import TreeFormulation, joint_wrenches, momentum_post, tree_post, unbranched_chain
 from .tree_kernels import Baumgarte, BodyWork, TreeModel, accelerations, cut_rows, leaves, residual, tree_rows
 from .workspace import unpack
 
@@ -425,26 +425,77 @@ class HDCAFormulation(TreeFormulation):
         accelerations(lay.ix, self.mk, m.mass, self.bw, lay.Fh, self.hy)
 
     def row_kernels(self):
-        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where a
-        step is one state kernel (:attr:`_rk4`: a tree without loops) and the evaluation
-        is this class's: the right-hand side without rates, then :func:`output_check`."""
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where the
+        step, the post-step, the watch and the evaluation are this class's own.  On a tree
+        without loops a step is one state kernel (:attr:`_rk4`) and the evaluation the
+        right-hand side without rates, then :func:`output_check`.  With loops, the
+        right-hand side (its rates at an output instant are the next step's first: the
+        kernel fills the same workspace either way) with
+        :func:`.tree_formulation.momentum_post` after each step (the projection and the
+        impulse reset, :meth:`._project_momentum_state`; or :func:`.tree_formulation.tree_post`
+        with the projection off), then :func:`loop_output_check`."""
         m, lay, fast = self.model, self.lay, self._rk4
-        if fast is None or m.ncut or type(self).evaluate is not _OWN_EVALUATE:
+        if type(self).evaluate is not _OWN_EVALUATE:
             return None
         acc, reactions, health = np.empty((m.nb, 6)), np.empty((m.nj, 6)), np.zeros(2)
         tw, ix, bw, hy = lay.work, lay.ix, self.bw, self.hy
-        # the acceleration pass's kernels, called by address with exactly _acceleration_pass's
-        # arguments (by name they would be compiled again into output_check: 30 s)
-        calls = tuple((native_address(k, *args), args) for k, args in (
+        arrays = (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
+        if not m.ncut:
+            if fast is None:
+                return None
+            check = StateKernel(output_check, (self._acceleration_calls(), self.v, self.pdot, ix.row_adr, ix.rows,
+                                               tw.G[1], tw.lam, self.V, self.A, acc, reactions))
+            return RowKernels(fast.rhs, fast.post, check, arrays, health)
+        cls = type(self)
+        if (m.nd or "rhs" in vars(self) or not hasattr(self._kernel.kernel, "overloads")
+                or cls.rhs is not TreeFormulation.rhs or cls.post_step is not TreeFormulation.post_step
+                or cls.watch_singular is not tree.SingularityWatch.watch_singular
+                or cls._stabilise is not TreeFormulation._project_momentum_state
+                or cls.velocities is not HDCAFormulation.velocities or cls.momenta is not TreeFormulation.momenta):
+            return None
+        rw = self._row_watch()
+        watch_args = (rw.watching, rw.conditioning, rw.watch, rw.tick, float(config.SINGULAR_WINDOW),
+                      float(config.CROSSING_TIME))
+        if self._project:
+            pm = np.empty(m.nv)
+            margs = self._momenta_args(self.v, pm)
+            proj = self._projector_table()
+            post = StateKernel(momentum_post, (
+                self.mk, np.int64(m.nq), proj[0], proj[1], proj[2], proj[3], np.zeros(m.nv),
+                float(config.PROJECTION_TOL), float(config.PROJECTION_MAX_ITER),
+                (self._kernel.native(), self._kernel.desc), np.empty(0), self.v, self.pdot,
+                (native_address(joint_momenta, *margs), margs), pm, *watch_args,
+                (float(dense_solve.CLOSURE), float(dense_solve.PROJECT), float(dense_solve.PROJECT_ROWS_DONE))))
+        else:
+            post = StateKernel(tree_post, (
+                self.mk, np.int64(m.nq), False, *self._projector_table(), float(config.PROJECTION_TOL),
+                float(config.PROJECTION_MAX_ITER), *watch_args,
+                (float(dense_solve.CLOSURE), float(dense_solve.PROJECT),
+                 float(dense_solve.PROJECT_VELOCITIES | dense_solve.PROJECT_ROWS_DONE))))
+        check = StateKernel(loop_output_check, (
+            self._acceleration_calls(), self.v, self.pdot, ix.row_adr, ix.rows, m.pred, m.succ, self.x, self.P,
+            tw.G[0], tw.G[1], tw.g0, tw.lam, self.V, self.A, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL),
+            np.int64(m.nj), self.cut_spring, self.jq, self.jq_ref, rw.conditioning, health))
+        return RowKernels(self._kernel, post, check, arrays, health, own=(rw.watch,), tick=rw.tick,
+                          before=rw.before, after=rw.after, reuse=True)
+
+    def _acceleration_calls(self) -> tuple:
+        """:meth:`_acceleration_pass`'s kernels by address, each with exactly its arguments
+        (by name they would be compiled again into the check kernels: 30 s), in its order;
+        without loops ``cut_rows`` is not called (its entry is the first kernel's again,
+        which the checks skip)."""
+        m, lay = self.model, self.lay
+        tw, ix, bw, hy = lay.work, lay.ix, self.bw, self.hy
+        kernels = [
             (tree_rows, (self.mk, m.perp_pred, self.R, self.S, self.c, tw.G[0], tw.G[1], tw.g0, ix.row_adr)),
             (leaves, (ix, m.mass, m.inertia, m.inertia_inv, bw, tw.Phi, tw.bv, True, False, hy)),
             (tree.assemble_biases6, (ix, tw, tw.g0, 1.0, hy)),
             (tree.disassemble6, (ix, tw, hy)),
-            (accelerations, (ix, self.mk, m.mass, bw, tw.Fh, hy))))
-        check = StateKernel(output_check, (calls, self.v, self.pdot, ix.row_adr, ix.rows, tw.G[1], tw.lam, self.V,
-                                           self.A, acc, reactions))
-        return RowKernels(fast.rhs, fast.post, check, (self.x, self.R, self.V, acc, self.jq, self.P, reactions),
-                          health)
+            (accelerations, (ix, self.mk, m.mass, bw, tw.Fh, hy))]
+        if m.ncut:
+            kernels.insert(1, (cut_rows, (self.ca, m.nb, self.x, self.R, self.V, self.P, tw.G[0], tw.G[1], tw.g0,
+                                          self.phi, ix.row_adr, Baumgarte(0.0, 0.0))))
+        return tuple((native_address(k, *args), args) for k, args in kernels)
 
     def evaluate(self, t, y) -> Evaluation:
         m, lay = self.model, self.lay
@@ -492,3 +543,37 @@ def output_check(desc, proto, y, out):
     classical_into(V, A, acc)
     return ok
 
+
+@njit(cache=True, nogil=True, _nrt=False)
+def loop_output_check(desc, proto, y, out):
+    """What :meth:`HDCAFormulation.evaluate` does on a mechanism with loops after its kernel
+    evaluated ``y`` without rates, for the compiled row loop: False where it would raise
+    (velocities or momentum rates not finite; the closure's acceleration residual beyond
+    :func:`.base.check_consistent`'s limit), else the acceleration pass (``calls``: the
+    kernels of :meth:`HDCAFormulation._acceleration_pass` with its arguments, in its
+    order), the cut joints' springs' branch reference, the reactions, the classical
+    accelerations and the loops' conditioning into ``health``.  ``y``, ``out``: unused."""
+    (calls, v, pdot, row_adr, rows, pred, succ, x, P, GA, GB, g0, lam, V, A, acc, reactions, rtol, nj, cut_spring, jq,
+     jq_ref, conditioning, health) = unpack(desc, proto)
+    for i in range(v.shape[0]):
+        if not (np.isfinite(v[i]) and np.isfinite(pdot[i])):
+            return False
+    ok = call_void(calls[0][0], calls[0][1])
+    ok = ok and call_void(calls[1][0], calls[1][1])
+    ok = ok and call_void(calls[2][0], calls[2][1])
+    ok = ok and call_void(calls[3][0], calls[3][1])
+    ok = ok and call_void(calls[4][0], calls[4][1])
+    ok = ok and call_void(calls[5][0], calls[5][1])
+    if not ok:
+        return False
+    res, scale = residual((row_adr, rows), pred, succ, x, P, A, GA, GB, g0, nj)
+    if not np.isfinite(res) or res > rtol * max(scale, 1.0):
+        return False
+    for j in cut_spring:
+        jq_ref[j] = jq[j]
+    reactions[:, :] = 0.0
+    joint_wrenches(row_adr, rows, GB, lam, reactions)
+    classical_into(V, A, acc)
+    health[0] = 1.0
+    health[1] = call_float(conditioning[0], conditioning[1])
+    return True

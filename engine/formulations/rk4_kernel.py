@@ -162,7 +162,11 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
     (``clock`` = (t0, t1, n)), each followed by the post-step kernel ``p`` (0: none), as
     the generic loop does them.  ``f``, ``p``: the addresses of the right-hand side's and
     the post-step's state kernels (:func:`call_state_kernel`), each with its table;
-    ``stages``: (5, len(y)) scratch for k1..k4 and the stage state.
+    ``stages``: (5, len(y)) scratch for k1..k4 and the stage state.  Where ``clock`` has a
+    fourth slot and it is not 0, ``stages[0]`` already holds ``f`` at ``(t0, y)`` (the row
+    loop's evaluation at the output instant wrote it: :func:`engine.row_loop.rk4_rows`) and
+    the first step takes it as its k1 instead of evaluating ``f`` again -- the same
+    numbers, counted as the right-hand side they are.
 
     Returns ``(right-hand sides evaluated, t)``: ``t`` is NaN when every one was finite,
     else the time of the first that was not (the interval stops there)."""
@@ -172,10 +176,11 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
     m = y.shape[0]
     h = (t1 - t0) / n
     count = 0
+    known = clock.shape[0] > 3 and clock[3] != 0.0
     for i in range(n):
         t = t0 + i * h
         count += 1
-        if not call_state_kernel(f, f_desc, f_proto, y, k1):
+        if not (known and i == 0) and not call_state_kernel(f, f_desc, f_proto, y, k1):
             return count, t
         _stage(st, y, h / 2, k1)
         count += 1
@@ -192,7 +197,7 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
         for k in range(m):
             y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
         if p != 0:
-            call_state_kernel(p, p_desc, p_proto, y, y)
+            call_state_kernel(p, p_desc, p_proto, y, k1)  # k1: free until the next step's
     return count, np.nan
 
 

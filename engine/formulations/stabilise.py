@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import config
-from ..kinematics import fk_velocities, subtree_sums
+from ..kinematics import joint_momenta
 
 
 class LoopProjection:
@@ -45,6 +45,7 @@ class LoopProjection:
         self._projector = None
         self.projections = 0  # output instants at which the state was projected
         self.impulse_resets = 0  # hdca: output instants at which p* was reset to M v
+        self._momenta_scratch = None  # (V, c, H, h) for joint_momenta, made at first use
 
     @property
     def projects(self) -> bool:
@@ -81,7 +82,7 @@ class LoopProjection:
         proj = self.projector
         if max(proj.closure_residuals(q, v, t)) <= config.PROJECTION_TOL:
             return
-        qp, vp = proj.project_state(q.copy(), v.copy(), t=t)
+        qp, vp = proj.project_state(q.copy(), v.copy(), t=t, rows_done=True)
         q[:] = qp
         v[:] = vp
         self.projections += 1
@@ -93,7 +94,7 @@ class LoopProjection:
         q, p = y[: m.nq], y[m.nq:]
         proj = self.projector
         if proj.closure_residuals(q, np.zeros(m.nv), t)[0] > config.PROJECTION_TOL:
-            q[:] = proj.project_state(q.copy(), np.zeros(m.nv), velocities=False, t=t)[0]
+            q[:] = proj.project_state(q.copy(), np.zeros(m.nv), velocities=False, t=t, rows_done=True)[0]
             self.projections += 1
         v = self.velocities(t, y)  # the workspace's kinematics are now those of q
         pm = self.momenta(v)
@@ -103,16 +104,18 @@ class LoopProjection:
 
     def momenta(self, v: np.ndarray) -> np.ndarray:
         """``p* = M v``: each tree joint's freedoms against the momentum of its subtree, from
-        the kinematics in the workspace (``x``, ``R``, ``P``, ``S`` of the current q)."""
+        the kinematics in the workspace (``x``, ``R``, ``P``, ``S`` of the current q):
+        :func:`~engine.kinematics.joint_momenta`, the kernel the compiled row loop's
+        post-step calls (:func:`.tree_formulation.momentum_post`)."""
         m = self.model
-        V = np.zeros((m.nb, 6))
-        c = np.zeros((m.nb, 6))
-        fk_velocities(self.mk, self.x, self.P, self.S, v, V, c)
-        H = np.empty((m.nb, 6))
-        H[:, :3] = m.mass[:, None] * V[:, :3]
-        Jw = np.einsum("bij,bjk,blk->bil", self.R, m.inertia, self.R)  # R I R^T
-        H[:, 3:] = np.einsum("bij,bj->bi", Jw, V[:, 3:])
-        h = np.zeros((m.nb, 6))
-        subtree_sums(m.parent, self.x, self.P, H, h)
-        body = np.repeat(np.arange(m.nb), m.nv_j[: m.nb])
-        return np.einsum("ck,ck->c", self.S, h[body])
+        out = np.empty(m.nv)
+        joint_momenta(*self._momenta_args(np.ascontiguousarray(v, dtype=np.float64), out))
+        return out
+
+    def _momenta_args(self, v: np.ndarray, out: np.ndarray) -> tuple:
+        """:func:`~engine.kinematics.joint_momenta`'s arguments for the velocities ``v`` into
+        ``out``, with this formulation's scratch."""
+        m = self.model
+        if self._momenta_scratch is None:
+            self._momenta_scratch = tuple(np.zeros((m.nb, 6)) for _ in range(4))
+        return (self.mk, m.nv_j, m.mass, m.inertia, self.x, self.R, self.P, self.S, v, *self._momenta_scratch, out)

@@ -3,6 +3,8 @@ reactions, the thread rules and the loop projection (:class:`TreeFormulation`)."
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -14,11 +16,14 @@ from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
 from . import tree
-from .base import Formulation, StateKernel
-from .rk4_kernel import RK4Interval, call_by_table, call_float, normalize_state
+from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, Formulation, StateKernel
+from .rk4_kernel import (
+    RK4Interval, call_by_table, call_by_table_bool, call_float, call_void, native_address, normalize_state,
+)
 from .stabilise import LoopProjection
+from .tree.singular import loop_conditioning
 from .tree_kernels import TreeModel, residual, tree_row_constants
-from .workspace import unpack
+from .workspace import NCOL, unpack
 
 
 def unbranched_chain(model: Model) -> bool:
@@ -51,6 +56,17 @@ def unit_rows_first(model: Model) -> np.ndarray:
     """For each tree joint: its rows are e_0, e_1, e_2 first, then rows with zero linear
     halves (:func:`row_constants`; ``TreeLayout.unit_first``)."""
     return np.isin(model.jtype[:model.nb], UNIT_FIRST)
+
+
+class RowWatch(NamedTuple):
+    """:meth:`TreeFormulation._row_watch`: the watch's tables for the compiled row loop."""
+
+    watching: bool  # there are loops to watch
+    conditioning: tuple  # (address, arguments) of loop_conditioning on the layout's factors
+    watch: np.ndarray  # (5,) the WATCH_* slots
+    tick: np.ndarray  # (6,) the post-step's clock, the TICK_* slots (.base)
+    before: object  # () -> None: the formulation's watch state into ``watch``
+    after: object  # () -> None: and back
 
 
 # ----------------------------------------------------------------- formulation
@@ -189,6 +205,37 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
         self._solve(0.0, np.concatenate([m.q_zero(), np.zeros(m.nv)]), check=False)
         self.lay.cap_ranks()
 
+    def _row_watch(self) -> RowWatch:
+        """What the row loop's post-steps (:func:`tree_post`, :func:`momentum_post`) and
+        checks take of the singularity watch and the projection counters: the watch's
+        state crosses in ``watch`` (``before`` puts it there, ``after`` takes it back)."""
+        lay = self.lay
+        watching = self._closing.shape[0] > 0
+        args = (lay.ix, lay.Kf, lay.Kr, self._closing)  # loop_conditioning's, by address where there are loops
+        conditioning = (native_address(loop_conditioning, *args) if watching else 0, args)
+        watch, tick = np.zeros(5), np.zeros(6)
+
+        def before():
+            watch[WATCH_COND0] = np.nan if self._cond0 is None else self._cond0
+            watch[WATCH_IN_WINDOW], watch[WATCH_T] = self._in_window, self._t_warn
+            watch[WATCH_PROJECTIONS], watch[WATCH_RESETS] = self.projections, self.impulse_resets
+
+        def after():
+            self._cond0 = None if np.isnan(watch[WATCH_COND0]) else float(watch[WATCH_COND0])
+            self._in_window, self._t_warn = bool(watch[WATCH_IN_WINDOW]), float(watch[WATCH_T])
+            self.projections, self.impulse_resets = int(watch[WATCH_PROJECTIONS]), int(watch[WATCH_RESETS])
+
+        return RowWatch(watching, conditioning, watch, tick, before, after)
+
+    def _projector_table(self) -> tuple:
+        """``dense``'s projector as :func:`tree_post` calls it: (address, table, clock, Phi, K,
+        nu), or a table of that type that is never called where the state is not projected."""
+        if not self._project:
+            return 0, np.zeros((0, NCOL), dtype=np.int64), np.zeros(4), np.zeros(0), np.zeros((0, 0)), np.zeros(0)
+        proj = self.projector
+        pw = proj.work
+        return proj._k.native(), proj._k.desc, pw.clock, pw.phi, pw.K, pw.nu
+
     def _reactions(self) -> np.ndarray:
         """Each joint's wrench on its successor, ``G_b^T lambda``, from the last disassembly."""
         lay = self.lay
@@ -234,16 +281,54 @@ def tree_check(desc, proto, y, out):
 
 
 #: :func:`tree_post`'s ``watch`` slots: the singularity watch's first conditioning (NaN: none
-#: yet), whether it is in the singular window, the last time it was, the projections made
-WATCH_COND0, WATCH_IN_WINDOW, WATCH_T, WATCH_PROJECTIONS = range(4)
-#: :func:`tree_post`'s ``tick`` slots: the interval (t0, t1, steps), the steps done, and a failure
-TICK_T0, TICK_T1, TICK_N, TICK_I, TICK_FAILED = range(5)
+#: yet), whether it is in the singular window, the last time it was, the projections made,
+#: the impulse resets made (:func:`momentum_post`)
+WATCH_COND0, WATCH_IN_WINDOW, WATCH_T, WATCH_PROJECTIONS, WATCH_RESETS = range(5)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _post_clock(tick):
+    """The time a post-step is at (the step ``tick[TICK_I]`` of the interval in ``tick``),
+    ``tick`` advanced past it."""
+    n = tick[TICK_N]
+    i = tick[TICK_I]
+    h = (tick[TICK_T1] - tick[TICK_T0]) / n
+    tick[TICK_I] = i + 1
+    return tick[TICK_T1] if i == n - 1 else tick[TICK_T0] + (i + 1) * h
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _watch_step(watching, conditioning, watch, tick, t, window, crossing):
+    """:meth:`.tree.SingularityWatch.watch_singular` at ``t`` on the latest factors
+    (``conditioning``: ``loop_conditioning`` by address); False, with ``tick[TICK_FAILED]``,
+    where Python would record a warning (a new crossing) or the conditioning is not finite."""
+    if not watching:
+        return True
+    c = call_float(conditioning[0], conditioning[1])
+    if c != c:
+        tick[TICK_FAILED] = 1.0
+        return False
+    if watch[WATCH_COND0] != watch[WATCH_COND0]:
+        watch[WATCH_COND0] = max(c, 1e-300)
+        return True
+    rel = c / watch[WATCH_COND0]
+    if watch[WATCH_IN_WINDOW] == 0.0 and rel < window:
+        watch[WATCH_IN_WINDOW] = 1.0
+        if t - watch[WATCH_T] < crossing:
+            return True  # the same crossing, seen again by a large step
+        tick[TICK_FAILED] = 1.0  # a new crossing: Python records its warning
+        return False
+    elif watch[WATCH_IN_WINDOW] != 0.0 and rel > 2.0 * window:
+        watch[WATCH_IN_WINDOW] = 0.0
+    if watch[WATCH_IN_WINDOW] != 0.0:
+        watch[WATCH_T] = t
+    return True
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def tree_post(desc, proto, y, out):
     """``dca``'s :meth:`TreeFormulation.post_step` and :meth:`.tree.SingularityWatch.watch_singular`
-    after one rk4 step of an interval, in place on ``y`` (``out`` is ``y``), for the
+    after one rk4 step of an interval, in place on ``y`` (``out`` unused), for the
     compiled row loop: the quaternions renormalised; with ``project``, the state onto its
     loops where their residuals exceed ``tol`` (``dense``'s projector by address,
     :func:`.rk4_kernel.call_by_table`: its CLOSURE, then its PROJECT, as
@@ -254,11 +339,7 @@ def tree_post(desc, proto, y, out):
     ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python."""
     (mk, nq, project, proj, proj_desc, proj_clock, phi, K, nu, tol, iterations, watching, conditioning, watch, tick,
      window, crossing, ops) = unpack(desc, proto)
-    n = tick[TICK_N]
-    i = tick[TICK_I]
-    h = (tick[TICK_T1] - tick[TICK_T0]) / n
-    t = tick[TICK_T1] if i == n - 1 else tick[TICK_T0] + (i + 1) * h
-    tick[TICK_I] = i + 1
+    t = _post_clock(tick)
     normalize_quaternions(mk, y)
     if project:
         q, v = y[:nq], y[nq:]
@@ -281,31 +362,73 @@ def tree_post(desc, proto, y, out):
         if worst > tol:
             proj_clock[0] = t
             proj_clock[1] = iterations
-            proj_clock[2] = 1.0
+            proj_clock[2] = ops[2]  # the velocities too, the CLOSURE above having been at this state
             proj_clock[3] = ops[1]
             if call_by_table(proj, proj_desc, q, v) != 0.0:
                 tick[TICK_FAILED] = 1.0
                 return False
             watch[WATCH_PROJECTIONS] += 1.0
-    if not watching:
-        return True
-    c = call_float(conditioning[0], conditioning[1])
-    if c != c:
+    return _watch_step(watching, conditioning, watch, tick, t, window, crossing)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def momentum_post(desc, proto, y, out):
+    """``hdca``'s :meth:`TreeFormulation.post_step` and watch after one rk4 step, in place
+    on the state ``y`` = (q, p*), for the compiled row loop, as
+    :meth:`.stabilise.LoopProjection._project_momentum_state` does it: the quaternions
+    renormalised; the positions onto the loops where their residual exceeds ``tol``
+    (``dense``'s projector by address: CLOSURE at zero velocities, then PROJECT of the
+    positions alone); the velocities of (q, p*) by ``hdca``'s kernel (``solve``: its
+    address and table; its rates into ``out`` where it is as long as ``y`` -- the rk4
+    loop hands in its k1, which the next step computes again -- else without); their
+    momenta ``M v``
+    (:func:`~engine.kinematics.joint_momenta` by address, ``momenta``: into ``pm``); p* reset
+    to them where the accumulated impulse outweighs them; then the watch, as
+    :func:`tree_post`'s.  Where Python would raise or record a warning it sets
+    ``tick[TICK_FAILED]``; ``tick[TICK_FRESH]`` says whether the workspace and ``out`` hold
+    the evaluation of ``y`` as it leaves (no reset): the row loop's evaluation at the output
+    instant is then already made."""
+    (mk, nq, proj, proj_desc, proj_clock, phi, zero_v, tol, iterations, solve, no_rates, v, pdot, momenta, pm,
+     watching, conditioning, watch, tick, window, crossing, ops) = unpack(desc, proto)
+    t = _post_clock(tick)
+    normalize_quaternions(mk, y)
+    q, p = y[:nq], y[nq:]
+    proj_clock[0] = t
+    proj_clock[3] = ops[0]
+    if call_by_table(proj, proj_desc, q, zero_v) != 0.0:
         tick[TICK_FAILED] = 1.0
         return False
-    if watch[WATCH_COND0] != watch[WATCH_COND0]:
-        watch[WATCH_COND0] = max(c, 1e-300)
-        return True
-    rel = c / watch[WATCH_COND0]
-    if watch[WATCH_IN_WINDOW] == 0.0 and rel < window:
-        watch[WATCH_IN_WINDOW] = 1.0
-        if t - watch[WATCH_T] < crossing:
-            return True  # the same crossing, seen again by a large step
-        tick[TICK_FAILED] = 1.0  # a new crossing: Python records its warning
+    worst = 0.0
+    for r in range(phi.shape[0]):
+        worst = max(worst, abs(phi[r]))
+    if not np.isfinite(worst):
+        tick[TICK_FAILED] = 1.0
         return False
-    elif watch[WATCH_IN_WINDOW] != 0.0 and rel > 2.0 * window:
-        watch[WATCH_IN_WINDOW] = 0.0
-    if watch[WATCH_IN_WINDOW] != 0.0:
-        watch[WATCH_T] = t
-    return True
+    if worst > tol:
+        proj_clock[0] = t
+        proj_clock[1] = iterations
+        proj_clock[2] = ops[2]  # the positions alone, the CLOSURE above having been at this state
+        proj_clock[3] = ops[1]
+        if call_by_table(proj, proj_desc, q, zero_v) != 0.0:
+            tick[TICK_FAILED] = 1.0
+            return False
+        watch[WATCH_PROJECTIONS] += 1.0
+    rates = out.shape[0] == y.shape[0]
+    call_by_table_bool(solve[0], solve[1], y, out if rates else no_rates)
+    for i in range(v.shape[0]):
+        if not (np.isfinite(v[i]) and np.isfinite(pdot[i])):
+            tick[TICK_FAILED] = 1.0
+            return False
+    call_void(momenta[0], momenta[1])
+    drift, size = 0.0, 0.0
+    for i in range(pm.shape[0]):
+        drift = max(drift, abs(p[i] - pm[i]))
+        size = max(size, abs(pm[i]))
+    tick[TICK_FRESH] = 1.0 if rates else 0.0
+    if drift > size:
+        for i in range(pm.shape[0]):
+            p[i] = pm[i]
+        watch[WATCH_RESETS] += 1.0
+        tick[TICK_FRESH] = 0.0
+    return _watch_step(watching, conditioning, watch, tick, t, window, crossing)
 

@@ -50,7 +50,8 @@ LOOPS = ["parallelogram-fourbar", "fivebar-redundant", "sprung-parallelogram", "
          "double-loop-8"]
 CASES = ([(f, n) for f in ("dca", "hdca", "rcr", "embedding") for n in TREES]
          + [("dense", n) for n in LOOPS + ["spatial-double-pendulum"]]
-         + [("dca", n) for n in LOOPS if n != "fourbar-geared"] + [("dca", "loop-4"), ("dca", "fourbar-crank-rocker")])
+         + [(f, n) for f in ("dca", "hdca") for n in LOOPS if n != "fourbar-geared"]
+         + [(f, n) for f in ("dca", "hdca") for n in ("loop-4", "fourbar-crank-rocker")])
 
 
 @pytest.mark.parametrize("form, name", CASES)

@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from ... import config
+from ..dense_linalg import singular_values
 from .layout import TreeLayout
 
 
@@ -38,7 +39,9 @@ def loop_conditioning(ix, Kf, Kr, merges) -> float:
     Gram matrix of the mass-whitened loop Jacobian, so this is the conditioning
     ``dense`` monitors (docs/derivations.md, "Singular configurations") -- the same number
     for non-redundant closures; with redundant rows, that of the independent subset the
-    pivoting kept, which also vanishes at a singular configuration."""
+    pivoting kept, which also vanishes at a singular configuration.  The singular values
+    by :func:`.dense_linalg.singular_values` (Jacobi rotations, as ``dense``'s own: a
+    fraction of LAPACK's call on these few rows, which ran after every step)."""
     m_nr, m_K = ix.m_nr, ix.m_K
     worst = 1.0
     for k in range(merges.shape[0]):
@@ -51,7 +54,7 @@ def loop_conditioning(ix, Kf, Kr, merges) -> float:
         for i in range(r):
             for j in range(r):
                 L[i, j] = Kf[m_K[m] + i * n + j]
-        s = np.linalg.svd(L)[1]
+        s = singular_values(L)
         if s[0] > 0.0 and s[r - 1] / s[0] < worst:
             worst = s[r - 1] / s[0]
     return worst
