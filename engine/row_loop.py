@@ -21,8 +21,8 @@ always did (its messages, retries and decisions are its own).  The monitor's sta
 crosses between the two as one array (:meth:`Monitor.to_row_loop`).
 
 Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
-(:class:`~engine.formulations.base.RowKernels`: ``dense``; ``dca``; ``hdca``, ``rcr`` and
-``embedding`` on open trees), integrator ``rk4``, no drivers; and ``dense``'s ``rk45`` and
+(:class:`~engine.formulations.base.RowKernels`: ``dense``, ``dca``, ``hdca``, ``rcr`` and
+``embedding``, with loops or without), integrator ``rk4``, no drivers; and ``dense``'s ``rk45`` and
 ``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
 :mod:`.formulations.erk_kernel` between the same evaluation, row and verdict);
 ``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline alone, for comparing the two).
@@ -41,7 +41,8 @@ from numba.extending import intrinsic
 from .formulations.base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, StateKernel
 from .formulations.workspace import typeof_cached
 from .formulations.rk4_kernel import (
-    _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval, rk4_interval_split,
+    NO_POST, _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval,
+    rk4_interval_split,
 )
 from .formulations.erk_kernel import (
     FINISHED, H_ABS, NFEV, RUNNING, STATUS, T, T_OLD, erk_reset, erk_start, erk_step, solver_constants,
@@ -85,6 +86,7 @@ class RowArrays(NamedTuple):
     reactions: np.ndarray  # (nj, 6) joint reactions, the formulation's evaluation
     health: np.ndarray  # (2,) [1.0 if reported, the loop conditioning], the check kernel
     mk: tuple  # the kinematic arrays (KinArrays): a two-kernel step normalises the quaternions with them
+    post: tuple  # a two-kernel step's post-step (address, table) (RowKernels.split_post; address 0: none)
     tick: np.ndarray  # (6,) the post-step's clock: the TICK_* slots (RowKernels.tick)
     qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
     jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
@@ -192,10 +194,12 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
             kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         elif op_step == -1.0:
             clock[3] = nq
-            made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, clock,
-                                                y, stages)
+            clock[4] = 1.0 if known else 0.0
+            ra.tick[TICK_I], ra.tick[TICK_FAILED] = 0.0, 0.0
+            made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, ra.post,
+                                                clock, y, stages)
             count += made
-            kept = t_bad != t_bad
+            kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         else:
             clock[3] = op_step
             kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
@@ -207,7 +211,8 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
                 known = reuse
             elif op_step == -1.0:
                 call_positions(f, f_desc, f_proto, y[:nq])
-                kept = call_dynamics(p, p_desc, p_proto, y[:nq], y[nq:], no_rates)
+                kept = call_dynamics(p, p_desc, p_proto, y[:nq], y[nq:], stages[0] if reuse else no_rates)
+                known = reuse
             else:
                 clock[0] = times[k]
                 clock[1] = 0.0
@@ -312,8 +317,26 @@ class RowLoop:
 
     def __init__(self, form, kernels, recorder, monitor, settings, refinement, fixed_step: bool):
         self.form, self.monitor = form, monitor
+        self.recorder = recorder
         self.refinement = refinement
         self.fixed_step = fixed_step
+        nb = form.model.nb
+        self.times = output_times(settings.dt, settings.t_end)
+        self.ncols = len(recorder.columns)
+        self.mon = np.zeros(MONITOR_SLOTS)
+        self.hist = np.zeros((2, nb, 15))
+        self.span = np.zeros(8)
+        self.span[5], self.span[6] = form.model.nq, form.model.nq > form.model.nv
+        self._no_rates = np.empty(0)
+        self._rows = np.empty((0, self.ncols))
+        self._stages = np.zeros((5, 0))
+        self.per_row = 1e-4  # seconds a row takes, measured block by block
+        self._bind(kernels)
+
+    def _bind(self, kernels) -> None:
+        """Take the formulation's kernels (again, where they are no longer
+        :attr:`~.formulations.base.RowKernels.valid`: their arrays were replaced)."""
+        form, recorder = self.form, self.recorder
         self.kernels = kernels
         step, check = kernels.step, kernels.check
         # without a post-step, one that is not called (address 0) of the type of the one
@@ -323,27 +346,19 @@ class RowLoop:
         nb, nj = form.model.nb, form.model.nj
         own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
         tick = kernels.tick if kernels.tick is not None else np.zeros(6)
-        self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, tick, recorder._qprev, recorder._jq_ref, own,
-                            np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own), np.empty(0))
+        split_post = NO_POST if kernels.split_post is None else (kernels.split_post.native(), kernels.split_post.desc)
+        self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, split_post, tick, recorder._qprev,
+                            recorder._jq_ref, own, np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own),
+                            np.empty(0))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
         step_addr = step.native(1) if kernels.split else step.native()
         post_addr = 0 if kernels.post is None else post.native(3) if kernels.split else post.native()
         self._kernels = (step_addr, step.desc, step.proto, post_addr, post.desc, post.proto, check.native(),
                          check.desc, check.proto, row.native(dims), row.desc, row.proto)
-        self.times = output_times(settings.dt, settings.t_end)
-        self.ncols = len(recorder.columns)
-        self.mon = np.zeros(MONITOR_SLOTS)
-        self.hist = np.zeros((2, nb, 15))
-        self.span = np.zeros(8)
         self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
-        self.span[5], self.span[6] = form.model.nq, form.model.nq > form.model.nv
-        self.span[7] = kernels.reuse and kernels.entry_clock is None and not kernels.split
-        self.clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(4)
-        self._no_rates = np.empty(0)
-        self._rows = np.empty((0, self.ncols))
-        self._stages = np.zeros((5, 0))
+        self.span[7] = kernels.reuse and kernels.entry_clock is None
+        self.clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(5)
         self._bound = None
-        self.per_row = 1e-4  # seconds a row takes, measured block by block
 
     def _entry(self, y, stages):
         """The compiled entry of :func:`rk4_rows` for this run's argument types."""
@@ -374,6 +389,11 @@ class RowLoop:
         n_max = min(len(self.times) - k, budget, max(1, int(BLOCK_SECONDS / self.per_row)))
         if self._rows.shape[0] < n_max:
             self._rows = np.empty((max(n_max, 64), self.ncols))
+        if self.kernels.valid is not None and not self.kernels.valid():
+            kernels = self.form.row_kernels()
+            if kernels is None:
+                return 0, self._rows[:0]
+            self._bind(kernels)
         self._sized(y)
         mon = self.monitor
         if mon is not None and not mon.to_row_loop(self.mon, self.hist, self.fixed_step):

@@ -207,6 +207,11 @@ class RowKernels(NamedTuple):
     #: row as it does without: the evaluation then writes its rates, which are the next
     #: interval's k1 (one right-hand side a step fewer)
     reuse: bool = False
+    #: ``split``: the post-step after each step (None: the quaternions' normalisation alone)
+    split_post: StateKernel | None = None
+    #: () -> whether these kernels still hold the formulation's arrays (None: always; ``rcr``'s
+    #: are replaced where it re-chooses its partition, and the row loop asks for new ones)
+    valid: object = None
 
 
 @dataclass

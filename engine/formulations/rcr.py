@@ -49,6 +49,7 @@ from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps, body_terms
 from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
+from .rcr_rows import WATCH_SINGULAR, close_post, closure_residual, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .workspace import unpack
 
@@ -240,6 +241,7 @@ class RCRFormulation(Formulation):
         m = self.model
         self.part = part
         self._bound_kernels = None  # their workspace changes with the partition
+        self._multipliers_kernel = None
         d = max(part.dmax, 0)
         self.Kval = np.zeros(max(part.nk_tot, 1))  # block loop Jacobians, block_rows
         self.Qf = np.zeros(max(part.nq_tot, 1))  # Householder factors of the dependent columns, block_qr
@@ -477,23 +479,51 @@ class RCRFormulation(Formulation):
 
     # --------------------------------------------------------------- output
     def row_kernels(self):
-        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) on an open
-        tree (no closure or joint-space rows: the reactions need no multipliers): the
-        positions and dynamics kernels, then :func:`output_check` -- where the step is
-        :meth:`rk4_steps`'s compiled one and the evaluation this class's."""
+        """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where the
+        step, the closure and the evaluation are this class's own, without drivers: the
+        positions and dynamics kernels (the dynamics' rates at an output instant are the
+        next step's first: the kernels fill the same workspace either way); on an open
+        tree :func:`output_check` (the reactions need no multipliers); with loops or
+        joint-space rows :func:`.rcr_rows.close_post` after each step where there are loops
+        to close (:meth:`_close`) and :func:`.rcr_rows.loop_check`, valid while the
+        partition they hold is the formulation's."""
         m, cls = self.model, type(self)
-        if (self.ncr or self.njr or m.nd or cls.rhs is not RCRFormulation.rhs
-                or cls.post_step is not RCRFormulation.post_step or cls.evaluate not in self._own_evaluations
+        if (m.nd or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
+                or cls._close is not RCRFormulation._close or cls.evaluate not in self._own_evaluations
                 or not hasattr(K.dynamics, "overloads")):
             return None
         positions, dynamics = self._kernels()
         A, acc, react = np.empty((m.nb, 6)), np.empty((m.nb, 6)), np.empty((m.nj, 6))
+        arrays = (self.x, self.R, self.V, acc, self.jq, self.P, react)
         frames = Frames(self.x, self.R, self.V, self.P, _NO_SUBSPACE)
-        args = (self.ca, reaction_model(m), frames, A, self.Fext, np.zeros(0), react)
-        check = StateKernel(output_check, ((native_address(multiplier_reactions, *args), args), self.vdot, self.v,
-                                           self.a, self.x, self.V, A, acc))
-        return RowKernels(positions, dynamics, check, (self.x, self.R, self.V, acc, self.jq, self.P, react),
-                          np.array([1.0, 1.0]), split=True)
+        lam = np.zeros(self.ncr + self.njr)
+        args = (self.ca, reaction_model(m), frames, A, self.Fext, lam, react)
+        reactions = (native_address(multiplier_reactions, *args), args)
+        if not self.ncr and not self.njr:
+            check = StateKernel(output_check, (reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc))
+            return RowKernels(positions, dynamics, check, arrays, np.array([1.0, 1.0]), split=True, reuse=True)
+        lx, mult, health = self.part.lx, self._multipliers(), np.zeros(2)
+        check = StateKernel(loop_check, (
+            (mult.native(), mult.desc), reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc, lam,
+            (np.int64(m.nb), m.pred, m.succ, lx.row_adr, m.nc_j, self.GA, self.GB, self.g0),
+            float(config.SINGULAR_RESIDUAL_RTOL), self.cut_spring, self.jq, self.jq_ref, lx, self.tau, health))
+        watch, tick = np.zeros(2), np.zeros(6)
+        post = None
+        if self.ncr:
+            post = StateKernel(close_post, (
+                self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
+                self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
+                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), float(SWITCH_RTOL), watch, tick))
+        part = self.part
+
+        def before():
+            watch[WATCH_SINGULAR] = 1.0 if self._sing_samples else 0.0
+
+        def after():
+            self.block_conditioning = float(health[1])
+
+        return RowKernels(positions, dynamics, check, arrays, health, own=(watch,), split=True, tick=tick,
+                          before=before, after=after, reuse=True, split_post=post, valid=lambda: self.part is part)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model
@@ -514,50 +544,42 @@ class RCRFormulation(Formulation):
                           jq=self.jq.copy(), extra=extra)
 
     def _reactions(self, A) -> np.ndarray:
-        """Joint wrenches at an output instant.  Coordinate reduction never forms the
-        multipliers; they follow from the generalized forces the accelerations leave
-        unbalanced, ``K^T lam = -(M vdot + h)`` (one inverse-dynamics sum about the
-        origin and a least-squares solve, minimum-norm where closure rows are
-        redundant, as in ``dense``; K scattered from this evaluation's loop blocks).
-        Output instants only, never in the step."""
-        m, lx = self.model, self.part.lx
-        nr = self.ncr + self.njr
-        lam = np.zeros(nr)
-        if nr:
-            I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
-            body_terms(m.mass, m.inertia, self.x, self.R, self.V, self.Fext, I6, p6)
-            F = np.einsum("kij,kj->ki", I6, self.a) + p6  # wrench each body needs beyond the applied
-            for i in range(m.nb - 1, 0, -1):  # subtree sums: about the origin, plain sums
-                if m.parent[i] >= 0:
-                    F[m.parent[i]] += F[i]
-            tau = np.einsum("ck,ck->c", self.S6, F[lx.col_joint]) if m.nv else np.zeros(0)
-            Kmat = np.zeros((nr, m.nv))
-            rstart, rows, cstart, cols, kofs = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols, lx.blk_kofs
-            for b in range(rstart.shape[0] - 1):
-                rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
-                Kmat[np.ix_(rr, cc)] = self.Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
-            if self.njr:  # the gears' constant rows, in dense's order and scale (multipliers as dense's)
-                Kmat[self.ncr:self.ncr + m.ng] = coupling_rows(m, m.q_zero())[1]
-            for i in range(self.ndr):  # then the drivers' rows e_J (embedding)
-                Kmat[nr - self.ndr + i, m.v_adr[m.d_joint[i]]] = 1.0
-            lam = np.linalg.lstsq(Kmat.T, -tau, rcond=config.RANK_RTOL)[0]
+        """Joint wrenches at an output instant, from the multipliers
+        (:func:`.rcr_rows.loop_multipliers`: coordinate reduction never forms them in the
+        step) and the accelerations ``A`` about each COM.  Output instants only."""
+        m = self.model
+        lam = np.zeros(self.ncr + self.njr)
+        if lam.shape[0]:
+            self._multipliers()(lam, lam)
         self._lam = lam
         return reactions_from_multipliers(m, self.ca, self.x, self.R, self.V, self.P, A, self.Fext, lam,
                                           drivers=self.ndr > 0)
 
+    def _multipliers(self) -> StateKernel:
+        """:func:`.rcr_rows.loop_multipliers` with this partition's arrays (rebuilt after
+        :meth:`_use`): called with the multipliers' array (twice: ``out`` is unused), from
+        the accelerations about the origin in the workspace.  The constant joint-space rows after the cut rows: the file's gears (dense's
+        rows, order and scale), then the drivers' ``e_J`` (embedding)."""
+        if self._multipliers_kernel is None:
+            m, lx = self.model, self.part.lx
+            nr = self.ncr + self.njr
+            Kc = np.zeros((self.njr, m.nv))
+            if self.njr:
+                Kc[: m.ng] = coupling_rows(m, m.q_zero())[1]
+            for i in range(self.ndr):
+                Kc[self.njr - self.ndr + i, m.v_adr[m.d_joint[i]]] = 1.0
+            self._multipliers_kernel = StateKernel(loop_multipliers, (
+                self.a, m.mass, m.inertia, self.x, self.R, self.V, self.Fext, np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6)),
+                np.zeros((m.nb, 6)), m.parent, self.S6, lx.col_joint, lx, self.Kval, Kc, np.zeros((nr, m.nv)),
+                np.zeros(m.nv), float(config.RANK_RTOL), not self.njr, self.Qf, self.tau, self.part.colscale))
+        return self._multipliers_kernel
+
     def _closure_residual(self):
-        """(largest acceleration residual of the cut rows, the scale of its terms)."""
+        """(largest acceleration residual of the cut rows, the scale of its terms):
+        :func:`.rcr_rows.closure_residual`, as the row loop's check computes it."""
         m = self.model
-        Ao = self.a
-        worst, scale = 0.0, 0.0
-        for j in range(m.nb, m.nj):
-            a, b = m.pred[j], m.succ[j]
-            for r in range(self.part.lx.row_adr[j], self.part.lx.row_adr[j] + m.nc_j[j]):
-                t1 = self.GB[r] @ Ao[b]
-                t2 = self.GA[r] @ Ao[a] if a >= 0 else 0.0
-                worst = max(worst, abs(t1 + t2 + self.g0[r]))
-                scale = max(scale, abs(t1) + abs(t2) + abs(self.g0[r]))
-        return worst, scale
+        return closure_residual(m.nb, m.pred, m.succ, self.part.lx.row_adr, m.nc_j, self.GA, self.GB, self.g0,
+                                self.a)
 
 
 #: the evaluations the row kernels do (:meth:`RCRFormulation.row_kernels`; ``embedding`` adds

@@ -22,7 +22,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ..kinematics import normalize_quaternions
-from .workspace import typeof_cached, unpack
+from .workspace import NCOL, typeof_cached, unpack
 
 
 def _native_call(restype, failed):
@@ -106,6 +106,23 @@ call_float = intrinsic(_call_with_tuple(types.float64, float("nan")))
 _ANY_PROTO = types.TypeRef(types.none)
 
 
+def _table_call(restype, failed, address, desc, arrays):
+    """The signature and code generator of a call ``kernel(desc, proto, *arrays) -> restype``
+    at ``address`` with the table ``desc`` alone (:func:`_by_table`)."""
+    if not isinstance(address, types.Integer):
+        return None
+    argtys = (desc, _ANY_PROTO, *arrays)
+
+    def codegen(context, builder, signature, args):
+        fnty = context.call_conv.get_function_type(restype, argtys)
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        values = [args[1], context.get_constant_null(_ANY_PROTO), *args[2:]]
+        status, res = context.call_conv.call_function(builder, fn, restype, argtys, values)
+        return builder.select(status.is_ok, res, context.get_constant(restype, failed))
+
+    return restype(address, desc, *arrays), codegen
+
+
 def _by_table(restype, failed):
     """An intrinsic ``(address, desc, a, b) -> restype`` calling a state kernel
     ``kernel(desc, proto, a, b) -> restype`` at ``address`` (numba's native entry for its
@@ -116,20 +133,16 @@ def _by_table(restype, failed):
     if it raised."""
 
     def typer(typingctx, address, desc, a, b):
-        if not isinstance(address, types.Integer):
-            return None
-        argtys = (desc, _ANY_PROTO, a, b)
-
-        def codegen(context, builder, signature, args):
-            fnty = context.call_conv.get_function_type(restype, argtys)
-            fn = builder.inttoptr(args[0], fnty.as_pointer())
-            values = [args[1], context.get_constant_null(_ANY_PROTO), args[2], args[3]]
-            status, res = context.call_conv.call_function(builder, fn, restype, argtys, values)
-            return builder.select(status.is_ok, res, context.get_constant(restype, failed))
-
-        return restype(address, desc, a, b), codegen
+        return _table_call(restype, failed, address, desc, (a, b))
 
     return typer
+
+
+@intrinsic
+def call_positions_by_table(typingctx, address, desc, q):
+    """``rcr``'s positions kernel ``positions(desc, proto, q) -> float`` at ``address`` with
+    its table alone (as :func:`_by_table`'s calls); NaN if it raised."""
+    return _table_call(types.float64, float("nan"), address, desc, (q,))
 
 
 #: ``call_by_table(address, desc, a, b) -> float``: an operations kernel (NaN if it raised)
@@ -210,15 +223,19 @@ def _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, state, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions, clock, y, stages):
+def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions, post, clock, y, stages):
     """:func:`rk4_interval` for a right-hand side of two kernels (``rcr``, ``embedding``:
-    positions at ``q``, then the dynamics at ``(q, v)``), with the quaternions'
-    normalisation by the kinematic arrays ``mk`` after each step if ``quaternions``;
-    ``clock`` = (t0, t1, n, nq).  Returns ``(right-hand sides evaluated, t, the last
+    positions at ``q``, then the dynamics at ``(q, v)``), with after each step the
+    post-step ``post`` = (address, table) (:func:`call_by_table_bool`, ``out`` the free
+    k1; address 0: none), or else the quaternions' normalisation by the kinematic arrays
+    ``mk`` if ``quaternions``; ``clock`` = (t0, t1, n, nq), and where it has a fifth slot
+    that is not 0, ``stages[0]`` holds the rates at ``(t0, y)`` already
+    (:func:`rk4_interval`'s fourth).  Returns ``(right-hand sides evaluated, t, the last
     positions' conditioning)``, ``t`` as :func:`rk4_interval`'s."""
     t0, t1 = clock[0], clock[1]
     n = np.int64(clock[2])
     nq = np.int64(clock[3])
+    known = clock.shape[0] > 4 and clock[4] != 0.0
     k1, k2, k3, k4, st = stages[0], stages[1], stages[2], stages[3], stages[4]
     m = y.shape[0]
     h = (t1 - t0) / n
@@ -227,9 +244,10 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
     for i in range(n):
         t = t0 + i * h
         count += 1
-        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, y, k1)
-        if not ok:
-            return count, t, cond
+        if not (known and i == 0):
+            ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, y, k1)
+            if not ok:
+                return count, t, cond
         _stage(st, y, h / 2, k1)
         count += 1
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k2)
@@ -247,7 +265,9 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
             return count, t + h, cond
         for k in range(m):
             y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
-        if quaternions:
+        if post[0] != 0:
+            call_by_table_bool(post[0], post[1], y, k1)  # k1: free until the next step's
+        elif quaternions:
             normalize_quaternions(mk, y)
     return count, np.nan, cond
 
@@ -301,6 +321,10 @@ class RK4Interval:
         return out, count, t
 
 
+#: :func:`rk4_interval_split`'s ``post`` where there is none
+NO_POST = (0, np.zeros((0, NCOL), dtype=np.int64))
+
+
 class RK4SplitInterval:
     """:func:`rk4_interval_split` bound to ``rcr``'s two kernels (positions, dynamics:
     :class:`.base.StateKernel`) and kinematic arrays ``mk``: called with ``(t0, t1, y, n,
@@ -321,7 +345,7 @@ class RK4SplitInterval:
     def _bind(self, m: int) -> None:
         pos, dyn = self.positions, self.dynamics
         self._args = (pos.native(1), pos.desc, pos.proto, dyn.native(3), dyn.desc, dyn.proto, self.mk,
-                      np.bool_(self.quaternions))
+                      np.bool_(self.quaternions), NO_POST)
         self.stages = np.zeros((5, m))
         sig = tuple(typeof_cached(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
         if sig not in rk4_interval_split.overloads:

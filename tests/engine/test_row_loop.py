@@ -51,7 +51,9 @@ LOOPS = ["parallelogram-fourbar", "fivebar-redundant", "sprung-parallelogram", "
 CASES = ([(f, n) for f in ("dca", "hdca", "rcr", "embedding") for n in TREES]
          + [("dense", n) for n in LOOPS + ["spatial-double-pendulum"]]
          + [(f, n) for f in ("dca", "hdca") for n in LOOPS if n != "fourbar-geared"]
-         + [(f, n) for f in ("dca", "hdca") for n in ("loop-4", "fourbar-crank-rocker")])
+         + [(f, n) for f in ("dca", "hdca") for n in ("loop-4", "fourbar-crank-rocker")]
+         + [(f, n) for f in ("rcr", "embedding") for n in LOOPS + ["ladder-4"] if (f, n) != ("rcr", "fourbar-geared")]
+         + [("rcr", "fivebar"), ("embedding", "geared-arm")])  # fivebar: rcr re-chooses its partition 16 times
 
 
 @pytest.mark.parametrize("form, name", CASES)
@@ -119,22 +121,20 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """hdca, rcr and embedding on loops (their projections are Python), gears outside
-    dense (embedding's joint-space rows), drivers (their columns are Python), adaptive
-    integrators but dense's rk45 and dop853 on loops, scipy's others."""
+    """Drivers (their columns are Python), adaptive integrators but dense's rk45 and dop853
+    on loops, scipy's others; every formulation's rk4 rows on loops and gears are its own."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
-    assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
-    assert Simulation(model, Settings(formulation="dca", t_end=0.1)).row_loop() is not None
-    for form in ("hdca", "rcr", "embedding"):
-        assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is None
+    for form in ("dense", "dca", "hdca", "rcr", "embedding"):
+        assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="dca", integrator="rk45", t_end=0.1)).row_loop() is None
     chain = load_model(examples_dir() / "chain-8-revolute.mech.json")
     assert Simulation(chain, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
     assert Simulation(model, Settings(formulation="dense", integrator="lsoda", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "slider-crank-driven.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is None
+    assert Simulation(model, Settings(formulation="rcr", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "geared-arm.mech.json")
-    assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is None
+    assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
 
 
 def test_a_method_replaced_on_the_formulation_leaves_the_rows_to_python():

@@ -115,6 +115,30 @@ def test_reactions_agree_with_dense(spec):
     assert_reactions_agree(model, *_pair(model))
 
 
+@pytest.mark.parametrize("spec", [gen.ladder(4), gen.double_loop(), gen.slider_crank(), gen.ladder(2)],
+                         ids=lambda s: s.name)
+def test_the_blocks_multipliers_are_the_least_squares_ones(spec):
+    """The multipliers from the partition's block factors against the dense minimum-norm
+    least-squares solve of the same equations, at a random state on the loops: the spatial
+    ladders' blocks have a redundant row each (five rows, three dependent speeds)."""
+    from linkwork.engine.formulations.base import StateKernel
+    from linkwork.engine.formulations.rcr_rows import loop_multipliers
+
+    model = build_model(spec)
+    dense, rcr = _pair(model)
+    rng = np.random.default_rng(7)
+    y = _random_closed_state(model, rcr, rng)
+    rcr.evaluate(0.0, y)
+    fast = rcr._multipliers()
+    work = list(fast.workspace)
+    work[-4] = False  # blocks_only (before Qf, qr_tau, colscale): the dense solve
+    slow = StateKernel(loop_multipliers, tuple(work))
+    lam_fast, lam_slow = np.zeros(rcr.ncr), np.zeros(rcr.ncr)
+    fast(lam_fast, lam_fast)
+    slow(lam_slow, lam_slow)
+    np.testing.assert_allclose(lam_fast, lam_slow, rtol=0, atol=1e-9 * max(1.0, np.abs(lam_slow).max()))
+
+
 def assert_reactions_agree(model, dense, form):
     """Accelerations and, where no closure row is redundant, joint wrenches of ``form``
     equal dense's to 1e-9 of their largest at the initial state."""
