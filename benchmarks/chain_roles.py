@@ -2,7 +2,7 @@
 timed pass by pass on one thread.
 
 On two threads ``dca`` runs an unbranched chain in two roles beside one another
-(docs/performance.md, "Two threads on one chain"): the leading role does the positions,
+(docs/dca-two-threads.md, "Two threads on one chain"): the leading role does the positions,
 the bodies' own inertias, the applied forces and bias wrenches, the bias pass and the
 disassembly; the trailing role the motion subspaces, twists and joints' rows, the matrix
 pass, the coordinates' rates and the accelerations.  Whatever the machine, two threads

@@ -1,7 +1,7 @@
 """Can two numba threads run two recursions body by body, one trailing the other?
 
 ``dca`` on two threads runs a chain's recursions beside one another, the second thread
-a few bodies behind the first (docs/performance.md, "Two threads on one chain"): a
+a few bodies behind the first (docs/dca-two-threads.md, "Two threads on one chain"): a
 two-part tree leaves the busier thread most of the work.  numba's ``prange`` has no way for one
 iteration to wait for another, so this probe gives it one -- a progress counter written
 with an atomic store-release and read with an atomic load-acquire (``engine.atomics``,
@@ -14,7 +14,7 @@ reads A's result for the same body), A then B on one thread against A and B in o
 
 It prints, round by round, the microseconds of A alone, B alone, A then B, and the two
 overlapped.  A probe of the mechanism's cost on synthetic work; the engine's use of it
-is ``dca``'s ``_evaluate_chain`` (docs/performance.md, "Two threads on one chain").
+is ``dca``'s ``_evaluate_chain`` (docs/dca-two-threads.md, "Two threads on one chain").
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Atomic progress counters for two numba threads that work one pass behind the other.
 
 numba's ``prange`` has no way for one iteration to wait for another.  ``dca``'s
-two-thread chain kernel (docs/performance.md, "Two threads on one chain") gives its two
+two-thread chain kernel (docs/dca-two-threads.md, "Two threads on one chain") gives its two
 roles progress counters in an int64 array: the producer writes its results and then
 the count of bodies done with :func:`store_release`; the consumer reads the count with
 :func:`load_acquire` before it reads those results.  Release and acquire order the

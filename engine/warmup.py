@@ -1,18 +1,17 @@
 """``linkwork compile``: every formulation's kernels into the numba cache before anyone waits.
 
-numba compiles a kernel the first time it runs and keeps the machine code in its
-cache, a directory keyed by a hash of the engine's sources (``engine/__init__.py``,
-``_numba_cache_dir``): the first Run of each formulation after an install or an
-update of the engine compiles, every later one loads (docs/performance.md,
-"Compile time").  This command does that compiling ahead: it runs each registered
-formulation for two output steps on every bundled example, at the example's own
-default settings -- the kernels a first Run calls, with the types it calls them
-with -- and shows a progress bar, formulation by formulation, with the elapsed time.
-``--variants`` also compiles the variants a formulation asks for
+numba compiles a kernel the first time it runs and keeps the machine code in its cache, a
+directory keyed by a hash of the engine's sources (``engine/__init__.py``,
+``_numba_cache_dir``): the first Run of each formulation after an install or an update of
+the engine compiles, every later one loads (docs/compile-time.md). This command does that
+compiling ahead: it runs each registered formulation for two output steps on every bundled
+example, at the example's own default settings -- the kernels a first Run calls, with the
+types it calls them with -- and shows a progress bar, formulation by formulation, with the
+elapsed time. ``--variants`` also compiles the variants a formulation asks for
 (``Formulation.warm_variants``: ``dca``'s two roles on a chain of 512 bodies or more on
-two threads), which no bundled example calls at its defaults: a desktop bundle ships
-them, a plain install compiles them at the first run that calls them.
-``scripts/setup.sh`` calls it at the end of every set-up.
+two threads), which no bundled example calls at its defaults: a desktop bundle ships them,
+a plain install compiles them at the first run that calls them. ``scripts/setup.sh`` calls
+it at the end of every set-up.
 
 A record in the cache directory (:data:`RECORD`) lists the formulations done for
 this version of the sources and of numba; they are skipped unless ``--force``.
@@ -37,7 +36,7 @@ RECORD = "compiled.json"
 #: next to the keyed directories: seconds each formulation's compile took, last measured
 TIMES = "compile-times.json"
 #: CPU seconds a cold compile of each formulation took on a 2-core machine (the four-bar,
-#: an empty cache; docs/performance.md, "Compile time"), used by :func:`compile_notice`
+#: an empty cache; docs/compile-time.md), used by :func:`compile_notice`
 #: until this machine has measured its own
 TYPICAL_SECONDS = {"dense": 20.0, "dca": 60.0, "hdca": 80.0, "index3": 100.0, "rcr": 30.0, "embedding": 65.0}
 

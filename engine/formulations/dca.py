@@ -136,7 +136,7 @@ class DCAFormulation(TreeFormulation):
         alone at state ``y`` (twice each, the best) and takes the faster for the next
         right-hand sides: both give the same result bit for bit, but where the two cores
         hand cache lines over slowly the roles take twice one thread's time
-        (docs/performance.md, "One thread when two are slower")."""
+        (docs/dca-two-threads.md, "One thread when two are slower")."""
         roles, alone = self._roles, self._alone
         t_roles = min(seconds(roles[0], y), seconds(roles[1], y), seconds(roles[0], y), seconds(roles[1], y))
         t_alone = min(seconds(alone, y), seconds(alone, y))
@@ -194,7 +194,7 @@ class DCAFormulation(TreeFormulation):
     def layout_threads(cls, model: Model, threads: int) -> int:
         """An unbranched open chain hanging from ground is one region on any thread count:
         on two or more threads it runs in two roles (``evaluate_chain``) instead of being
-        cut into parts that merge (docs/performance.md, "Two threads on one chain")."""
+        cut into parts that merge (docs/dca-two-threads.md, "Two threads on one chain")."""
         if threads > 1 and unbranched_chain(model):
             return 1
         return threads

@@ -1,6 +1,6 @@
 """``dca`` on an unbranched chain on two threads: the one-region evaluation in two roles
 that run beside each other, each a few bodies behind the one it needs, so that the
-sequential passes along the chain overlap (docs/performance.md, "Two threads on one chain")."""
+sequential passes along the chain overlap (docs/dca-two-threads.md, "Two threads on one chain")."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ CHAIN_BLOCK = 16
 #: what its step needs: two blocks, so that neither it nor its core's prefetcher (which
 #: reads ahead along the arrays) touches the cache lines the other core is writing --
 #: a line read while it is written goes back and forth between the cores
-#: (docs/performance.md, "Two threads on one chain": 3-11 % off the two-thread time, interleaved)
+#: (docs/dca-two-threads.md, "Two threads on one chain": 3-11 % off the two-thread time, interleaved)
 CHAIN_LAG = 2 * CHAIN_BLOCK
 #: how many times the first role to arrive reads the handshake before it takes the
 #: whole evaluation on alone (the other thread busy elsewhere, or never coming)
@@ -156,7 +156,7 @@ def chain_role(desc, proto, y, out):
 @njit(cache=True, nogil=True, _nrt=False, parallel=True)
 def evaluate_chain(desc, proto, y, out):
     """``evaluate_region`` on two threads, for an unbranched chain hanging from ground
-    (docs/performance.md, "Two threads on one chain"): the same steps in the same order
+    (docs/dca-two-threads.md, "Two threads on one chain"): the same steps in the same order
     for each body -- the same result bit for bit -- in two roles that run beside each
     other, each recursion ``CHAIN_LAG`` bodies or more behind the one it needs (:func:`chain_lead`,
     :func:`chain_trail`), so that the passes along the chain, sequential each, overlap.
@@ -196,7 +196,7 @@ def seconds(kernel: StateKernel, y: np.ndarray) -> float:
 #: writes a cache line the other core read in the previous call, each store waits for
 #: that core to give its copy up: on a 1024-body revolute chain the trailing role's
 #: root-first loop took 69-72 us instead of 38.  With two copies the lines a call writes
-#: were last touched two calls before (docs/performance.md, "Two copies of what the roles
+#: were last touched two calls before (docs/dca-two-threads.md, "Two copies of what the roles
 #: hand over").
 CHAIN_TWIN = ("x", "R", "P", "S", "V", "c", "Fext", "G", "g0", "Fh", "lam", "rhs_body", "A", "vdot",
               "IA", "W", "U", "Dinv", "sz", "xa")

@@ -70,7 +70,7 @@ def body_terms(mass, inertia, R, V, A, Fext, Fbias):
         w = V[i, 3:]
         m = mass[i]
         # J w and J alpha as loops: numba's ``@`` would compile its BLAS glue (and its
-        # error messages) per operand layout (docs/performance.md, "Compile time")
+        # error messages) per operand layout (docs/compile-time.md)
         Jw_w = (Jw[0, 0] * w[0] + Jw[0, 1] * w[1] + Jw[0, 2] * w[2],
                 Jw[1, 0] * w[0] + Jw[1, 1] * w[1] + Jw[1, 2] * w[2],
                 Jw[2, 0] * w[0] + Jw[2, 1] * w[1] + Jw[2, 2] * w[2])
@@ -106,7 +106,7 @@ def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
     XI = np.empty((6, 6))
     for i in range(nb):
         # body inertia about P_i:  [[m, -m~c], [m~c, Jw - m~c~c]], c = x_i - P_i, Jw = R I R^T
-        # (loops, not numba's ``@``: docs/performance.md, "Compile time")
+        # (loops, not numba's ``@``: docs/compile-time.md)
         c0 = x[i, 0] - P[i, 0]
         c1 = x[i, 1] - P[i, 1]
         c2 = x[i, 2] - P[i, 2]

@@ -37,7 +37,7 @@ and the inline functions they call) from losing writes or failing
 No kernel allocates in the step loop except where noted; body loops go parallel from
 ``threads.PARALLEL_MIN_BODIES`` on.  A ``prange`` index is unsigned: the per-body kernels
 called from both the parallel and the serial loop get it as ``np.int64(i)``, so numba
-compiles them once, not once per index type (docs/performance.md, "Compile time").
+compiles them once, not once per index type (docs/compile-time.md).
 """
 
 from __future__ import annotations

@@ -392,7 +392,7 @@ def tree_solve(ix, leaf, work, g0, eps, sgn, tol, matrices):
 
     Kernels pass ``matrices`` as ``np.bool_(False)``, not the literal ``False``: numba
     compiles a separate specialisation for a literal argument, and this kernel is large
-    (docs/performance.md, "Compile time")."""
+    (docs/compile-time.md)."""
     leaf_biases(ix, leaf, work.bv)
     if matrices:
         tree.assemble_matrices7(ix, work, eps, sgn, tol)

@@ -260,7 +260,7 @@ def leaves(ix, mass, inertia, inertia_inv, bw, Phi, bv, dca_rhs, blocks, hy):
 
     The flags are runtime bools: kernels pass ``np.bool_(...)``, never the literals, so
     dca, hdca's two phases and its Python-side reaction pass share one specialisation
-    (numba compiles one per literal value; docs/performance.md, "Compile time")."""
+    (numba compiles one per literal value; docs/compile-time.md)."""
     nb = ix.nb
     if nb >= ix.body_parallel_from:  # the tuples handed on, never written through here
         for k in prange(BODY_CHUNKS):

@@ -178,7 +178,7 @@ def test_cached_kernels_close_over_constants_only():
     kernel that closes over another kernel misses the cache in every process.  Measured
     with tree passes that closed over their loop kernels: hdca's first evaluation compiled
     them for 24 s in every process, index-3's for 36 s, with the cache full
-    (docs/performance.md, "Closures over constants only")."""
+    (docs/compile-time.md, "Closures over constants only")."""
     kernels = _dispatchers()
     assert len(kernels) > 100
     bad = []

@@ -38,7 +38,7 @@ def _no_region_at(m, hy):
 # pickles with a uuid drawn in each process and the signatures compiled so far, so a
 # closure over a kernel misses the cache in every process and compiles again -- 24 s
 # for hdca's first evaluation, 36 s for index-3's, measured before this was so
-# (docs/performance.md, "Closures over constants only").  Kernels are called as
+# (docs/compile-time.md, "Closures over constants only").  Kernels are called as
 # module globals, chosen by branches on the constants, which numba prunes before typing.
 
 
@@ -128,7 +128,7 @@ def _passes(nd: int):
     # Each pass calls its loop once per subtree and once for the top (from
     # ``sub_start[0]`` = 0, an int64 like the subtrees' bounds: one specialisation): the
     # merge kernels are then compiled once per pass, not once in the parallel region's
-    # body and again in the serial loop (docs/performance.md, "What a cold compile costs, and why").
+    # body and again in the serial loop (docs/compile-time.md, "What a cold compile costs, and why").
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
     def assemble_matrices(ix, tw, eps, sgn, tol, hy=None):
