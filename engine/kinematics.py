@@ -334,13 +334,19 @@ def joint_momenta(mk, nv_j, mass, inertia, x, R, P, S, v, V, c, H, h, out):
         for r in range(3):
             H[i, 3 + r] = R[i, r, 0] * u0 + R[i, r, 1] * u1 + R[i, r, 2] * u2
     subtree_sums(mk.parent, x, P, H, h)
-    v_adr = mk.v_adr
-    for k in range(nb):
-        for col in range(v_adr[k], v_adr[k] + nv_j[k]):
+    project_columns(nb, mk.v_adr, nv_j, S, h, out)
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def project_columns(nb, v_adr, nv_j, S, fj, out):
+    """``out[c] = S_c . fj[k]`` for each freedom ``c`` of each tree joint ``k``: the
+    wrenches ``fj`` about the joint points on the joints' motion subspaces."""
+    for i in range(nb):
+        for c in range(v_adr[i], v_adr[i] + nv_j[i]):
             s = 0.0
-            for j in range(6):
-                s += S[col, j] * h[k, j]
-            out[col] = s
+            for k in range(6):
+                s += S[c, k] * fj[i, k]
+            out[c] = s
 
 
 @njit(cache=True, nogil=True, _nrt=False)

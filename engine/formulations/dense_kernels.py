@@ -88,16 +88,6 @@ def body_terms(mass, inertia, R, V, A, Fext, Fbias):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def project_columns(nb, v_adr, nv_j, S, fj, out):
-    for i in range(nb):
-        for c in range(v_adr[i], v_adr[i] + nv_j[i]):
-            s = 0.0
-            for k in range(6):
-                s += S[c, k] * fj[i, k]
-            out[c] = s
-
-
-@njit(cache=True, nogil=True, _nrt=True)
 def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
     """Joint-space mass matrix by the composite-rigid-body algorithm (world frame)."""
     nb = parent.shape[0]

@@ -28,12 +28,11 @@ from ..drivers import MotionArrays, motion
 from ..forces import ForceArrays, tree_applied_forces
 from ..kinematics import (
     KinArrays, classical_into, fk_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions,
-    qdot_from_v, subtree_sums,
+    project_columns, qdot_from_v, subtree_sums,
 )
 from ..model import SPHERICAL
 from .dense_kernels import (
     Frames, JointRowScratch, LoopRows, ReactionModel, body_terms, crba, loop_rows, multiplier_reactions,
-    project_columns,
 )
 from .dense_linalg import (
     ThinSVD, backward, cholesky, filter_factors, filtered_solve, forward, roundoff_floor, svd_work, thin_svd, whiten,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import literal_unroll, njit, prange
 
 from .. import config
 from ..constraints import ConArrays, joint_constraint, joint_constraint_rate
@@ -37,9 +37,11 @@ from ..model import UNIVERSAL, Model
 from ..threads import HDCA_CHAIN_SERIAL_BELOW
 from . import dense_solve, tree
 from .base import NO_RATES, Evaluation, RowKernels, StateKernel, check_consistent
-from .rk4_kernel import call_float, call_void, native_address
+from .rk4_kernel import call_by_table_bool, call_void, native_address
 from .tree import Regions, TreeIndex, TreeWork
-from .tree_formulation import TreeFormulation, joint_wrenches, momentum_post, tree_post, unbranched_chain
+from .tree_formulation import (
+    TreeFormulation, joint_wrenches, momentum_post, tree_check, tree_post, unbranched_chain,
+)
 from .tree_kernels import Baumgarte, BodyWork, TreeModel, accelerations, cut_rows, leaves, residual, tree_rows
 from .workspace import unpack
 
@@ -433,7 +435,8 @@ class HDCAFormulation(TreeFormulation):
         kernel fills the same workspace either way) with
         :func:`.tree_formulation.momentum_post` after each step (the projection and the
         impulse reset, :meth:`._project_momentum_state`; or :func:`.tree_formulation.tree_post`
-        with the projection off), then :func:`loop_output_check`."""
+        with the projection off), then :func:`loop_output_check` (the acceleration pass,
+        then ``dca``'s :func:`.tree_formulation.tree_check`)."""
         m, lay, fast = self.model, self.lay, self._rk4
         if type(self).evaluate is not _OWN_EVALUATE:
             return None
@@ -472,10 +475,12 @@ class HDCAFormulation(TreeFormulation):
                 float(config.PROJECTION_MAX_ITER), *watch_args,
                 (float(dense_solve.CLOSURE), float(dense_solve.PROJECT),
                  float(dense_solve.PROJECT_VELOCITIES | dense_solve.PROJECT_ROWS_DONE))))
-        check = StateKernel(loop_output_check, (
-            self._acceleration_calls(), self.v, self.pdot, ix.row_adr, ix.rows, m.pred, m.succ, self.x, self.P,
-            tw.G[0], tw.G[1], tw.g0, tw.lam, self.V, self.A, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL),
-            np.int64(m.nj), self.cut_spring, self.jq, self.jq_ref, rw.conditioning, health))
+        tail = StateKernel(tree_check, (
+            self.vdot, ix.row_adr, ix.rows, m.pred, m.succ, self.x, self.P, self.A, tw.G[0], tw.G[1], tw.g0, tw.lam,
+            self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj), self.cut_spring, self.jq,
+            self.jq_ref, True, rw.conditioning, health))
+        check = StateKernel(loop_output_check, (self._acceleration_calls(), self.v, self.pdot,
+                                                (tail.native(), tail.desc)))
         return RowKernels(self._kernel, post, check, arrays, health, own=(rw.watch,), tick=rw.tick,
                           before=rw.before, after=rw.after, reuse=True)
 
@@ -533,11 +538,7 @@ def output_check(desc, proto, y, out):
     for i in range(v.shape[0]):
         if not (np.isfinite(v[i]) and np.isfinite(pdot[i])):
             return False
-    ok = call_void(calls[0][0], calls[0][1])
-    ok = ok and call_void(calls[1][0], calls[1][1])
-    ok = ok and call_void(calls[2][0], calls[2][1])
-    ok = ok and call_void(calls[3][0], calls[3][1])
-    ok = ok and call_void(calls[4][0], calls[4][1])
+    ok = _call_all(calls)
     reactions[:, :] = 0.0
     joint_wrenches(row_adr, rows, GB, lam, reactions)
     classical_into(V, A, acc)
@@ -545,35 +546,27 @@ def output_check(desc, proto, y, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _call_all(calls):
+    """Each ``(address, arguments)`` of ``calls`` in turn (:func:`.rk4_kernel.call_void`),
+    up to the first that raised; whether none did."""
+    ok = True
+    for call in literal_unroll(calls):
+        ok = ok and call_void(call[0], call[1])
+    return ok
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def loop_output_check(desc, proto, y, out):
     """What :meth:`HDCAFormulation.evaluate` does on a mechanism with loops after its kernel
     evaluated ``y`` without rates, for the compiled row loop: False where it would raise
-    (velocities or momentum rates not finite; the closure's acceleration residual beyond
-    :func:`.base.check_consistent`'s limit), else the acceleration pass (``calls``: the
+    (velocities or momentum rates not finite), else the acceleration pass (``calls``: the
     kernels of :meth:`HDCAFormulation._acceleration_pass` with its arguments, in its
-    order), the cut joints' springs' branch reference, the reactions, the classical
-    accelerations and the loops' conditioning into ``health``.  ``y``, ``out``: unused."""
-    (calls, v, pdot, row_adr, rows, pred, succ, x, P, GA, GB, g0, lam, V, A, acc, reactions, rtol, nj, cut_spring, jq,
-     jq_ref, conditioning, health) = unpack(desc, proto)
+    order), then ``dca``'s check on its result (``check``: :func:`.tree_formulation.tree_check`
+    by address with its table: the closure's acceleration residual, the cut joints'
+    springs' branch reference, the reactions, the classical accelerations, the loops'
+    conditioning).  ``y``, ``out``: as the check takes them."""
+    calls, v, pdot, check = unpack(desc, proto)
     for i in range(v.shape[0]):
         if not (np.isfinite(v[i]) and np.isfinite(pdot[i])):
             return False
-    ok = call_void(calls[0][0], calls[0][1])
-    ok = ok and call_void(calls[1][0], calls[1][1])
-    ok = ok and call_void(calls[2][0], calls[2][1])
-    ok = ok and call_void(calls[3][0], calls[3][1])
-    ok = ok and call_void(calls[4][0], calls[4][1])
-    ok = ok and call_void(calls[5][0], calls[5][1])
-    if not ok:
-        return False
-    res, scale = residual((row_adr, rows), pred, succ, x, P, A, GA, GB, g0, nj)
-    if not np.isfinite(res) or res > rtol * max(scale, 1.0):
-        return False
-    for j in cut_spring:
-        jq_ref[j] = jq[j]
-    reactions[:, :] = 0.0
-    joint_wrenches(row_adr, rows, GB, lam, reactions)
-    classical_into(V, A, acc)
-    health[0] = 1.0
-    health[1] = call_float(conditioning[0], conditioning[1])
-    return True
+    return _call_all(calls) and call_by_table_bool(check[0], check[1], y, out)

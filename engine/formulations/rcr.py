@@ -47,9 +47,9 @@ from . import rcr_kernels as K
 from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
-from .rcr_articulated import Articulated, ClusterFold, LoopMaps, body_terms
+from .rcr_articulated import Articulated, ClusterFold, LoopMaps
 from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
-from .rcr_rows import WATCH_SINGULAR, close_post, closure_residual, loop_check, loop_multipliers
+from .rcr_rows import WATCH_SINGULAR, close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .workspace import unpack
 
@@ -558,8 +558,9 @@ class RCRFormulation(Formulation):
     def _multipliers(self) -> StateKernel:
         """:func:`.rcr_rows.loop_multipliers` with this partition's arrays (rebuilt after
         :meth:`_use`): called with the multipliers' array (twice: ``out`` is unused), from
-        the accelerations about the origin in the workspace.  The constant joint-space rows after the cut rows: the file's gears (dense's
-        rows, order and scale), then the drivers' ``e_J`` (embedding)."""
+        the accelerations about the origin in the workspace.  The constant joint-space rows
+        after the cut rows: the file's gears (dense's rows, order and scale), then the
+        drivers' ``e_J`` (embedding)."""
         if self._multipliers_kernel is None:
             m, lx = self.model, self.part.lx
             nr = self.ncr + self.njr
@@ -568,10 +569,11 @@ class RCRFormulation(Formulation):
                 Kc[: m.ng] = coupling_rows(m, m.q_zero())[1]
             for i in range(self.ndr):
                 Kc[self.njr - self.ndr + i, m.v_adr[m.d_joint[i]]] = 1.0
+            scratch = (np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6)), np.zeros((m.nb, 6)))  # I6, p6, F
             self._multipliers_kernel = StateKernel(loop_multipliers, (
-                self.a, m.mass, m.inertia, self.x, self.R, self.V, self.Fext, np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6)),
-                np.zeros((m.nb, 6)), m.parent, self.S6, lx.col_joint, lx, self.Kval, Kc, np.zeros((nr, m.nv)),
-                np.zeros(m.nv), float(config.RANK_RTOL), not self.njr, self.Qf, self.tau, self.part.colscale))
+                self.a, m.mass, m.inertia, self.x, self.R, self.V, self.Fext, *scratch, m.parent, self.S6, lx.col_joint,
+                lx, self.Kval, Kc, np.zeros((nr, m.nv)), np.zeros(m.nv), float(config.RANK_RTOL), not self.njr, self.Qf,
+                self.tau, self.part.colscale))
         return self._multipliers_kernel
 
     def _closure_residual(self):
@@ -600,15 +602,7 @@ def output_check(desc, proto, y, out):
     for i in range(vdot.shape[0]):
         if not (np.isfinite(vdot[i]) and np.isfinite(v[i])):
             return False
-    for i in range(a.shape[0]):
-        c0 = a[i, 4] * x[i, 2] - a[i, 5] * x[i, 1]
-        c1 = a[i, 5] * x[i, 0] - a[i, 3] * x[i, 2]
-        c2 = a[i, 3] * x[i, 1] - a[i, 4] * x[i, 0]
-        A[i, 0] = a[i, 0] + c0
-        A[i, 1] = a[i, 1] + c1
-        A[i, 2] = a[i, 2] + c2
-        for k in range(3, 6):
-            A[i, k] = a[i, k]
+    com_accelerations(a, x, A)
     ok = call_void(reactions[0], reactions[1])
     classical_into(V, A, acc)
     return ok

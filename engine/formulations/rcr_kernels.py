@@ -122,13 +122,10 @@ def block_rows(lx, parent, v_adr, nv_j, succ, pred, S6, GA, GB, Kval, pos):
 def block_qr(lx, colscale, Kval, Qf, tau):
     """Householder QR of every block's dependent columns, scaled by the partition's
     mass-whitening factors -- eq. (34)'s ``[(P^T P)^-1 P^T]`` as a least-squares solve,
-    so redundant closure rows need no special case.  Returns the smallest
-    ``min |R_ii| / max |R_ii|`` of any block (the conditioning the partition monitor
-    watches)."""
+    so redundant closure rows need no special case.  Returns :func:`block_conditioning`."""
     blk_rstart, blk_cstart, blk_cols = lx.blk_rstart, lx.blk_cstart, lx.blk_cols
     blk_dstart, blk_dep, blk_kofs, blk_qofs = lx.blk_dstart, lx.blk_dep, lx.blk_kofs, lx.blk_qofs
     nblk = blk_rstart.shape[0] - 1
-    worst = 1.0
     for b in range(nblk):
         m = blk_rstart[b + 1] - blk_rstart[b]
         c0, n = blk_cstart[b], blk_cstart[b + 1] - blk_cstart[b]
@@ -141,8 +138,6 @@ def block_qr(lx, colscale, Kval, Qf, tau):
             sc = colscale[blk_cols[c0 + loc]]
             for rr in range(m):
                 Q[cc * m + rr] = K[rr * n + loc] * sc
-        rmax = 0.0
-        rmin = np.inf
         for k in range(nd):
             nrm = 0.0
             for rr in range(k, m):
@@ -167,7 +162,23 @@ def block_qr(lx, colscale, Kval, Qf, tau):
                             Q[cc * m + rr] -= s * Q[k * m + rr]
             # the reflector's head stays in Q; R_kk = alpha goes to the second half of tau
             tau[tau.shape[0] // 2 + d0 + k] = alpha
-            ak = abs(alpha)
+    return block_conditioning(lx, tau)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def block_conditioning(lx, tau):
+    """The smallest ``min |R_ii| / max |R_ii|`` of any block, from the R diagonals
+    :func:`block_qr` left in the second half of ``tau`` (the conditioning the partition
+    monitor watches)."""
+    dstart = lx.blk_dstart
+    half = tau.shape[0] // 2
+    worst = 1.0
+    for b in range(dstart.shape[0] - 1):
+        d0, nd = dstart[b], dstart[b + 1] - dstart[b]
+        rmax = 0.0
+        rmin = np.inf
+        for k in range(nd):
+            ak = abs(tau[half + d0 + k])
             rmax = max(rmax, ak)
             rmin = min(rmin, ak)
         if nd > 0:

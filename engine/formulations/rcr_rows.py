@@ -21,7 +21,7 @@ from ..kinematics import classical_into, normalize_quaternions
 from .base import TICK_FAILED, TICK_I
 from .dense_linalg import svd_work, thin_svd
 from .rcr_articulated import body_terms
-from .rcr_kernels import close_velocities, newton_step
+from .rcr_kernels import block_conditioning, close_velocities, newton_step
 from .rk4_kernel import call_by_table_bool, call_positions_by_table, call_void
 from .workspace import unpack
 
@@ -202,24 +202,19 @@ def loop_multipliers(desc, proto, lam, out):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def _block_conditioning(lx, tau):
-    """:func:`.rcr_kernels.block_qr`'s conditioning again, from the R diagonal it left in
-    the second half of ``tau``: the same operations, the same number."""
-    dstart = lx.blk_dstart
-    half = tau.shape[0] // 2
-    worst = 1.0
-    for b in range(dstart.shape[0] - 1):
-        d0, nd = dstart[b], dstart[b + 1] - dstart[b]
-        rmax = 0.0
-        rmin = np.inf
-        for k in range(nd):
-            ak = abs(tau[half + d0 + k])
-            rmax = max(rmax, ak)
-            rmin = min(rmin, ak)
-        if nd > 0:
-            worst = min(worst, rmin / rmax if rmax > 0.0 else 0.0)
-    return worst
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def com_accelerations(a, x, A):
+    """The spatial accelerations ``a`` about the origin as ``A`` about each centre of mass
+    ``x`` (lin += alpha x c, as numpy's ``cross`` computes it)."""
+    for i in range(a.shape[0]):
+        c0 = a[i, 4] * x[i, 2] - a[i, 5] * x[i, 1]
+        c1 = a[i, 5] * x[i, 0] - a[i, 3] * x[i, 2]
+        c2 = a[i, 3] * x[i, 1] - a[i, 4] * x[i, 0]
+        A[i, 0] = a[i, 0] + c0
+        A[i, 1] = a[i, 1] + c1
+        A[i, 2] = a[i, 2] + c2
+        for k in range(3, 6):
+            A[i, k] = a[i, k]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -228,8 +223,7 @@ def loop_check(desc, proto, y, out):
     positions and dynamics kernels, for the compiled row loop: False where it would raise
     (speeds or accelerations not finite; the closure's acceleration residual beyond
     :func:`.base.check_consistent`'s limit), else the cut joints' springs' branch
-    reference, the accelerations about each centre of mass (``a`` is about the origin:
-    lin += alpha x c, as numpy's ``cross`` computes it), the multipliers
+    reference, the accelerations about each centre of mass (:func:`com_accelerations`), the multipliers
     (:func:`loop_multipliers` by address), the reactions (``multiplier_reactions`` by
     address), the classical accelerations, and the partition's conditioning into
     ``health``.  ``y``, ``out``: unused."""
@@ -244,18 +238,10 @@ def loop_check(desc, proto, y, out):
         return False
     for j in cut_spring:
         jq_ref[j] = jq[j]
-    for i in range(a.shape[0]):
-        c0 = a[i, 4] * x[i, 2] - a[i, 5] * x[i, 1]
-        c1 = a[i, 5] * x[i, 0] - a[i, 3] * x[i, 2]
-        c2 = a[i, 3] * x[i, 1] - a[i, 4] * x[i, 0]
-        A[i, 0] = a[i, 0] + c0
-        A[i, 1] = a[i, 1] + c1
-        A[i, 2] = a[i, 2] + c2
-        for k in range(3, 6):
-            A[i, k] = a[i, k]
+    com_accelerations(a, x, A)
     ok = call_by_table_bool(multipliers[0], multipliers[1], lam, lam)
     ok = ok and call_void(reactions[0], reactions[1])
     classical_into(V, A, acc)
     health[0] = 1.0
-    health[1] = _block_conditioning(lx, tau)
+    health[1] = block_conditioning(lx, tau)
     return ok
