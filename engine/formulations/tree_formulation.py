@@ -325,6 +325,21 @@ def _watch_step(watching, conditioning, watch, tick, t, window, crossing):
     return True
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _project(proj, proj_desc, proj_clock, t, iterations, ops, q, v, tick, watch):
+    """``dense``'s projector's PROJECT (``ops[1]``, its flags ``ops[2]``) of ``(q, v)`` at
+    ``t``, counted in ``watch``; False, with ``tick[TICK_FAILED]``, where it failed."""
+    proj_clock[0] = t
+    proj_clock[1] = iterations
+    proj_clock[2] = ops[2]
+    proj_clock[3] = ops[1]
+    if call_by_table(proj, proj_desc, q, v) != 0.0:
+        tick[TICK_FAILED] = 1.0
+        return False
+    watch[WATCH_PROJECTIONS] += 1.0
+    return True
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def tree_post(desc, proto, y, out):
     """``dca``'s :meth:`TreeFormulation.post_step` and :meth:`.tree.SingularityWatch.watch_singular`
@@ -359,15 +374,9 @@ def tree_post(desc, proto, y, out):
         if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
             tick[TICK_FAILED] = 1.0
             return False
-        if worst > tol:
-            proj_clock[0] = t
-            proj_clock[1] = iterations
-            proj_clock[2] = ops[2]  # the velocities too, the CLOSURE above having been at this state
-            proj_clock[3] = ops[1]
-            if call_by_table(proj, proj_desc, q, v) != 0.0:
-                tick[TICK_FAILED] = 1.0
-                return False
-            watch[WATCH_PROJECTIONS] += 1.0
+        # ops[2]: the velocities too, the CLOSURE above having been at this state
+        if worst > tol and not _project(proj, proj_desc, proj_clock, t, iterations, ops, q, v, tick, watch):
+            return False
     return _watch_step(watching, conditioning, watch, tick, t, window, crossing)
 
 
@@ -404,15 +413,9 @@ def momentum_post(desc, proto, y, out):
     if not np.isfinite(worst):
         tick[TICK_FAILED] = 1.0
         return False
-    if worst > tol:
-        proj_clock[0] = t
-        proj_clock[1] = iterations
-        proj_clock[2] = ops[2]  # the positions alone, the CLOSURE above having been at this state
-        proj_clock[3] = ops[1]
-        if call_by_table(proj, proj_desc, q, zero_v) != 0.0:
-            tick[TICK_FAILED] = 1.0
-            return False
-        watch[WATCH_PROJECTIONS] += 1.0
+    # ops[2]: the positions alone, the CLOSURE above having been at this state
+    if worst > tol and not _project(proj, proj_desc, proj_clock, t, iterations, ops, q, zero_v, tick, watch):
+        return False
     rates = out.shape[0] == y.shape[0]
     call_by_table_bool(solve[0], solve[1], y, out if rates else no_rates)
     for i in range(v.shape[0]):
