@@ -312,12 +312,14 @@ def subtree_sums(parent, x, P, W, out):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def joint_momenta(mk, nv_j, mass, inertia, x, R, P, S, v, V, c, H, h, out):
+def joint_momenta(mk, nv_j, mass, inertia, x, R, P, S, v, scratch, out):
     """``p = M v`` at the poses in ``x``, ``R``, ``P``, ``S``: the body momenta ``H`` (about
     each COM: ``m v_c``, ``R I R^T w``) of the twists ``V`` of ``v`` (:func:`fk_velocities`,
     with ``c``), summed over each tree joint's subtree about its point (``h``,
-    :func:`subtree_sums`) and projected on its freedoms: ``out[c] = S_c . h_k``.  ``hdca``'s
-    momenta of given velocities (its impulse reset, :mod:`.formulations.stabilise`)."""
+    :func:`subtree_sums`) and projected on its freedoms (:func:`project_columns`).
+    ``scratch``: ``(V, c, H, h)``, each (nb, 6).  ``hdca``'s momenta of given velocities
+    (its impulse reset, :mod:`.formulations.stabilise`)."""
+    V, c, H, h = scratch
     fk_velocities(mk, x, P, S, v, V, c)
     nb = x.shape[0]
     for i in range(nb):

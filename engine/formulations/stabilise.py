@@ -118,4 +118,4 @@ class LoopProjection:
         m = self.model
         if self._momenta_scratch is None:
             self._momenta_scratch = tuple(np.zeros((m.nb, 6)) for _ in range(4))
-        return (self.mk, m.nv_j, m.mass, m.inertia, self.x, self.R, self.P, self.S, v, *self._momenta_scratch, out)
+        return (self.mk, m.nv_j, m.mass, m.inertia, self.x, self.R, self.P, self.S, v, self._momenta_scratch, out)
