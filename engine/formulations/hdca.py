@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import literal_unroll, njit, prange
+from numba import njit, prange
 
 from .. import config
 from ..constraints import ConArrays, joint_constraint, joint_constraint_rate
@@ -487,8 +487,8 @@ class HDCAFormulation(TreeFormulation):
     def _acceleration_calls(self) -> tuple:
         """:meth:`_acceleration_pass`'s kernels by address, each with exactly its arguments
         (by name they would be compiled again into the check kernels: 30 s), in its order;
-        without loops ``cut_rows`` is not called (its entry is the first kernel's again,
-        which the checks skip)."""
+        without loops ``cut_rows`` too, which there has no row to write (one list of six
+        for trees and loops: one compiled check)."""
         m, lay = self.model, self.lay
         tw, ix, bw, hy = lay.work, lay.ix, self.bw, self.hy
         kernels = [
@@ -497,9 +497,8 @@ class HDCAFormulation(TreeFormulation):
             (tree.assemble_biases6, (ix, tw, tw.g0, 1.0, hy)),
             (tree.disassemble6, (ix, tw, hy)),
             (accelerations, (ix, self.mk, m.mass, bw, tw.Fh, hy))]
-        if m.ncut:
-            kernels.insert(1, (cut_rows, (self.ca, m.nb, self.x, self.R, self.V, self.P, tw.G[0], tw.G[1], tw.g0,
-                                          self.phi, ix.row_adr, Baumgarte(0.0, 0.0))))
+        kernels.insert(1, (cut_rows, (self.ca, m.nb, self.x, self.R, self.V, self.P, tw.G[0], tw.G[1], tw.g0,
+                                      self.phi, ix.row_adr, Baumgarte(0.0, 0.0))))
         return tuple((native_address(k, *args), args) for k, args in kernels)
 
     def evaluate(self, t, y) -> Evaluation:
@@ -526,6 +525,19 @@ class HDCAFormulation(TreeFormulation):
 _OWN_EVALUATE = HDCAFormulation.evaluate
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _call_all(calls):
+    """The six ``(address, arguments)`` of :meth:`HDCAFormulation._acceleration_calls` in
+    turn (:func:`.rk4_kernel.call_void`), up to the first that raised; whether none did.
+    Spelled out: numba's ``literal_unroll`` over them cost 48 s of compile."""
+    ok = call_void(calls[0][0], calls[0][1])
+    ok = ok and call_void(calls[1][0], calls[1][1])
+    ok = ok and call_void(calls[2][0], calls[2][1])
+    ok = ok and call_void(calls[3][0], calls[3][1])
+    ok = ok and call_void(calls[4][0], calls[4][1])
+    return ok and call_void(calls[5][0], calls[5][1])
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def output_check(desc, proto, y, out):
     """What :meth:`HDCAFormulation.evaluate` does on a tree after its kernel evaluated
@@ -542,16 +554,6 @@ def output_check(desc, proto, y, out):
     reactions[:, :] = 0.0
     joint_wrenches(row_adr, rows, GB, lam, reactions)
     classical_into(V, A, acc)
-    return ok
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _call_all(calls):
-    """Each ``(address, arguments)`` of ``calls`` in turn (:func:`.rk4_kernel.call_void`),
-    up to the first that raised; whether none did."""
-    ok = True
-    for call in literal_unroll(calls):
-        ok = ok and call_void(call[0], call[1])
     return ok
 
 
