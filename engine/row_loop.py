@@ -195,7 +195,7 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
         elif op_step == -1.0:
             clock[3] = nq
             clock[4] = 1.0 if known else 0.0
-            ra.tick[TICK_I], ra.tick[TICK_FAILED] = 0.0, 0.0
+            ra.tick[TICK_FAILED] = 0.0
             made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, ra.post,
                                                 clock, y, stages)
             count += made

@@ -49,7 +49,7 @@ from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
 from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
-from .rcr_rows import WATCH_SINGULAR, close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
+from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .workspace import unpack
 
@@ -507,22 +507,22 @@ class RCRFormulation(Formulation):
             (mult.native(), mult.desc), reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc, lam,
             (np.int64(m.nb), m.pred, m.succ, lx.row_adr, m.nc_j, self.GA, self.GB, self.g0),
             float(config.SINGULAR_RESIDUAL_RTOL), self.cut_spring, self.jq, self.jq_ref, lx, self.tau, health))
-        watch, tick = np.zeros(2), np.zeros(6)
+        singular, tick = np.zeros(1), np.zeros(6)
         post = None
         if self.ncr:
             post = StateKernel(close_post, (
                 self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
                 self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
-                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), float(SWITCH_RTOL), watch, tick))
+                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), float(SWITCH_RTOL), singular, tick))
         part = self.part
 
         def before():
-            watch[WATCH_SINGULAR] = 1.0 if self._sing_samples else 0.0
+            singular[0] = 1.0 if self._sing_samples else 0.0
 
         def after():
             self.block_conditioning = float(health[1])
 
-        return RowKernels(positions, dynamics, check, arrays, health, own=(watch,), split=True, tick=tick,
+        return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick,
                           before=before, after=after, reuse=True, split_post=post, valid=lambda: self.part is part)
 
     def evaluate(self, t, y) -> Evaluation:

@@ -18,17 +18,12 @@ import numpy as np
 from numba import njit
 
 from ..kinematics import classical_into, normalize_quaternions
-from .base import TICK_FAILED, TICK_I
+from .base import TICK_FAILED
 from .dense_linalg import svd_work, thin_svd
 from .rcr_articulated import body_terms
 from .rcr_kernels import block_conditioning, close_velocities, newton_step
 from .rk4_kernel import call_by_table_bool, call_positions_by_table, call_void
 from .workspace import unpack
-
-#: :func:`close_post`'s ``watch`` slots: the last Newton's positions conditioning, whether
-#: Python's partition monitor is tracking a near-singular pass (the row loop then stops)
-WATCH_COND, WATCH_SINGULAR = range(2)
-
 
 @njit(cache=True, nogil=True, _nrt=True)
 def close_post(desc, proto, y, out):
@@ -38,11 +33,10 @@ def close_post(desc, proto, y, out):
     (the positions kernel by address, ``positions``; :func:`.rcr_kernels.newton_step`), the
     quaternions again, eq. (34) for the dependent speeds.  Where Python would do more --
     raise (Newton not converged), or re-choose the partition (a block conditioning under
-    ``switch_rtol``, or the monitor near a singular configuration) -- it sets
-    ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python."""
-    (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, switch_rtol, watch,
+    ``switch_rtol``, or ``singular[0]``: Python's monitor is tracking a near-singular pass)
+    -- it sets ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python."""
+    (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, switch_rtol, singular,
      tick) = unpack(desc, proto)
-    tick[TICK_I] += 1.0
     q, v = y[:nq], y[nq:]
     normalize_quaternions(mk, q)
     it = 0
@@ -54,12 +48,11 @@ def close_post(desc, proto, y, out):
             break
         it += 1
     normalize_quaternions(mk, q)
-    watch[WATCH_COND] = cond
     if cond != cond or not (np.isfinite(res) and res < 1e3 * tol + 1e-9):
         tick[TICK_FAILED] = 1.0
         return False
     close_velocities(lx, blocks, v, nu, w)
-    if cond < switch_rtol or watch[WATCH_SINGULAR] != 0.0:
+    if cond < switch_rtol or singular[0] != 0.0:
         tick[TICK_FAILED] = 1.0
         return False
     return True
