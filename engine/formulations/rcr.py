@@ -55,6 +55,9 @@ from .workspace import unpack
 
 #: a new partition is adopted only if its conditioning beats the current one by this
 SWITCH_GAIN = 2.0
+#: the lowest the partition monitor's threshold falls below SWITCH_RTOL
+#: (:meth:`RCRFormulation._searches`), as a fraction of it
+SEARCH_FLOOR = 0.1
 
 
 
@@ -223,6 +226,8 @@ class RCRFormulation(Formulation):
         self.switches = 0
         self.switch_log: list[str] = []
         self.block_conditioning = 1.0
+        # [the block conditioning below which the monitor looks for a better partition, SWITCH_RTOL]
+        self._search_below = np.array([SWITCH_RTOL, SWITCH_RTOL])
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
         self.loop_rank = loop_rank(m, self.structure) if self.ncr else 0
         self.part: Partition | None = None
@@ -240,6 +245,7 @@ class RCRFormulation(Formulation):
     def _use(self, part: Partition) -> None:
         m = self.model
         self.part = part
+        self._search_below[0] = SWITCH_RTOL
         self._bound_kernels = None  # their workspace changes with the partition
         self._multipliers_kernel = None
         d = max(part.dmax, 0)
@@ -401,7 +407,7 @@ class RCRFormulation(Formulation):
 
     def post_step(self, t, y):
         y = self._close(t, y)
-        if self.ncr and (self.block_conditioning < SWITCH_RTOL or self._sing_samples):
+        if self.ncr and self._searches():
             y = self._repartition(t, y)
         if self._superpose:
             y = self._hold_drivers(t, y)
@@ -413,9 +419,26 @@ class RCRFormulation(Formulation):
         current partition can come within one output interval).  Never bounds the step."""
         if self.ncr:
             self.block_conditioning = self._positions(y[: self.model.nq])
-            if self.block_conditioning < SWITCH_RTOL or self._sing_samples:
+            if self._searches():
                 self._repartition(t, y, close=False)
         return None
+
+    def _searches(self) -> bool:
+        """Whether the partition monitor looks at this state: the block conditioning
+        below the search threshold, or the loops near a singular configuration
+        (:meth:`_repartition`).  The threshold is SWITCH_RTOL until a search keeps the
+        partition (none beats it by SWITCH_GAIN); it is then the conditioning there over
+        SWITCH_GAIN (not below SEARCH_FLOOR * SWITCH_RTOL), so that a mechanism whose best
+        partition stays under SWITCH_RTOL -- a geared four-bar's 0.056 -- is searched
+        again where the conditioning has fallen by that factor, not after every step.  A
+        conditioning back at SWITCH_RTOL, or a switch, restores it.  Every choice of
+        dependent speeds is singular at a change of mobility, so the conditioning falls
+        there, and the searches that follow track the mobility measure.
+        :func:`.rcr_rows.close_post` applies the same rule."""
+        below = self._search_below
+        if self.block_conditioning >= below[1]:
+            below[0] = below[1]
+        return self.block_conditioning < below[0] or bool(self._sing_samples)
 
     def _repartition(self, t, y, close=True):
         """A block has become ill-conditioned, or the loops are near a singular configuration.
@@ -437,10 +460,11 @@ class RCRFormulation(Formulation):
                        "singular configurations")
         else:
             self._sing_samples = []
-        if self.block_conditioning >= SWITCH_RTOL:
+        if self.block_conditioning >= self._search_below[0]:
             return y
         new = self._partition_at(q)
         old_cond = self.block_conditioning
+        self._search_below[0] = max(old_cond / SWITCH_GAIN, SEARCH_FLOOR * SWITCH_RTOL)  # kept: see _searches
         if new.key() != self.part.key() and new.conditioning > SWITCH_GAIN * old_cond:
             self.switches += 1
             if len(self.switch_log) < 20:
@@ -513,7 +537,7 @@ class RCRFormulation(Formulation):
             post = StateKernel(close_post, (
                 self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
                 self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
-                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), float(SWITCH_RTOL), singular, tick))
+                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below, singular, tick))
         part = self.part
 
         def before():
@@ -523,7 +547,8 @@ class RCRFormulation(Formulation):
             self.block_conditioning = float(health[1])
 
         return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick,
-                          before=before, after=after, reuse=True, split_post=post, valid=lambda: self.part is part)
+                          own=(self._search_below,) if post is not None else (), before=before, after=after,
+                          reuse=True, split_post=post, valid=lambda: self.part is part)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -33,9 +33,11 @@ def close_post(desc, proto, y, out):
     (the positions kernel by address, ``positions``; :func:`.rcr_kernels.newton_step`), the
     quaternions again, eq. (34) for the dependent speeds.  Where Python would do more --
     raise (Newton not converged), or re-choose the partition (a block conditioning under
-    ``switch_rtol``, or ``singular[0]``: Python's monitor is tracking a near-singular pass)
-    -- it sets ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python."""
-    (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, switch_rtol, singular,
+    the threshold ``search[0]``, or ``singular[0]``: Python's monitor is tracking a near-singular pass)
+    -- it sets ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python.
+    ``search``: [the partition monitor's threshold, SWITCH_RTOL], as
+    :meth:`.rcr.RCRFormulation._searches` keeps it."""
+    (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, search, singular,
      tick) = unpack(desc, proto)
     q, v = y[:nq], y[nq:]
     normalize_quaternions(mk, q)
@@ -52,7 +54,9 @@ def close_post(desc, proto, y, out):
         tick[TICK_FAILED] = 1.0
         return False
     close_velocities(lx, blocks, v, nu, w)
-    if cond < switch_rtol or singular[0] != 0.0:
+    if cond >= search[1]:
+        search[0] = search[1]
+    if cond < search[0] or singular[0] != 0.0:
         tick[TICK_FAILED] = 1.0
         return False
     return True
