@@ -39,7 +39,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from .formulations.base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, StateKernel
-from .formulations.workspace import typeof_cached
+from .formulations.workspace import compiled_entry
 from .formulations.rk4_kernel import (
     NO_POST, _native_call, call_dynamics, call_positions, call_state_kernel, normalize_state, rk4_interval,
     rk4_interval_split,
@@ -97,6 +97,42 @@ class RowArrays(NamedTuple):
     y_back: np.ndarray  # (n,) the state before the interval being made
 
 
+class RowCalls(NamedTuple):
+    """The kernels a row loop calls by the addresses of their machine code, each
+    ``(address, table, prototypes)`` (:class:`.base.StateKernel`)."""
+
+    step: tuple  # the right-hand side, the positions kernel (two kernels) or the operations kernel
+    post: tuple  # the post-step (address 0: none) or, with two kernels, the dynamics kernel
+    check: tuple  # the formulation's check kernel (RowKernels.check)
+    row: tuple  # the recorder's row kernel (engine.results._row)
+
+
+class RowRun(NamedTuple):
+    """What stays through a run's blocks of rows: the output instants, the block's span,
+    the kernels' clock, the monitor's state."""
+
+    times: np.ndarray  # (rows,) the output instants
+    span: np.ndarray  # (8,) the block and its settings: rk4_rows' and erk_rows' span
+    clock: np.ndarray  # the kernels' clock: (t0, t1, n, ...) or an operations kernel's own
+    no_rates: np.ndarray  # (0,) "no rates wanted"
+    mon: np.ndarray  # (MONITOR_SLOTS,) the monitor's state (Monitor.to_row_loop)
+    hist: np.ndarray  # (2, nb, 15) the monitor's history of the last rows
+
+
+class StepArrays(NamedTuple):
+    """The compiled solver's arrays of an ``rk45`` / ``dop853`` run (:func:`erk_rows`)."""
+
+    coef: tuple  # the method's coefficients (erk_kernel.Coefficients)
+    const: np.ndarray  # (NSLOTS,) the solver's scalars that stay through a run (solver_constants)
+    sol: np.ndarray  # (NSLOTS,) the solver's scalars
+    y: np.ndarray  # (n,) the solver's state
+    y_old: np.ndarray  # (n,) the state before its last step
+    fy: np.ndarray  # (n,) the right-hand side at y
+    K: np.ndarray  # (extended stages, n) the stages
+    work: np.ndarray  # (3, n) scratch
+    stall: np.ndarray  # (3,) the stall guard: shortest step not counted, limit, count
+
+
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _copy1(dst, src):
     for i in range(src.shape[0]):
@@ -130,34 +166,36 @@ def _restore(ra, y):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _row(kept, c, c_desc, c_proto, r, r_desc, r_proto, ra, y, no_rates, t, out, mon, hist, active):
-    """After an evaluation that succeeded (``kept``): the check kernel ``c``, the
-    recorder's row kernel ``r`` at ``t`` into ``out`` and the monitor's verdict (where
-    ``active``); whether the row is kept."""
-    kept = kept and call_state_kernel(c, c_desc, c_proto, y, no_rates)
+def _row(kept, calls, ra, run, y, t, out, active):
+    """After an evaluation that succeeded (``kept``): the check kernel, the recorder's
+    row kernel at ``t`` into ``out`` and the monitor's verdict (where ``active``); whether
+    the row is kept."""
+    c, r = calls.check, calls.row
+    kept = kept and call_state_kernel(c[0], c[1], c[2], y, run.no_rates)
     if kept:
         out[0] = t
-        kept = call_row(r, r_desc, r_proto, ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+        kept = call_row(r[0], r[1], r[2], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
     if kept and active:
-        kept = plain_row(mon, hist, t, out, ra.V, ra.acc, ra.x, ra.health)
+        kept = plain_row(run.mon, run.hist, t, out, ra.V, ra.acc, ra.x, ra.health)
     return kept
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_desc, r_proto,
-             ra, times, span, y, stages, clock, no_rates, rows, mon, hist):
-    """The output rows ``span[0] .. span[1] - 1`` (indices into ``times``) of a fixed-step
-    run, each interval in ``span[2]`` rk4 steps from the state ``y`` (in place), into
-    ``rows`` from its first row on.  Per interval, as the Python pipeline does it:
+def rk4_rows(calls, ra, run, y, stages, rows):
+    """The output rows ``span[0] .. span[1] - 1`` (indices into ``times``; ``run``:
+    :class:`RowRun`) of a fixed-step run, each interval in ``span[2]`` rk4 steps from the
+    state ``y`` (in place), into ``rows`` from its first row on; ``calls``
+    (:class:`RowCalls`): ``f`` its step kernel, ``p`` its post kernel, ``c`` the check,
+    ``r`` the recorder's row kernel.  Per interval, as the Python pipeline does it:
 
     1. the interval (:class:`.base.RowKernels`): where ``span[3]`` is 0,
        :func:`~engine.formulations.rk4_kernel.rk4_interval` with the right-hand side
-       ``f`` and post-step ``p`` (addresses, with their tables; ``p`` 0: none) on
-       ``clock`` = (t0, t1, n); where it is -1, ``rk4_interval_split`` with the
-       positions kernel ``f`` and the dynamics ``p`` on ``clock`` = (t0, t1, n, nq =
-       ``span[5]``), the quaternions normalised if ``span[6]``; else the operation
-       ``span[3]`` of the operations kernel ``f`` with ``clock`` its own clock; then the
-       state's size check (:func:`engine.integrators._check`);
+       ``f`` and post-step ``p`` (``p``'s address 0: none) on ``clock`` = (t0, t1, n);
+       where it is -1, ``rk4_interval_split`` with the positions kernel ``f`` and the
+       dynamics ``p`` on ``clock`` = (t0, t1, n, nq = ``span[5]``), the quaternions
+       normalised if ``span[6]``; else the operation ``span[3]`` of the operations
+       kernel ``f`` with ``clock`` its own clock; then the state's size check
+       (:func:`engine.integrators._check`);
     2. the evaluation: ``f`` without rates (``f`` then ``p`` without rates for two
        kernels; the operation ``span[4]``), then the formulation's check kernel ``c``;
        where ``span[7]`` (:attr:`.base.RowKernels.reuse`), ``f`` with its rates into
@@ -169,6 +207,9 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     Stops before the first interval where any of these has something to say, with ``y``,
     the recorder's continuity and the formulation's own state as they were.  Returns
     ``(rows made, right-hand sides evaluated by rk4_interval)``; the rows are ``rows[:made]``."""
+    f, f_desc, f_proto = calls.step
+    p, p_desc, p_proto = calls.post
+    times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
     k0 = np.int64(span[0])
     k1 = np.int64(span[1])
     n = span[2]
@@ -177,7 +218,7 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
     nq = np.int64(span[5])
     quaternions = span[6] != 0.0
     reuse = span[7] != 0.0
-    active = mon[ACTIVE] != 0.0
+    active = run.mon[ACTIVE] != 0.0
     count = 0
     known = False  # stages[0] holds f at y: the last evaluation's rates
     for k in range(k0, k1):
@@ -218,8 +259,7 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
                 clock[1] = 0.0
                 clock[3] = op_evaluate
                 kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
-        kept = _row(kept, c, c_desc, c_proto, r, r_desc, r_proto, ra, y, no_rates, times[k], rows[k - k0], mon, hist,
-                    active)
+        kept = _row(kept, calls, ra, run, y, times[k], rows[k - k0], active)
         if not kept:
             _restore(ra, y)
             return k - k0, count
@@ -227,11 +267,11 @@ def rk4_rows(f, f_desc, f_proto, p, p_desc, p_proto, c, c_desc, c_proto, r, r_de
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, times, span, y, clock, no_rates,
-             rows, mon, hist, A, B, C, E, E3, const, sol, sy, y_old, fy, K, work, stall):
+def erk_rows(calls, ra, run, y, rows, solver):
     """The output rows ``span[0] .. span[1] - 1`` of an ``rk45`` / ``dop853`` run of
-    ``dense`` (its operations kernel ``f``), each interval as
-    :func:`engine.integrators.scipy_ode` makes it for a formulation that projects:
+    ``dense`` (its operations kernel ``f``: ``calls.step``; the solver's arrays
+    ``solver``, :class:`StepArrays`), each interval as :func:`engine.integrators.scipy_ode`
+    makes it for a formulation that projects:
 
     1. a solver started again at ``(t0, y)`` towards ``t1`` (:func:`.formulations.erk_kernel.erk_start`;
        its first step ``min(span[6], t1 - t0)``, the last interval's proposal, or chosen
@@ -248,10 +288,13 @@ def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, tim
     fails, the monitor speaks -- with ``y``, the recorder's continuity, the
     formulation's own state, the proposal ``span[6]`` and the stall count as they were.
     Returns ``(rows made, right-hand sides evaluated)``."""
+    f, f_desc, f_proto = calls.step
+    times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
+    coef, const, sol, sy, y_old, fy, K, work, stall = solver
     k0 = np.int64(span[0])
     k1 = np.int64(span[1])
     op_watch, op_post, op_evaluate = span[2], span[3], span[4]
-    active = mon[ACTIVE] != 0.0
+    active = run.mon[ACTIVE] != 0.0
     count = 0.0
     n = y.shape[0]
     for k in range(k0, k1):
@@ -268,7 +311,7 @@ def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, tim
             kept = call_operation(f, f_desc, f_proto, sy, no_rates) == 0.0 and ra.own[0][WATCH_NEAR] == 0.0
             if not kept:
                 break
-            kept = erk_step(f, f_desc, clock, A, B, C, E, E3, sol, sy, y_old, fy, K, work) <= FINISHED
+            kept = erk_step(f, f_desc, clock, coef, sol, sy, y_old, fy, K, work) <= FINISHED
             if kept:
                 if sol[T] - sol[T_OLD] >= stall[0]:
                     stall[2] = 0.0
@@ -288,7 +331,7 @@ def erk_rows(f, f_desc, f_proto, c, c_desc, c_proto, r, r_desc, r_proto, ra, tim
             clock[1] = 0.0
             clock[3] = op_evaluate
             kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
-        kept = _row(kept, c, c_desc, c_proto, r, r_desc, r_proto, ra, y, no_rates, t1, rows[k - k0], mon, hist, active)
+        kept = _row(kept, calls, ra, run, y, t1, rows[k - k0], active)
         if not kept:
             _restore(ra, y)
             span[6], stall[2] = h_keep, run_keep
@@ -353,22 +396,18 @@ class RowLoop:
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
         step_addr = step.native(1) if kernels.split else step.native()
         post_addr = 0 if kernels.post is None else post.native(3) if kernels.split else post.native()
-        self._kernels = (step_addr, step.desc, step.proto, post_addr, post.desc, post.proto, check.native(),
-                         check.desc, check.proto, row.native(dims), row.desc, row.proto)
+        self.calls = RowCalls((step_addr, step.desc, step.proto), (post_addr, post.desc, post.proto),
+                              (check.native(), check.desc, check.proto), (row.native(dims), row.desc, row.proto))
         self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
         self.span[7] = kernels.reuse and kernels.entry_clock is None
-        self.clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(5)
+        clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(5)
+        self.run = RowRun(self.times, self.span, clock, self._no_rates, self.mon, self.hist)
         self._bound = None
 
     def _entry(self, y, stages):
         """The compiled entry of :func:`rk4_rows` for this run's argument types."""
         if self._bound is None:
-            args = (*self._kernels, self.ra, self.times, self.span, y, stages, self.clock, self._no_rates,
-                    self._rows, self.mon, self.hist)
-            sig = tuple(typeof_cached(a) for a in args)
-            if sig not in rk4_rows.overloads:
-                rk4_rows.compile(sig)
-            self._bound = rk4_rows.overloads[sig].entry_point
+            self._bound = compiled_entry(rk4_rows, (self.calls, self.ra, self.run, y, stages, self._rows))
         return self._bound
 
     def warm(self, y: np.ndarray) -> None:
@@ -405,8 +444,7 @@ class RowLoop:
         if self.kernels.before is not None:
             self.kernels.before()
         c0 = time.perf_counter()
-        made, count = self._entry(y, self._stages)(*self._kernels, self.ra, self.times, span, y, self._stages,
-                                                    self.clock, self._no_rates, self._rows, self.mon, self.hist)
+        made, count = self._entry(y, self._stages)(self.calls, self.ra, self.run, y, self._stages, self._rows)
         if made:
             self.per_row = max((time.perf_counter() - c0) / made, 1e-7)
         self.form.nfev += count if counter is None else counter() - counted
@@ -459,26 +497,21 @@ class AdaptiveRowLoop(RowLoop):
         self.sol = self.const.copy()
         self.span[2], self.span[3], self.span[4] = solve.WATCH, solve.POST_STEP, solve.EVALUATE
         self.stall = np.array([0.0, np.inf, 0.0])
-        self._solver = None
+        self._solver = None  # StepArrays, sized to the state
 
     def _sized(self, y: np.ndarray) -> None:
         super()._sized(y)
         n = y.shape[0]
-        if self._solver is None or self._solver[0].shape[0] != n:
-            self._solver = (np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((self.tab.extended, n)), np.zeros((3, n)))
+        if self._solver is None or self._solver.y.shape[0] != n:
+            self._solver = StepArrays(self.tab.coef, self.const, self.sol, np.zeros(n), np.zeros(n), np.zeros(n),
+                                      np.zeros((self.tab.extended, n)), np.zeros((3, n)), self.stall)
 
     def _args(self, y):
-        tab = self.tab
-        return (self._kernels[0], self._kernels[1], self._kernels[2], *self._kernels[6:], self.ra, self.times,
-                self.span, y, self.clock, self._no_rates, self._rows, self.mon, self.hist, tab.A, tab.B, tab.C,
-                tab.E, tab.E3, self.const, self.sol, *self._solver, self.stall)
+        return (self.calls, self.ra, self.run, y, self._rows, self._solver)
 
     def _entry(self, y, stages=None):
         if self._bound is None:
-            sig = tuple(typeof_cached(a) for a in self._args(y))
-            if sig not in erk_rows.overloads:
-                erk_rows.compile(sig)
-            self._bound = erk_rows.overloads[sig].entry_point
+            self._bound = compiled_entry(erk_rows, self._args(y))
         return self._bound
 
     def block(self, k: int, y: np.ndarray, budget: int, h: float | None, stall) -> tuple[int, np.ndarray, float]:

@@ -20,11 +20,13 @@ from ..errors import SingularSystemError
 from ..model import Model
 from ..threads import ThreadPlan
 from ..threads import plan as thread_plan
-from .workspace import pack, typeof_cached
+from .workspace import MAX_NDIM, compiled_address, compiled_entry, pack
 
 
 _F64 = np.dtype(np.float64)
 _empty = np.empty
+#: a plain state array (float64, C-contiguous) of each number of dimensions: what StateKernel.native types
+_PLAIN = tuple(np.zeros((1,) * d) for d in range(MAX_NDIM + 1))
 
 #: an evaluation kernel's ``out`` when only the workspace is wanted (no right-hand side)
 NO_RATES = np.empty(0)
@@ -54,12 +56,8 @@ class StateKernel:
     (its table holds only addresses)."""
 
     def __init__(self, kernel, workspace: tuple):
-        from numba import typeof
-
         self.kernel, self.workspace = kernel, workspace
         self.desc, self.proto = pack(workspace)
-        self._head = (typeof_cached(self.desc), typeof(self.proto))
-        self._entries = {}  # the state's types -> compiled entry point
         self.entry = None  # the entry for plain states, once bound
         if not hasattr(kernel, "overloads"):  # NUMBA_DISABLE_JIT: the kernel is plain Python
             self.entry = kernel
@@ -96,30 +94,17 @@ class StateKernel:
         (float64, C-contiguous: ``y`` and ``out``), or for the state arrays of the
         dimensions in ``arrays`` (a tuple), compiled if need be: what :mod:`.rk4_kernel`
         and :mod:`engine.row_loop` call."""
-        from numba import types
-
         dims = (1,) * arrays if isinstance(arrays, int) else arrays
-        sig = (*self._head, *(types.Array(types.float64, d, "C") for d in dims))
-        if sig not in self.kernel.overloads:
-            self.kernel.compile(sig)
-        cres = self.kernel.overloads[sig]
-        return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        return compiled_address(self.kernel, (self.desc, self.proto, *(_PLAIN[d] for d in dims)))
 
     def _typed(self, state: tuple):
         """Call with the entry point for ``state``'s array types, typed and bound the
         first time (compiled through the dispatcher if need be)."""
         if not hasattr(self.kernel, "overloads"):  # NUMBA_DISABLE_JIT
             return self.kernel(self.desc, self.proto, *state)
-        plain = all(_plain(a) for a in state)
-        types = tuple(typeof_cached(a) for a in state)
-        entry = self._entries.get(types)  # keyed without the head: hashing proto's type costs 40 us
-        if entry is None:
-            sig = (*self._head, *types)
-            if sig not in self.kernel.overloads:
-                self.kernel.compile(sig)
-            entry = self._entries[types] = self.kernel.overloads[sig].entry_point
-            if plain:
-                self.entry = entry
+        entry = compiled_entry(self.kernel, (self.desc, self.proto, *state))
+        if all(_plain(a) for a in state):
+            self.entry = entry
         return entry(self.desc, self.proto, *state)
 
 

@@ -29,6 +29,7 @@ The kernel is called with its table alone (:func:`.rk4_kernel.call_by_table`), s
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -50,10 +51,21 @@ RUNNING, FINISHED, TOO_SMALL, NOT_FINITE = 0.0, 1.0, 2.0, 3.0
 SAFETY, MIN_FACTOR, MAX_FACTOR = 0.9, 0.2, 10.0
 
 
+class Coefficients(NamedTuple):
+    """One method's coefficients as the kernels read them: contiguous arrays, scipy's."""
+
+    A: np.ndarray  # (extended stages, extended stages) the stages' weights, dense output's extra stages included
+    B: np.ndarray  # (stages,) the solution's weights
+    C: np.ndarray  # (extended stages,) the stages' times, fractions of the step
+    E: np.ndarray  # (stages + 1,) the error estimate's weights (dop853: its E5)
+    E3: np.ndarray  # (stages + 1,) dop853's third-order error weights (rk45: zeros, unread)
+    P: np.ndarray  # the interpolant's coefficients: rk45's P, dop853's D
+
+
 class Tableau:
-    """One method's coefficients as contiguous arrays (scipy's): ``A`` (stages incl.
-    dense output's extra ones), ``B``, ``C``, the error weights ``E`` (``dop853``: E5) and
-    ``E3`` (``dop853`` only), the interpolant's ``P`` (``rk45``) or ``D`` (``dop853``)."""
+    """One method's coefficients (:attr:`coef`, :class:`Coefficients`) and sizes: ``stages``,
+    ``extended`` (with dense output's extra stages), ``order`` (the error estimator's),
+    ``kind`` (0.0 rk45, 1.0 dop853)."""
 
     def __init__(self, method: str):
         if method == "rk45":
@@ -74,6 +86,7 @@ class Tableau:
             self.stages, self.extended, self.order, self.kind = s, _dop.N_STAGES_EXTENDED, 7, 1.0
         else:
             raise ValueError(f"no compiled steps for {method!r} (rk45, dop853)")
+        self.coef = Coefficients(self.A, self.B, self.C, self.E, self.E3, self.P)
 
 
 _TABLEAUX: dict[str, Tableau] = {}
@@ -198,14 +211,16 @@ def erk_start(f, f_desc, clock, sol, y, fy, work):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def erk_step(f, f_desc, clock, A, B, C, E, E3, sol, y, y_old, fy, K, work):
-    """One accepted step from ``(sol[T], y)`` in place, as scipy's ``RungeKutta.step``:
+def erk_step(f, f_desc, clock, coef, sol, y, y_old, fy, K, work):
+    """One accepted step from ``(sol[T], y)`` in place, as scipy's ``RungeKutta.step``
+    with the method's coefficients ``coef`` (:class:`Coefficients`):
     ``y_old`` gets the state before it, ``fy`` the right-hand side at the new state, ``K``
     (extended stages, n) the stages (``K[0]`` the old ``fy``), ``sol`` the new time,
     step proposal, previous step and status.  ``work``: (3, n) scratch.  Returns
     ``sol[STATUS]``: RUNNING, FINISHED (the bound reached), TOO_SMALL (the step fell
     below 10 ulp of t: scipy's failure) or NOT_FINITE (a right-hand side was not finite:
     ``sol[T_FAIL]`` its time, ``work[0]`` its state)."""
+    A, B, C, E, E3 = coef.A, coef.B, coef.C, coef.E, coef.E3
     n = y.shape[0]
     t = sol[T]
     t_bound = sol[T_BOUND]
@@ -305,10 +320,11 @@ def erk_step(f, f_desc, clock, A, B, C, E, E3, sol, y, y_old, fy, K, work):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def erk_dense_prepare(f, f_desc, clock, A, C, P, sol, y, y_old, fy, K, Q, work):
+def erk_dense_prepare(f, f_desc, clock, coef, sol, y, y_old, fy, K, Q, work):
     """The interpolant of the last step into ``Q``: ``rk45``'s ``K.T @ P`` (n, 4);
     ``dop853``'s three extra stages into ``K`` and its ``F`` (7, n) -- scipy's
     ``_dense_output_impl``.  False where an extra stage's right-hand side was not finite."""
+    A, C, P = coef.A, coef.C, coef.P
     n = y.shape[0]
     s = np.int64(sol[NSTAGES])
     if sol[METHOD] == 0.0:
@@ -535,8 +551,7 @@ class CompiledRK:
         if self.sol[STATUS] != RUNNING:
             raise RuntimeError("Attempt to step on a failed or finished solver.")
         tab = self.tab
-        status = erk_step(*self._args, tab.A, tab.B, tab.C, tab.E, tab.E3, self.sol, self._y, self._y_old,
-                          self._f, self._K, self._work)
+        status = erk_step(*self._args, tab.coef, self.sol, self._y, self._y_old, self._f, self._K, self._work)
         self._counted()
         if status == NOT_FINITE:
             self._fail()
@@ -545,8 +560,8 @@ class CompiledRK:
     def dense_output(self) -> _Dense:
         tab = self.tab
         Q = np.zeros((tab.P.shape[1], self._y.shape[0]) if tab.kind == 0.0 else (3 + tab.P.shape[0], self._y.shape[0]))
-        ok = erk_dense_prepare(*self._args, tab.A, tab.C, tab.P, self.sol, self._y, self._y_old, self._f, self._K,
-                               Q, self._work)
+        ok = erk_dense_prepare(*self._args, tab.coef, self.sol, self._y, self._y_old, self._f, self._K, Q,
+                               self._work)
         self._counted()
         if not ok:
             self._fail()

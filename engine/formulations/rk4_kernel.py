@@ -22,7 +22,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ..kinematics import normalize_quaternions
-from .workspace import NCOL, typeof_cached, unpack
+from .workspace import NCOL, compiled_address, compiled_entry, unpack
 
 
 def _native_call(restype, failed):
@@ -155,11 +155,7 @@ call_by_table_bool = intrinsic(_by_table(types.boolean, False))
 def native_address(kernel, *args) -> int:
     """The address of ``kernel``'s machine code for the types of ``args`` (compiled if need
     be), for :func:`call_void`."""
-    sig = tuple(typeof_cached(a) for a in args)
-    if sig not in kernel.overloads:
-        kernel.compile(sig)
-    cres = kernel.overloads[sig]
-    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    return compiled_address(kernel, args)
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -306,10 +302,7 @@ class RK4Interval:
         self._args = (rhs.native(), rhs.desc, rhs.proto, 0 if self.post is None else post.native(),
                       post.desc, post.proto)
         self.stages = np.zeros((5, m))
-        sig = tuple(typeof_cached(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
-        if sig not in rk4_interval.overloads:
-            rk4_interval.compile(sig)
-        self._entry = rk4_interval.overloads[sig].entry_point
+        self._entry = compiled_entry(rk4_interval, (*self._args, self.clock, self.stages[0], self.stages))
 
     def __call__(self, t0: float, t1: float, y: np.ndarray, n: int) -> tuple[np.ndarray, int, float]:
         out = np.array(y, dtype=np.float64)  # a copy: the integrator restarts from y on a retry
@@ -347,10 +340,7 @@ class RK4SplitInterval:
         self._args = (pos.native(1), pos.desc, pos.proto, dyn.native(3), dyn.desc, dyn.proto, self.mk,
                       np.bool_(self.quaternions), NO_POST)
         self.stages = np.zeros((5, m))
-        sig = tuple(typeof_cached(a) for a in (*self._args, self.clock, self.stages[0], self.stages))
-        if sig not in rk4_interval_split.overloads:
-            rk4_interval_split.compile(sig)
-        self._entry = rk4_interval_split.overloads[sig].entry_point
+        self._entry = compiled_entry(rk4_interval_split, (*self._args, self.clock, self.stages[0], self.stages))
 
     def __call__(self, t0: float, t1: float, y: np.ndarray, n: int, nq: int):
         out = np.array(y, dtype=np.float64)  # a copy: the integrator restarts from y on a retry

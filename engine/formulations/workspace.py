@@ -39,10 +39,17 @@ NCOL = 1 + 2 * MAX_NDIM
 #: scalar classes whose numba type does not depend on the value
 _FIXED_SCALARS = (bool, float, type(None), np.float64, np.int64, np.bool_)
 _TYPES: dict = {}
+#: the numba types keyed by identity in _TYPES, kept alive so that no other object takes their id
+_KEPT: dict = {}
+#: (dispatcher, the arguments' keys) -> compiled overload (compiled_entry, compiled_address)
+_OVERLOADS: dict = {}
 
 
 def _type_key(v):
-    """What numba's type of ``v`` depends on, cheaply; None where not known here."""
+    """What numba's type of ``v`` depends on, cheaply; None where not known here.  A numba
+    type (a workspace's prototypes, passed as an argument) by identity: numba interns its
+    types, and hashing a tuple type hashes every member's, a millisecond for a large
+    workspace."""
     if isinstance(v, np.ndarray):
         f = v.flags
         return (v.dtype.str, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
@@ -54,6 +61,9 @@ def _type_key(v):
         return cls
     if cls is int and -(1 << 63) <= v < (1 << 63):
         return int
+    if isinstance(v, types.Type):
+        _KEPT.setdefault(id(v), v)
+        return (types.Type, id(v))
     return None
 
 
@@ -69,6 +79,38 @@ def typeof_cached(v):
     if t is None:
         t = _TYPES[key] = typeof(v)
     return t
+
+
+def _overload(dispatcher, args: tuple):
+    """``dispatcher``'s compiled overload for the types of ``args``, compiled if need be;
+    found again by the arguments' cheap keys (:func:`_type_key`), not by hashing their
+    numba types."""
+    keys = tuple(_type_key(a) for a in args)
+    known = None not in keys
+    if known:
+        cres = _OVERLOADS.get((dispatcher, keys))
+        if cres is not None:
+            return cres
+    sig = tuple(typeof_cached(a) for a in args)
+    if sig not in dispatcher.overloads:
+        dispatcher.compile(sig)
+    cres = dispatcher.overloads[sig]
+    if known:
+        _OVERLOADS[(dispatcher, keys)] = cres
+    return cres
+
+
+def compiled_entry(dispatcher, args: tuple):
+    """The entry point of ``dispatcher`` compiled for the types of ``args`` (callable with
+    such arguments without the dispatcher's typing in Python)."""
+    return _overload(dispatcher, args).entry_point
+
+
+def compiled_address(dispatcher, args: tuple) -> int:
+    """The address of ``dispatcher``'s machine code for the types of ``args`` (what the
+    compiled callers call by address)."""
+    cres = _overload(dispatcher, args)
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
 
 def pack(values: tuple) -> tuple[np.ndarray, types.BaseTuple]:
