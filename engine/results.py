@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .constraints import con_arrays, coupling_violations, violations
-from .drivers import motion_values
+from .drivers import motion
 from .formulations.base import StateKernel
 from .formulations.workspace import unpack
 from .forces import energies, force_arrays, joint_acceleration, joint_coordinate, joint_rate
@@ -89,25 +89,36 @@ class Recorder:
              m.g_q0.astype(float).reshape(m.ng, 2)),
             m.joint_internal, m.reversed, m.succ, m.anchor_succ))
 
-        if m.nd:
-            col = {c: k for k, c in enumerate(self.columns)}
-            self._d_cols = [(col[f"joint.{d.joint}.q"], col[f"joint.{d.joint}.qd"], col[f"driver.{d.name}.q"])
-                            for d in m.spec.drivers]
-            self._work_col = col["energy.driver_work"]
-            self._viol_col = col["violation.position"]
-        #: the drivers' power at the last rows (t, P), at most WORK_POINTS, and their work so far
-        self._power: list[tuple[float, float]] = []
-        self._work = 0.0
+        #: the drivers' work so far and their power at the last rows (WORK_* slots)
+        self.work_state = np.zeros(WORK_SLOTS)
+        #: the drivers' efforts of the evaluation being written (NaN: the formulation reports none)
+        self._effort = np.full(m.nd, np.nan)
+        self._drive = self.driver_kernel(self._effort, 1.0) if m.nd else None
+
+    def driver_kernel(self, effort: np.ndarray, sign: float) -> StateKernel | None:
+        """The drivers' columns (:func:`_driver_row`) with their efforts read from ``sign *
+        effort`` -- this recorder's own array, or the array a formulation's compiled
+        evaluation leaves them in (:attr:`.formulations.base.RowKernels.efforts`); None
+        without drivers."""
+        m = self.model
+        if not m.nd:
+            return None
+        col = {c: k for k, c in enumerate(self.columns)}
+        cols = np.array([(col[f"joint.{d.joint}.q"], col[f"joint.{d.joint}.qd"], col[f"driver.{d.name}.q"])
+                         for d in m.spec.drivers], dtype=np.int64)
+        return StateKernel(_driver_row, (
+            self.fa, m.d_joint, m.d_motion, m.d_f0, cols, np.int64(col["violation.position"]),
+            np.int64(col["energy.driver_work"]), effort, float(sign), self.work_state, _GAUSS3))
 
     def state(self) -> tuple:
         """The continuity state (quaternion signs, unwrapped angles, the drivers' work), to
         undo a rejected row."""
-        return self._qprev.copy(), self._jq_ref.copy(), list(self._power), self._work
+        return self._qprev.copy(), self._jq_ref.copy(), self.work_state.copy()
 
     def restore(self, state: tuple) -> None:
         self._qprev[:] = state[0]
         self._jq_ref[:] = state[1]
-        self._power, self._work = list(state[2]), state[3]
+        self.work_state[:] = state[2]
 
     def row(self, ev) -> np.ndarray:
         out = np.empty(len(self.columns))
@@ -117,35 +128,11 @@ class Recorder:
         self.last_twists = (ev.V, acc)  # for the monitor's continuity checks (engine/monitor.py)
         self.last_positions = ev.x
         self._kernel(ev.x, ev.R, ev.V, acc, known_jq, ev.P, ev.reactions, out)
-        if self.model.nd:
-            self._driver_columns(ev, acc, out)
+        if self._drive is not None:
+            effort = ev.extra.get("driver_effort")
+            self._effort[:] = np.nan if effort is None else effort
+            self._drive(ev.x, ev.R, ev.V, acc, known_jq, ev.P, ev.reactions, out)
         return out
-
-    def _driver_columns(self, ev, acc, out) -> None:
-        """``driver.*`` columns, ``energy.driver_work`` and the drivers' residuals in the
-        ``violation.*`` columns (docs/file-format.md, "Drivers")."""
-        m = self.model
-        effort = ev.extra.get("driver_effort")
-        power = 0.0
-        sp = sv = sa = 0.0
-        for i, (cq, cqd, k) in enumerate(self._d_cols):
-            f, fd, fdd = motion_values(m.d_motion, i, ev.t)
-            q, rate = out[cq], out[cqd]
-            e = float(effort[i]) if effort is not None else np.nan
-            out[k] = m.d_f0[i] + q  # the driver's coordinate: the joint's from t = 0, plus f(0)
-            out[k + 1] = rate
-            out[k + 2] = e
-            out[k + 3] = e * rate
-            power += e * rate
-            sp += (q - (f - m.d_f0[i])) ** 2
-            sv += (rate - fd) ** 2
-            sa += (joint_acceleration(self.fa, m.d_joint[i], ev.x, ev.R, ev.V, acc) - fdd) ** 2
-        v = self._viol_col
-        out[v] = np.sqrt(out[v] ** 2 + sp)
-        out[v + 1] = np.sqrt(out[v + 1] ** 2 + sv)
-        out[v + 2] = np.sqrt(out[v + 2] ** 2 + sa)
-        self._work = _work_after(self._power, self._work, ev.t, power)
-        out[self._work_col] = self._work
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -185,37 +172,92 @@ WORK_POINTS = 6
 _GAUSS3 = (np.array([-np.sqrt(0.6), 0.0, np.sqrt(0.6)]), np.array([5.0, 8.0, 5.0]) / 9.0)
 
 
-def _work_after(history: list, work: float, t: float, p: float) -> float:
-    """The drivers' work up to the row ``(t, p)`` (time, power), given the work up to the
-    previous row and ``history``, the last rows' ``(t, P)`` (updated in place).
+#: the drivers' work state (Recorder.work_state): rows held, the work up to the last
+#: row, then the last rows' times and powers (WORK_POINTS each, the oldest first)
+WORK_ROWS, WORK_DONE, WORK_T = 0, 1, 2
+WORK_P = WORK_T + WORK_POINTS
+WORK_SLOTS = WORK_P + WORK_POINTS
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def work_after(state, t, p, gauss):
+    """The drivers' work up to the row ``(t, p)`` (time, power), from ``state`` (the
+    WORK_* slots: the work up to the previous row and the last rows' ``(t, P)``; updated
+    in place).
 
     The power is integrated as the polynomial through the last WORK_POINTS rows (of degree
     5: exact to round-off for a fifth-degree power, the error of each interval O(h^7)); over
     the first WORK_POINTS rows, as the polynomial through all of them from t = 0 (Simpson's
-    rule at the third row).  Rows need not be evenly spaced."""
-    history.append((float(t), float(p)))
-    if len(history) == 1:
+    rule at the third row).  Rows need not be evenly spaced.  ``gauss``: the 3-point
+    Gauss-Legendre nodes and weights (exact for the degree-5 polynomial)."""
+    n = np.int64(state[WORK_ROWS])
+    if n == WORK_POINTS:  # the oldest row leaves
+        for k in range(WORK_POINTS - 1):
+            state[WORK_T + k] = state[WORK_T + k + 1]
+            state[WORK_P + k] = state[WORK_P + k + 1]
+        n -= 1
+    whole = state[WORK_ROWS] < WORK_POINTS  # every row so far is held: integrate from the first
+    state[WORK_T + n] = t
+    state[WORK_P + n] = p
+    n += 1
+    state[WORK_ROWS] = n
+    if n == 1:
+        state[WORK_DONE] = 0.0
         return 0.0
-    whole = len(history) <= WORK_POINTS
-    if not whole:
-        del history[0]
-    ts = np.array([h[0] for h in history])
-    ps = np.array([h[1] for h in history])
-    a, b = (ts[0] if whole else ts[-2]), ts[-1]
+    a = state[WORK_T] if whole else state[WORK_T + n - 2]
+    b = state[WORK_T + n - 1]
     if not b > a:
-        return work
+        return state[WORK_DONE]
+    nodes, weights = gauss
     total = 0.0
-    for x, wt in zip(*_GAUSS3):  # 3-point Gauss-Legendre: exact for the degree-5 polynomial
-        s = 0.5 * (a + b) + 0.5 * (b - a) * x
+    for g in range(3):
+        s = 0.5 * (a + b) + 0.5 * (b - a) * nodes[g]
         val = 0.0
-        for k in range(ts.size):
+        for k in range(n):
             lk = 1.0
-            for n in range(ts.size):
-                if n != k:
-                    lk *= (s - ts[n]) / (ts[k] - ts[n])
-            val += ps[k] * lk
-        total += wt * 0.5 * (b - a) * val
-    return total if whole else work + total
+            for m in range(n):
+                if m != k:
+                    lk *= (s - state[WORK_T + m]) / (state[WORK_T + k] - state[WORK_T + m])
+            val += state[WORK_P + k] * lk
+        total += weights[g] * 0.5 * (b - a) * val
+    state[WORK_DONE] = total if whole else state[WORK_DONE] + total
+    return state[WORK_DONE]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _driver_row(desc, proto, x, R, V, acc, known_jq, P, reactions, out):
+    """The drivers' columns of the row ``out`` at ``t`` = ``out[0]`` (after :func:`_row`,
+    whose joint columns they read): ``driver.*``, ``energy.driver_work``, and their
+    residuals stacked into ``violation.*`` (docs/file-format.md, "Drivers").  Arguments as
+    :func:`_row`'s (``known_jq``, ``P``, ``reactions`` unused); the table:
+    :meth:`Recorder.driver_kernel`."""
+    fa, d_joint, laws, f0, cols, viol, work_col, effort, sign, state, gauss = unpack(desc, proto)
+    t = out[0]
+    power = 0.0
+    sp = 0.0
+    sv = 0.0
+    sa = 0.0
+    for i in range(d_joint.shape[0]):
+        f, fd, fdd = motion(laws, i, t)
+        q, rate = out[cols[i, 0]], out[cols[i, 1]]
+        e = sign * effort[i]
+        k = cols[i, 2]
+        out[k] = f0[i] + q  # the driver's coordinate: the joint's from t = 0, plus f(0)
+        out[k + 1] = rate
+        out[k + 2] = e
+        out[k + 3] = e * rate
+        power += e * rate
+        d = q - (f - f0[i])
+        sp += d * d
+        d = rate - fd
+        sv += d * d
+        d = joint_acceleration(fa, d_joint[i], x, R, V, acc) - fdd
+        sa += d * d
+    out[viol] = np.sqrt(out[viol] * out[viol] + sp)
+    out[viol + 1] = np.sqrt(out[viol + 1] * out[viol + 1] + sv)
+    out[viol + 2] = np.sqrt(out[viol + 2] * out[viol + 2] + sa)
+    out[work_col] = work_after(state, t, power, gauss)
+    return 0
 
 
 # Per-row kernels: no Python loop over bodies or joints for each output row.

@@ -21,9 +21,9 @@ always did (its messages, retries and decisions are its own).  The monitor's sta
 crosses between the two as one array (:meth:`Monitor.to_row_loop`).
 
 Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
-(:class:`~engine.formulations.base.RowKernels`: ``dense``, ``dca``, ``hdca``, ``rcr`` and
-``embedding``, with loops or without), integrator ``rk4``, no drivers; and ``dense``'s ``rk45`` and
-``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
+(:class:`~engine.formulations.base.RowKernels`: ``dense`` -- with drivers too, their columns by
+:func:`engine.results._driver_row` --, ``dca``, ``hdca``, ``rcr`` and ``embedding`` without
+drivers; with loops or without), integrator ``rk4``; and ``dense``'s ``rk45`` and ``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
 :mod:`.formulations.erk_kernel` between the same evaluation, row and verdict);
 ``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline alone, for comparing the two).
 """
@@ -90,9 +90,11 @@ class RowArrays(NamedTuple):
     tick: np.ndarray  # (6,) the post-step's clock: the TICK_* slots (RowKernels.tick)
     qprev: np.ndarray  # (nb, 4) the recorder's last quaternions (their signs), the row kernel
     jq_ref: np.ndarray  # (nj,) the recorder's unwrapped angles, the row kernel
+    work: np.ndarray  # (WORK_SLOTS,) the recorder's drivers' work and last powers, the drivers' row kernel
     own: tuple  # two 1-D arrays of the formulation's state that a step or an evaluation changes
     qprev_back: np.ndarray  # (nb, 4) qprev before the interval being made
     jq_ref_back: np.ndarray  # (nj,) jq_ref before the interval being made
+    work_back: np.ndarray  # (WORK_SLOTS,) work before the interval being made
     own_back: tuple  # the two before the interval being made
     y_back: np.ndarray  # (n,) the state before the interval being made
 
@@ -105,6 +107,7 @@ class RowCalls(NamedTuple):
     post: tuple  # the post-step (address 0: none) or, with two kernels, the dynamics kernel
     check: tuple  # the formulation's check kernel (RowKernels.check)
     row: tuple  # the recorder's row kernel (engine.results._row)
+    drive: tuple  # the recorder's drivers' columns (engine.results._driver_row; address 0: no drivers)
 
 
 class RowRun(NamedTuple):
@@ -152,6 +155,7 @@ def _keep(ra, y):
     _copy1(ra.y_back, y)
     _copy2(ra.qprev_back, ra.qprev)
     _copy1(ra.jq_ref_back, ra.jq_ref)
+    _copy1(ra.work_back, ra.work)
     _copy1(ra.own_back[0], ra.own[0])
     _copy1(ra.own_back[1], ra.own[1])
 
@@ -161,6 +165,7 @@ def _restore(ra, y):
     _copy1(y, ra.y_back)
     _copy2(ra.qprev, ra.qprev_back)
     _copy1(ra.jq_ref, ra.jq_ref_back)
+    _copy1(ra.work, ra.work_back)
     _copy1(ra.own[0], ra.own_back[0])
     _copy1(ra.own[1], ra.own_back[1])
 
@@ -168,13 +173,15 @@ def _restore(ra, y):
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _row(kept, calls, ra, run, y, t, out, active):
     """After an evaluation that succeeded (``kept``): the check kernel, the recorder's
-    row kernel at ``t`` into ``out`` and the monitor's verdict (where ``active``); whether
-    the row is kept."""
-    c, r = calls.check, calls.row
+    row kernel at ``t`` into ``out`` (and its drivers' columns), the monitor's verdict
+    (where ``active``); whether the row is kept."""
+    c, r, d = calls.check, calls.row, calls.drive
     kept = kept and call_state_kernel(c[0], c[1], c[2], y, run.no_rates)
     if kept:
         out[0] = t
         kept = call_row(r[0], r[1], r[2], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+    if kept and d[0] != 0:
+        kept = call_row(d[0], d[1], d[2], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
     if kept and active:
         kept = plain_row(run.mon, run.hist, t, out, ra.V, ra.acc, ra.x, ra.health)
     return kept
@@ -391,13 +398,19 @@ class RowLoop:
         tick = kernels.tick if kernels.tick is not None else np.zeros(6)
         split_post = NO_POST if kernels.split_post is None else (kernels.split_post.native(), kernels.split_post.desc)
         self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, split_post, tick, recorder._qprev,
-                            recorder._jq_ref, own, np.empty((nb, 4)), np.empty(nj), tuple(a.copy() for a in own),
-                            np.empty(0))
+                            recorder._jq_ref, recorder.work_state, own, np.empty((nb, 4)), np.empty(nj),
+                            np.empty_like(recorder.work_state), tuple(a.copy() for a in own), np.empty(0))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
+        # drivers: their columns with the efforts where the formulation's check leaves them
+        # (the kernel held here: its table points into arrays it holds); without, one that is
+        # not called (address 0) of the row kernel's types
+        drive = self._drive = None if kernels.efforts is None else recorder.driver_kernel(*kernels.efforts)
         step_addr = step.native(1) if kernels.split else step.native()
         post_addr = 0 if kernels.post is None else post.native(3) if kernels.split else post.native()
         self.calls = RowCalls((step_addr, step.desc, step.proto), (post_addr, post.desc, post.proto),
-                              (check.native(), check.desc, check.proto), (row.native(dims), row.desc, row.proto))
+                              (check.native(), check.desc, check.proto), (row.native(dims), row.desc, row.proto),
+                              (0, row.desc, row.proto) if drive is None else (drive.native(dims), drive.desc,
+                                                                              drive.proto))
         self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
         self.span[7] = kernels.reuse and kernels.entry_clock is None
         clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(5)
@@ -563,6 +576,8 @@ def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) ->
         return None  # a method replaced on this object: the kernels would not compute what it does
     if settings.integrator == "rk4":
         kernels = form.row_kernels()
+        if kernels is not None and form.model.nd and kernels.efforts is None:
+            return None  # the drivers' columns need their efforts
         return None if kernels is None else RowLoop(form, kernels, recorder, monitor, settings, refinement,
                                                     fixed_step)
     return _adaptive(form, recorder, monitor, settings, refinement)

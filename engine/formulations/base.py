@@ -197,6 +197,9 @@ class RowKernels(NamedTuple):
     #: () -> whether these kernels still hold the formulation's arrays (None: always; ``rcr``'s
     #: are replaced where it re-chooses its partition, and the row loop asks for new ones)
     valid: object = None
+    #: with drivers: (array, sign) -- the drivers' efforts of the evaluation are ``sign *
+    #: array`` after ``check`` (Evaluation.extra["driver_effort"]); None: no drivers
+    efforts: tuple | None = None
 
 
 @dataclass

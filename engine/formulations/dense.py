@@ -392,12 +392,12 @@ class DenseFormulation(Formulation):
     def row_kernels(self):
         """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`): the
         operations kernel's RK4 and EVALUATE, and :func:`.dense_solve.output_check`;
-        not where a subclass changed what a step calls, nor with drivers (their columns
-        are the recorder's Python)."""
+        not where a subclass changed what a step calls.  With drivers, their efforts are
+        minus the driver rows' multipliers (as :meth:`evaluate` reports them)."""
         cls, m, w = type(self), self.model, self.work
         if (cls.rhs is not DenseFormulation.rhs or cls.post_step is not DenseFormulation.post_step
                 or cls.watch_singular is not DenseFormulation.watch_singular
-                or cls.evaluate is not _OWN_EVALUATE or m.nd or self._k.kernel is not solve.entry):
+                or cls.evaluate is not _OWN_EVALUATE or self._k.kernel is not solve.entry):
             return None
         health = np.zeros(2)
         check = StateKernel(solve.output_check, (
@@ -405,7 +405,7 @@ class DenseFormulation(Formulation):
             health))
         return RowKernels(self._k, None, check, (w.x, w.R, w.V, w.acc_out, w.jq, w.P, w.react), health,
                           w.clock, (solve.RK4, solve.EVALUATE), lambda: int(w.stats[solve.RHS_COUNT]),
-                          (w.watch, w.jq_ref))
+                          (w.watch, w.jq_ref), efforts=(self.lam[self.ncr - m.nd:], -1.0) if m.nd else None)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model
