@@ -304,23 +304,102 @@ def all_constraints(ca, x, R, V, phi, Ga, Gb, g):
                          g[r:r + n])
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _anchor_in_world(R, i, anchors, j):
+    """``R[i] anchors[j]``; the anchor itself where ``i`` is ground (-1)."""
+    if i < 0:
+        return anchors[j, 0], anchors[j, 1], anchors[j, 2]
+    return (R[i, 0, 0] * anchors[j, 0] + R[i, 0, 1] * anchors[j, 1] + R[i, 0, 2] * anchors[j, 2],
+            R[i, 1, 0] * anchors[j, 0] + R[i, 1, 1] * anchors[j, 1] + R[i, 1, 2] * anchors[j, 2],
+            R[i, 2, 0] * anchors[j, 0] + R[i, 2, 1] * anchors[j, 1] + R[i, 2, 2] * anchors[j, 2])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _point_sums(anchor_a, anchor_b, j, a, b, x, R, V, acc):
+    """The sums of squares of joint ``j``'s point coincidence residuals -- ``d = (x_b + r_b)
+    - (x_a + r_a)``, its rate and its second derivative, what :func:`_point_rows`' rows
+    give applied to the twists and the classical accelerations -- with no rows formed.
+    ``a`` may be ground (-1)."""
+    rb = _anchor_in_world(R, b, anchor_b, j)
+    ra = _anchor_in_world(R, a, anchor_a, j)
+    sp = 0.0
+    sv = 0.0
+    sa = 0.0
+    wb = (V[b, 3], V[b, 4], V[b, 5])
+    alb = (acc[b, 3], acc[b, 4], acc[b, 5])
+    vb, qb, ab = _cr(wb, rb), _wwr(wb, rb), _cr(alb, rb)
+    if a >= 0:
+        wa = (V[a, 3], V[a, 4], V[a, 5])
+        ala = (acc[a, 3], acc[a, 4], acc[a, 5])
+        va, qa, aa = _cr(wa, ra), _wwr(wa, ra), _cr(ala, ra)
+    else:
+        va = qa = aa = (0.0, 0.0, 0.0)
+    for k in range(3):
+        xa, Va, Aa = (x[a, k], V[a, k], acc[a, k]) if a >= 0 else (0.0, 0.0, 0.0)
+        d = x[b, k] + rb[k] - xa - ra[k]
+        dv = V[b, k] + vb[k] - Va - va[k]
+        da = acc[b, k] + ab[k] + qb[k] - Aa - aa[k] - qa[k]
+        sp += d * d
+        sv += dv * dv
+        sa += da * da
+    return sp, sv, sa
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _dot_sums(u, w, wa, wb, ala, alb):
+    """A ``u . w`` row (``u`` carried by the predecessor, ``w`` by the successor) at the
+    three levels, as :func:`_dot_row` forms it applied to the angular velocities and
+    accelerations: (residual, rate, second derivative)."""
+    uxw = _cr(u, w)
+    t1 = _cr(wa, u)
+    g = _dt(_cr(wa, t1), w) + 2.0 * _dt(t1, _cr(wb, w)) + _dt(u, _wwr(wb, w))
+    return _dt(u, w), _dt(uxw, wa) - _dt(uxw, wb), g + _dt(uxw, ala) - _dt(uxw, alb)
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def violations(ca, x, R, V, acc, phi, Ga, Gb, g):
     """2-norms of the stacked position, velocity and acceleration residuals.
 
     ``acc`` (nb, 6) holds classical accelerations ``[a_C; alpha]``; pass NaNs to
-    skip the acceleration level.
+    skip the acceleration level.  A spherical joint's three rows and a revolute joint's
+    five are summed as they are computed (:func:`_point_sums`, :func:`_dot_sums`: a long
+    spherical chain spent most of an output row forming them); every other joint's rows
+    are :func:`joint_constraint`'s, in ``phi``, ``Ga``, ``Gb``, ``g``.
     """
-    all_constraints(ca, x, R, V, phi, Ga, Gb, g)
     jtype, pred, succ = ca.jtype, ca.pred, ca.succ
     c_adr, nc_j = ca.c_adr, ca.nc_j
+    x0 = np.zeros(3)
+    R0 = np.eye(3)
+    V0 = np.zeros(6)
     sp = 0.0
     sv = 0.0
     sa = 0.0
     for j in range(jtype.shape[0]):
         a = pred[j]
         b = succ[j]
-        for r in range(c_adr[j], c_adr[j] + nc_j[j]):
+        if jtype[j] == SPHERICAL or jtype[j] == REVOLUTE:
+            p2, v2, a2 = _point_sums(ca.anchor_pred, ca.anchor_succ, j, a, b, x, R, V, acc)
+            sp += p2
+            sv += v2
+            sa += a2
+            if jtype[j] == REVOLUTE:  # and the axis kept normal to the predecessor's two normals
+                h = _anchor_in_world(R, b, ca.axis_succ, j)
+                wb = (V[b, 3], V[b, 4], V[b, 5])
+                alb = (acc[b, 3], acc[b, 4], acc[b, 5])
+                wa = (V[a, 3], V[a, 4], V[a, 5]) if a >= 0 else (0.0, 0.0, 0.0)
+                ala = (acc[a, 3], acc[a, 4], acc[a, 5]) if a >= 0 else (0.0, 0.0, 0.0)
+                for c in range(2):
+                    u = _anchor_in_world(R, a, ca.perp_pred[:, c], j)
+                    p, v, d = _dot_sums(u, h, wa, wb, ala, alb)
+                    sp += p * p
+                    sv += v * v
+                    sa += d * d
+            continue
+        r0, n = c_adr[j], nc_j[j]
+        xa, Ra, Va = (x0, R0, V0) if a < 0 else (x[a], R[a], V[a])
+        joint_constraint(ca, j, xa, Ra, Va, x[b], R[b], V[b], phi[r0:r0 + n], Ga[r0:r0 + n], Gb[r0:r0 + n],
+                         g[r0:r0 + n])
+        for r in range(r0, r0 + n):
             sp += phi[r] * phi[r]
             vr = 0.0
             ar = g[r]

@@ -140,11 +140,14 @@ def point_and_velocity(x, R, V, b, s, p, vp):
 
 @njit(cache=True, nogil=True, _nrt=True)
 def _joint_ends(fa, j, R):
-    """Predecessor, successor and the world axis carried by the predecessor of joint ``j``."""
-    pred, succ, axis_pred = fa.pred, fa.succ, fa.axis_pred
-    aw = np.empty(3)
-    world_vector(R, pred[j], axis_pred[j], aw)
-    return pred[j], succ[j], aw
+    """Predecessor, successor and the world axis carried by the predecessor of joint ``j``
+    (a tuple: an output row takes it for every one-freedom joint)."""
+    a, s = fa.pred[j], fa.axis_pred
+    if a < 0:
+        return a, fa.succ[j], (s[j, 0], s[j, 1], s[j, 2])
+    return a, fa.succ[j], (R[a, 0, 0] * s[j, 0] + R[a, 0, 1] * s[j, 1] + R[a, 0, 2] * s[j, 2],
+                           R[a, 1, 0] * s[j, 0] + R[a, 1, 1] * s[j, 1] + R[a, 1, 2] * s[j, 2],
+                           R[a, 2, 0] * s[j, 0] + R[a, 2, 1] * s[j, 1] + R[a, 2, 2] * s[j, 2])
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -237,6 +240,17 @@ def joint_acceleration(fa, j, x, R, V, acc):
     return s
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _rrel(R, R0_rel, a, b, j, i, k):
+    """Entry ``(i, k)`` of a revolute joint's ``Ra^T Rb R0^T`` (``a`` may be ground)."""
+    s = 0.0
+    for m in range(3):
+        for n in range(3):
+            ra = (R[a, m, i] if a >= 0 else (1.0 if m == i else 0.0))
+            s += ra * R[b, m, n] * R0_rel[j, k, n]
+    return s
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def joint_coordinate(fa, j, x, R, ref):
     """Coordinate of a one-freedom joint from body poses, the branch nearest ``ref``."""
@@ -244,26 +258,19 @@ def joint_coordinate(fa, j, x, R, ref):
         anchor_succ, axis_pred, axis2_pred, axis_succ, R0_rel = fa
     a = pred[j]
     b = succ[j]
-    aw = np.empty(3)
-    world_vector(R, a, axis_pred[j], aw)
     if jtype[j] == REVOLUTE:
         # Rrel = Ra^T Rb R0^T (pred frame) = Rot(axis_pred, theta)
-        Rrel = np.zeros((3, 3))
-        for i in range(3):
-            for k in range(3):
-                s = 0.0
-                for m in range(3):
-                    for n in range(3):
-                        ra = (R[a, m, i] if a >= 0 else (1.0 if m == i else 0.0))
-                        s += ra * R[b, m, n] * R0_rel[j, k, n]
-                Rrel[i, k] = s
         ax = axis_pred[j]
-        sn = 0.5 * ((Rrel[2, 1] - Rrel[1, 2]) * ax[0] + (Rrel[0, 2] - Rrel[2, 0]) * ax[1]
-                    + (Rrel[1, 0] - Rrel[0, 1]) * ax[2])
-        cs = 0.5 * (Rrel[0, 0] + Rrel[1, 1] + Rrel[2, 2] - 1.0)
+        sn = 0.5 * ((_rrel(R, R0_rel, a, b, j, 2, 1) - _rrel(R, R0_rel, a, b, j, 1, 2)) * ax[0]
+                    + (_rrel(R, R0_rel, a, b, j, 0, 2) - _rrel(R, R0_rel, a, b, j, 2, 0)) * ax[1]
+                    + (_rrel(R, R0_rel, a, b, j, 1, 0) - _rrel(R, R0_rel, a, b, j, 0, 1)) * ax[2])
+        cs = 0.5 * (_rrel(R, R0_rel, a, b, j, 0, 0) + _rrel(R, R0_rel, a, b, j, 1, 1)
+                    + _rrel(R, R0_rel, a, b, j, 2, 2) - 1.0)
         th = np.arctan2(sn, cs)
         two_pi = 2.0 * np.pi
         return th + two_pi * np.round((ref - th) / two_pi)
+    aw = np.empty(3)
+    world_vector(R, a, axis_pred[j], aw)
     pa = np.empty(3)
     pb = np.empty(3)
     world_vector(R, a, anchor_pred[j], pa)

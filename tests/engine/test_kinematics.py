@@ -154,3 +154,42 @@ def test_constraint_wrench_rates_match_finite_differences(spec):
         am, bm, _, _ = wrenches(qm, vm, j, lam)
         np.testing.assert_allclose(Wa, (ap - am) / (2 * h), atol=1e-7)
         np.testing.assert_allclose(Wb, (bp - bm) / (2 * h), atol=1e-7)
+
+
+def _rotation(rng):
+    Q, Rr = np.linalg.qr(rng.normal(size=(3, 3)))
+    return Q * np.sign(np.diag(Rr))
+
+
+@pytest.mark.parametrize("spec", SPECS + [gen.chain(5, joint="spherical")], ids=lambda s: s.name)
+def test_the_violation_norms_are_the_stacked_rows_norms(spec):
+    """constraints.violations sums a spherical or revolute joint's residuals as it forms
+    them: the norms must be those of every joint's rows from joint_constraint applied to
+    the twists and accelerations, on states that satisfy no joint (random poses, twists,
+    accelerations: residuals of order one), to round-off."""
+    from linkwork.engine.constraints import violations
+
+    model = build_model(spec)
+    rng = np.random.default_rng(7)
+    nb, nc = model.nb, model.nc
+    ca = con_arrays(model)
+    for _ in range(5):
+        x = rng.normal(size=(nb, 3))
+        R = np.array([_rotation(rng) for _ in range(nb)])
+        V, acc = rng.normal(size=(nb, 6)), rng.normal(size=(nb, 6))
+        phi, Ga, Gb, g = np.zeros(nc), np.zeros((nc, 6)), np.zeros((nc, 6)), np.zeros(nc)
+        all_constraints(ca, x, R, V, phi, Ga, Gb, g)
+        vel, accel = np.zeros(nc), g.copy()
+        for j in range(model.nj):
+            rows = slice(model.c_adr[j], model.c_adr[j] + model.nc_j[j])
+            a, b = model.pred[j], model.succ[j]
+            vel[rows] += Gb[rows] @ V[b]
+            accel[rows] += Gb[rows] @ acc[b]
+            if a >= 0:
+                vel[rows] += Ga[rows] @ V[a]
+                accel[rows] += Ga[rows] @ acc[a]
+        want = np.array([np.linalg.norm(phi), np.linalg.norm(vel), np.linalg.norm(accel)])
+        got = np.array(violations(ca, x, R, V, acc, np.zeros(nc), np.zeros((nc, 6)), np.zeros((nc, 6)),
+                                  np.zeros(nc)))
+        assert want.min() > 0.1
+        assert np.abs(got - want).max() <= 1e-13 * want.max()
