@@ -564,6 +564,15 @@ def accelerations(ix, mk, mass, bw, Fh, hy):
             accelerations_over(phase, 0 * nb, nb, ix, mk, mass, bw, Fh, hy)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _largest_of_row(A, i):
+    """``max |A[i, k]|`` (without the temporary array of ``np.abs(A[i]).max()``)."""
+    m = 0.0
+    for k in range(A.shape[1]):
+        m = max(m, abs(A[i, k]))
+    return m
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
     """Max |G_a A_a(P) + G_b A_b(P) + g0| over all rows, and the largest sum of the
@@ -581,13 +590,13 @@ def residual(ix_rows, pred, succ, x, P, A, GA, GB, g0, nj):
             l[k] = P[j, k] - x[b, k]
         shift_motion(A[b], l, Ab)
         # shift_motion's own round-off scale: |A| (1 + |l|)
-        mb = np.abs(A[b]).max() * (1.0 + np.sqrt(l[0] ** 2 + l[1] ** 2 + l[2] ** 2))
+        mb = _largest_of_row(A, b) * (1.0 + np.sqrt(l[0] ** 2 + l[1] ** 2 + l[2] ** 2))
         ma = 0.0
         if a >= 0:
             for k in range(3):
                 l[k] = P[j, k] - x[a, k]
             shift_motion(A[a], l, Aa)
-            ma = np.abs(A[a]).max() * (1.0 + np.sqrt(l[0] ** 2 + l[1] ** 2 + l[2] ** 2))
+            ma = _largest_of_row(A, a) * (1.0 + np.sqrt(l[0] ** 2 + l[1] ** 2 + l[2] ** 2))
         else:
             for k in range(6):
                 Aa[k] = 0.0
