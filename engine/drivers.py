@@ -135,7 +135,8 @@ def motion_values(ma: MotionArrays, i: int, t: float) -> tuple[float, float, flo
 
 
 def superposed_efforts(ma: MotionArrays, t: float, evaluate, accelerations, tau: np.ndarray) -> None:
-    """The drivers' efforts at time ``t`` into ``tau`` by superposition (``dca``, ``rcr``;
+    """The drivers' efforts at time ``t`` into ``tau`` by superposition (``rcr``; ``dca``
+    does the same in compiled code, :func:`.formulations.superposition.superposed_rates`;
     docs/derivations.md, "Drivers"): ``evaluate()`` runs the forward dynamics with the
     efforts ``tau`` applied, ``accelerations()`` reads the driven joints' accelerations.
     ``nd + 1`` evaluations give them without effort (``a0``) and their response ``Phi`` to

@@ -21,9 +21,10 @@ always did (its messages, retries and decisions are its own).  The monitor's sta
 crosses between the two as one array (:meth:`Monitor.to_row_loop`).
 
 Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
-(:class:`~engine.formulations.base.RowKernels`: ``dense`` -- with drivers too, their columns by
-:func:`engine.results._driver_row` --, ``dca``, ``hdca``, ``rcr`` and ``embedding`` without
-drivers; with loops or without), integrator ``rk4``; and ``dense``'s ``rk45`` and ``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
+(:class:`~engine.formulations.base.RowKernels`: ``dense`` and ``dca`` -- with drivers too,
+their columns by :func:`engine.results._driver_row` --, ``hdca``, ``rcr`` and ``embedding``
+without drivers; with loops or without), integrator ``rk4``; and ``dense``'s ``rk45`` and
+``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
 :mod:`.formulations.erk_kernel` between the same evaluation, row and verdict);
 ``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline alone, for comparing the two).
 """
@@ -120,6 +121,7 @@ class RowRun(NamedTuple):
     no_rates: np.ndarray  # (0,) "no rates wanted"
     mon: np.ndarray  # (MONITOR_SLOTS,) the monitor's state (Monitor.to_row_loop)
     hist: np.ndarray  # (2, nb, 15) the monitor's history of the last rows
+    time: np.ndarray  # (1,) where a time-dependent right-hand side reads its time (RowKernels.time), or (0,)
 
 
 class StepArrays(NamedTuple):
@@ -237,7 +239,7 @@ def rk4_rows(calls, ra, run, y, stages, rows):
             ra.tick[TICK_T0], ra.tick[TICK_T1], ra.tick[TICK_N] = times[k - 1], times[k], n
             ra.tick[TICK_I], ra.tick[TICK_FAILED], ra.tick[TICK_FRESH] = 0.0, 0.0, 0.0
             clock[3] = 1.0 if known else 0.0
-            made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages)
+            made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages, run.time)
             count += made
             kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         elif op_step == -1.0:
@@ -254,6 +256,8 @@ def rk4_rows(calls, ra, run, y, stages, rows):
         kept = kept and _largest(y) <= 1e12
         if kept:
             if op_step == 0.0:
+                if run.time.shape[0] > 0:
+                    run.time[0] = times[k]
                 if not (reuse and ra.tick[TICK_FRESH] != 0.0):  # else the post-step made it
                     call_state_kernel(f, f_desc, f_proto, y, stages[0] if reuse else no_rates)
                 known = reuse
@@ -414,7 +418,8 @@ class RowLoop:
         self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
         self.span[7] = kernels.reuse and kernels.entry_clock is None
         clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(5)
-        self.run = RowRun(self.times, self.span, clock, self._no_rates, self.mon, self.hist)
+        self.run = RowRun(self.times, self.span, clock, self._no_rates, self.mon, self.hist,
+                          kernels.time if kernels.time is not None else np.zeros(0))
         self._bound = None
 
     def _entry(self, y, stages):
@@ -572,7 +577,7 @@ def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) ->
     ``LINKWORK_COMPILED_ROWS=0``."""
     if form.kind != "ode" or not enabled() or not hasattr(rk4_rows, "overloads"):
         return None
-    if any(name in vars(form) for name in REPLACEABLE):
+    if any(_replaced(form, name) for name in REPLACEABLE):
         return None  # a method replaced on this object: the kernels would not compute what it does
     if settings.integrator == "rk4":
         kernels = form.row_kernels()
@@ -581,6 +586,18 @@ def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) ->
         return None if kernels is None else RowLoop(form, kernels, recorder, monitor, settings, refinement,
                                                     fixed_step)
     return _adaptive(form, recorder, monitor, settings, refinement)
+
+
+def _replaced(form, name: str) -> bool:
+    """Whether ``form``'s method ``name`` is replaced on the object by something other than
+    another of its class's own methods (``dca`` takes ``_rhs_driven`` as its ``rhs`` with
+    drivers, which its row kernels compute)."""
+    v = vars(form).get(name)
+    if v is None:
+        return False
+    func = getattr(v, "__func__", None)
+    return not (getattr(v, "__self__", None) is form and func is not None
+                and getattr(type(form), func.__name__, None) is func)
 
 
 def _adaptive(form, recorder, monitor, settings, refinement) -> AdaptiveRowLoop | None:

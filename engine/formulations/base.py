@@ -200,6 +200,9 @@ class RowKernels(NamedTuple):
     #: with drivers: (array, sign) -- the drivers' efforts of the evaluation are ``sign *
     #: array`` after ``check`` (Evaluation.extra["driver_effort"]); None: no drivers
     efforts: tuple | None = None
+    #: (1,) where a time-dependent ``step`` (a state kernel) reads its time: the row loop
+    #: writes each stage's and each output instant's into it; None: ``step`` takes no time
+    time: np.ndarray | None = None
 
 
 @dataclass

@@ -34,7 +34,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import config
-from ..drivers import superposed_efforts
 from ..errors import SingularSystemError
 from ..forces import driver_force_arrays
 from ..initial import initial_state, tree_velocities
@@ -48,6 +47,7 @@ from .dca_chain import (
 )
 from .dca_kernels import DCAWorkspace, evaluate, evaluate_region
 from .stabilise import LoopProjection
+from .superposition import UNRESPONSIVE, superposed_kernel
 from .tree import SingularityWatch
 from .tree_formulation import TreeFormulation, tree_check, tree_post, unbranched_chain
 from .tree_kernels import Baumgarte, BodyWork, residual
@@ -115,6 +115,9 @@ class DCAFormulation(TreeFormulation):
             self._rhs_kernels = self._roles
             self.rhs = self._rhs_two_roles  # the other mechanisms' rhs pays nothing for the choice
         if m.nd:
+            self._time = np.zeros(1)  # the time the drivers' laws are read at (superposed_rates)
+            self._driven, self._drive_status = superposed_kernel(self._kernel, self._time, self.effort,
+                                                                 self._driven_v, self.vdot, m.d_motion)
             self.rhs = self._rhs_driven
         self._decide_ranks()
 
@@ -145,19 +148,21 @@ class DCAFormulation(TreeFormulation):
             self.kernel_choices.append((self.nfev, t_roles, t_alone))
 
     def _rhs_driven(self, t, y):
-        """``rhs`` with drivers: the efforts at ``(t, y)`` (:meth:`_drive`), then the rates."""
+        """``rhs`` with drivers: the efforts at ``(t, y)`` by superposition, then the rates
+        (:func:`.superposition.superposed_rates`, around the kernel)."""
         self.nfev += 1
-        self._drive(t, y)
-        out, finite = self._kernel.rates(y)
+        self._time[0] = t
+        out, finite = self._driven.rates(y)
         if not finite:
-            raise SingularSystemError(t, self.not_finite)
+            self._refuse(t)
         return out
 
-    def _drive(self, t, y) -> None:
-        """The drivers' efforts at ``(t, y)`` into :attr:`effort` by superposition
-        (module docstring; :func:`~engine.drivers.superposed_efforts`)."""
-        superposed_efforts(self.model.d_motion, t, lambda: self._kernel(y, NO_RATES),
-                           lambda: self.vdot[self._driven_v], self.effort)
+    def _refuse(self, t) -> None:
+        """The error of a driven evaluation that failed at ``t``."""
+        if self._drive_status[0] == UNRESPONSIVE:
+            raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
+                                         "(a driver on a joint its loops lock)")
+        raise SingularSystemError(t, self.not_finite)
 
     def _chain_twin(self) -> list:
         """The arrays of :data:`CHAIN_TWIN`: the layout's by its names, the formulation's by its own."""
@@ -226,8 +231,11 @@ class DCAFormulation(TreeFormulation):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
         accelerations."""
         if self.model.nd:
-            self._drive(t, y)
-        self._kernel(y, NO_RATES)
+            self._time[0] = t
+            if not self._driven(y, NO_RATES) and self._drive_status[0] == UNRESPONSIVE:
+                self._refuse(t)
+        else:
+            self._kernel(y, NO_RATES)
         if check and not np.isfinite(self.vdot).all():
             raise SingularSystemError(t, self.not_finite)
 
@@ -238,16 +246,19 @@ class DCAFormulation(TreeFormulation):
 
     def row_kernels(self):
         """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where the
-        evaluation, the step, the post-step and the watch are this class's own, without
-        drivers and not on two roles: the right-hand side with
-        :func:`.tree_formulation.tree_post` after each step (the quaternions and, on loops,
-        the projection onto them and the singularity watch, whose state crosses over in
-        ``watch``), then :func:`.tree_formulation.tree_check`.  Trees take the same
-        post-step (its projection and watch off), so ``rk4_rows`` is compiled once for
-        ``dca``."""
+        evaluation, the step, the post-step and the watch are this class's own, not on two
+        roles: the right-hand side (with drivers, :func:`.superposition.superposed_rates`
+        around it, its time written by the row loop) with
+        :func:`.tree_formulation.tree_post` after each step (the quaternions and, on loops
+        or with drivers, the projection onto them and the singularity watch, whose state
+        crosses over in ``watch``), then :func:`.tree_formulation.tree_check`.  Trees take
+        the same post-step (its projection and watch off), so ``rk4_rows`` is compiled once
+        for ``dca`` (and once more with drivers)."""
         m, lay, cls = self.model, self.lay, type(self)
-        if (m.nd or cls.evaluate is not _OWN_EVALUATE or not hasattr(self._kernel.kernel, "overloads")
-                or self.two_roles or "rhs" in vars(self) or cls.rhs is not TreeFormulation.rhs
+        own_rhs = "rhs" not in vars(self) or (
+            m.nd and getattr(vars(self)["rhs"], "__func__", None) is DCAFormulation._rhs_driven)
+        if (cls.evaluate is not _OWN_EVALUATE or not hasattr(self._kernel.kernel, "overloads")
+                or self.two_roles or not own_rhs or cls.rhs is not TreeFormulation.rhs
                 or cls.post_step is not TreeFormulation.post_step
                 or cls.watch_singular is not SingularityWatch.watch_singular
                 or cls._stabilise is not LoopProjection._project_velocity_state):
@@ -266,8 +277,10 @@ class DCAFormulation(TreeFormulation):
             (float(dense_solve.CLOSURE), float(dense_solve.PROJECT),
              float(dense_solve.PROJECT_VELOCITIES | dense_solve.PROJECT_ROWS_DONE))))
         # evaluate (not evaluate_region) fills the same workspace with rates as without
-        return RowKernels(self._kernel, post, check, arrays, health, own=(rw.watch,), tick=rw.tick,
-                          before=rw.before, after=rw.after, reuse=self._kernel.kernel is evaluate)
+        driven = bool(m.nd)
+        return RowKernels(self._driven if driven else self._kernel, post, check, arrays, health, own=(rw.watch,),
+                          tick=rw.tick, before=rw.before, after=rw.after, reuse=self._kernel.kernel is evaluate,
+                          efforts=(self.effort, 1.0) if driven else None, time=self._time if driven else None)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -166,12 +166,14 @@ def _stage(st, y, c, k):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
+def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages, time):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1`` in place on ``y``
     (``clock`` = (t0, t1, n)), each followed by the post-step kernel ``p`` (0: none), as
     the generic loop does them.  ``f``, ``p``: the addresses of the right-hand side's and
     the post-step's state kernels (:func:`call_state_kernel`), each with its table;
-    ``stages``: (5, len(y)) scratch for k1..k4 and the stage state.  Where ``clock`` has a
+    ``stages``: (5, len(y)) scratch for k1..k4 and the stage state; ``time``: where a
+    time-dependent right-hand side reads its time, each stage's written into ``time[0]``
+    before it is called (empty: none).  Where ``clock`` has a
     fourth slot and it is not 0, ``stages[0]`` already holds ``f`` at ``(t0, y)`` (the row
     loop's evaluation at the output instant wrote it: :func:`engine.row_loop.rk4_rows`) and
     the first step takes it as its k1 instead of evaluating ``f`` again -- the same
@@ -186,13 +188,18 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
     h = (t1 - t0) / n
     count = 0
     known = clock.shape[0] > 3 and clock[3] != 0.0
+    timed = time.shape[0] > 0
     for i in range(n):
         t = t0 + i * h
         count += 1
+        if timed:
+            time[0] = t
         if not (known and i == 0) and not call_state_kernel(f, f_desc, f_proto, y, k1):
             return count, t
         _stage(st, y, h / 2, k1)
         count += 1
+        if timed:
+            time[0] = t + h / 2
         if not call_state_kernel(f, f_desc, f_proto, st, k2):
             return count, t + h / 2
         _stage(st, y, h / 2, k2)
@@ -201,6 +208,8 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages):
             return count, t + h / 2
         _stage(st, y, h, k3)
         count += 1
+        if timed:
+            time[0] = t + h
         if not call_state_kernel(f, f_desc, f_proto, st, k4):
             return count, t + h
         for k in range(m):
@@ -278,6 +287,10 @@ def normalize_state(desc, proto, y, out):
     return True
 
 
+#: :func:`rk4_interval`'s ``time`` for a right-hand side that takes none
+_NO_TIME = np.zeros(0)
+
+
 class RK4Interval:
     """:func:`rk4_interval` bound to a formulation's right-hand side and post-step
     state kernels (:class:`.base.StateKernel`; ``post`` None: none): called with
@@ -302,7 +315,7 @@ class RK4Interval:
         self._args = (rhs.native(), rhs.desc, rhs.proto, 0 if self.post is None else post.native(),
                       post.desc, post.proto)
         self.stages = np.zeros((5, m))
-        self._entry = compiled_entry(rk4_interval, (*self._args, self.clock, self.stages[0], self.stages))
+        self._entry = compiled_entry(rk4_interval, (*self._args, self.clock, self.stages[0], self.stages, _NO_TIME))
 
     def __call__(self, t0: float, t1: float, y: np.ndarray, n: int) -> tuple[np.ndarray, int, float]:
         out = np.array(y, dtype=np.float64)  # a copy: the integrator restarts from y on a retry
@@ -310,7 +323,7 @@ class RK4Interval:
             self._bind(out.shape[0])
         clock = self.clock
         clock[0], clock[1], clock[2] = t0, t1, n
-        count, t = self._entry(*self._args, clock, out, self.stages)
+        count, t = self._entry(*self._args, clock, out, self.stages, _NO_TIME)
         return out, count, t
 
 
