@@ -144,7 +144,7 @@ class Monitor:
         """Name the joint (and its loop) with the largest position residual of the last row
         (``loops_only``: among the cut joints, when there are any)."""
         m = self.model
-        phi = np.abs(recorder._phi)
+        phi = np.abs(recorder.position_residuals())
         if phi.size == 0:
             return "the mechanism"
         c_adr = m.c_adr

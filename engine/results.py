@@ -29,7 +29,7 @@ import io
 import numpy as np
 from numba import njit
 
-from .constraints import con_arrays, coupling_violations, violations
+from .constraints import all_constraints, con_arrays, coupling_violations, violations
 from .drivers import motion
 from .formulations.base import StateKernel
 from .formulations.workspace import unpack
@@ -70,6 +70,7 @@ class Recorder:
         self.fa = force_arrays(model)
         m = model
         self._phi = np.zeros(m.nc)
+        self._last_pose = None  # (x, R, V) of the last row made here (position_residuals)
         self._Ga = np.zeros((m.nc, 6))
         self._Gb = np.zeros((m.nc, 6))
         self._g = np.zeros(m.nc)
@@ -94,6 +95,14 @@ class Recorder:
         #: the drivers' efforts of the evaluation being written (NaN: the formulation reports none)
         self._effort = np.full(m.nd, np.nan)
         self._drive = self.driver_kernel(self._effort, 1.0) if m.nd else None
+
+    def position_residuals(self) -> np.ndarray:
+        """Every joint's position residuals (rows ``c_adr[j]``) at the last row :meth:`row`
+        wrote -- what the monitor names the worst joint by (the row kernel sums most joints'
+        residuals without keeping them); zeros before the first row."""
+        if self._last_pose is not None:
+            all_constraints(self.ca, *self._last_pose, self._phi, self._Ga, self._Gb, self._g)
+        return self._phi
 
     def driver_kernel(self, effort: np.ndarray, sign: float) -> StateKernel | None:
         """The drivers' columns (:func:`_driver_row`) with their efforts read from ``sign *
@@ -127,6 +136,7 @@ class Recorder:
         acc = ev.acc if ev.acc is not None else self._nan_acc
         self.last_twists = (ev.V, acc)  # for the monitor's continuity checks (engine/monitor.py)
         self.last_positions = ev.x
+        self._last_pose = (ev.x, ev.R, ev.V)
         self._kernel(ev.x, ev.R, ev.V, acc, known_jq, ev.P, ev.reactions, out)
         if self._drive is not None:
             effort = ev.extra.get("driver_effort")
