@@ -33,8 +33,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from scipy.integrate._ivp import dop853_coefficients as _dop
-from scipy.integrate._ivp.rk import RK45 as _RK45
 
 from .rk4_kernel import call_by_table, call_by_table_bool
 
@@ -68,6 +66,11 @@ class Tableau:
     ``kind`` (0.0 rk45, 1.0 dop853)."""
 
     def __init__(self, method: str):
+        # scipy's coefficients, imported here: scipy.integrate takes a quarter of a second to
+        # import, which every run would pay at start-up for the integrators few runs use
+        from scipy.integrate._ivp import dop853_coefficients as _dop
+        from scipy.integrate._ivp.rk import RK45 as _RK45
+
         if method == "rk45":
             s = _RK45.n_stages
             self.A = np.zeros((s + 1, s + 1))
