@@ -15,6 +15,16 @@ from .plotting import run_color
 from .widgets import color_icon
 
 
+def wall_text(wall: float) -> str:
+    """A run's wall-clock time as at most five characters ("<0.01", "3.81", "1234"), so the
+    column keeps its width and the run's label keeps the rest; the tooltip has three digits."""
+    if wall < 0.01:
+        return "<0.01"
+    if wall < 100:
+        return f"{wall:.2f}"
+    return f"{wall:.0f}"
+
+
 class RunsPanel(QWidget):
     exportRequested = Signal(object)  # RunRecord
 
@@ -96,7 +106,8 @@ class RunsPanel(QWidget):
         it.setCheckState(0, Qt.Checked if (run.visible or run is self.history.current) else Qt.Unchecked)
         it.setText(1, run.status)
         wall = run.stats.get("wall_time")
-        it.setText(2, f"{wall:.3g}" if wall is not None else "")
+        it.setText(2, wall_text(wall) if wall is not None else "")
+        it.setToolTip(2, f"{wall:.3g} s of wall-clock time" if wall is not None else "")
         tip = run.summary()
         it.setToolTip(0, tip)
         health = run.health()

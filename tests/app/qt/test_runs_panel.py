@@ -21,8 +21,15 @@ def test_run_labels_fit_the_runs_panel(make_window, qtbot, qapp, run_to_end):
     tree = win.runs_panel.tree
     texts = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
     assert texts == ["dense/rk45 dt=0.01", "dense/rk4 dt=0.01"]
-    # the column is as wide as its widest entry (check box, colour, text) needs
-    assert tree.columnWidth(0) >= tree.sizeHintForColumn(0)
+    # the column is as wide as its widest entry (check box, colour, text) needs, however long or
+    # short the runs took (a faster machine once wrote "0.000381" and took the label's pixels)
+    for wall in (None, 0.000381, 0.0123, 57.3, 4321.0):
+        for run in win.session.history.runs:
+            if wall is not None:
+                run.stats["wall_time"] = wall
+            win.runs_panel.update_run(run)
+        qapp.processEvents()
+        assert tree.columnWidth(0) >= tree.sizeHintForColumn(0), wall
     for i in range(tree.topLevelItemCount()):
         rect = tree.visualItemRect(tree.topLevelItem(i))
         assert tree.viewport().rect().contains(rect.topLeft())
