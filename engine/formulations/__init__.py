@@ -20,25 +20,53 @@ if TYPE_CHECKING:  # pragma: no cover
 PLANNED: tuple[str, ...] = ()
 
 
-#: with closed loops, ``dense`` is the default up to this many joint velocities
-DENSE_DEFAULT_MAX_NV = 300
+#: whole-run cost models of the two closed-loop defaults, wall per simulated second (ms)
+#: at rk4 and dt = 0.01, least squares over loops of 4-48 bodies and ladders of 1-12
+#: cells (benchmarks/default_crossover.py, benchmarks/results/default-crossover.md):
+#: ``dense`` solves one system of the joint velocities and the loop rows,
+#: ``c0 + c2 k^2 + c3 k^3`` with ``k = nv + loop rows``; ``hdca``'s passes are linear,
+#: ``c0 + c_b bodies + c_r loop rows``.  Only their ratio decides.
+DENSE_COST = (3.97, 1.18e-2, 5.08e-5)
+HDCA_COST = (3.49, 0.697, 0.244)
+#: ``hdca`` takes over where it is estimated at most this fraction of ``dense``'s cost:
+#: ``dense``'s adaptive steps run in compiled code and ``hdca``'s return to Python after
+#: each, so a smaller lead at rk4 is lost under rk45 (ladder-4: 14 against 22 ms at rk4,
+#: 41 against 31 ms at rk45)
+HDCA_LEAD = 0.7
+
+
+def loop_rows(model: "Model") -> int:
+    """The constraint rows ``dense`` adds to the joint velocities: the cut joints'
+    equations, one per gear pair, one per driver."""
+    return int(model.nc_j[model.is_cut].sum()) + model.ng + model.nd
+
+
+def default_costs(model: "Model") -> tuple[float, float]:
+    """``dense``'s and ``hdca``'s estimated wall per simulated second (:data:`DENSE_COST`,
+    :data:`HDCA_COST`)."""
+    r = loop_rows(model)
+    k = model.nv + r
+    c0, c2, c3 = DENSE_COST
+    h0, hb, hr = HDCA_COST
+    return c0 + k * k * (c2 + c3 * k), h0 + hb * model.nb + hr * r
 
 
 def default_formulation(model: "Model") -> str:
     """The formulation ``linkwork run`` uses when none is given (docs/formulations.md, "Default").
 
     Open chains and trees: ``dca`` (O(n), exact, nothing to drift).  Closed loops:
-    ``dense`` while it is affordable -- it projects onto the constraints and crosses
-    singular configurations -- and ``hdca`` beyond (velocity-level closure, O(n)).
-    A formulation that refuses the model (e.g. one that cannot honour its gear
-    couplings) gives way to ``dense``, which honours them at any size.
+    ``dense`` -- it projects onto the constraints and crosses singular configurations --
+    until ``hdca`` (velocity-level closure with the positions projected after each step,
+    O(n), crosses them too) is estimated to take at most :data:`HDCA_LEAD` of its time
+    (:func:`default_costs`: from three cells of a spatial ladder, or a single loop of
+    about 60 bodies).  A formulation that refuses the model (e.g. one that cannot honour
+    its gear couplings) gives way to ``dense``, which honours them at any size.
     """
     if model.ncut == 0:
         choice = "dca"
-    elif model.nv <= DENSE_DEFAULT_MAX_NV:
-        choice = "dense"
     else:
-        choice = "hdca"
+        dense, hdca = default_costs(model)
+        choice = "hdca" if hdca <= HDCA_LEAD * dense else "dense"
     if choice != "dense" and not REGISTRY[choice].supports(model)[0]:
         choice = "dense"
     return choice
@@ -52,4 +80,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["REGISTRY", "PLANNED", "Evaluation", "Formulation", "default_formulation"]
+__all__ = ["REGISTRY", "PLANNED", "Evaluation", "Formulation", "default_costs", "default_formulation", "loop_rows"]
