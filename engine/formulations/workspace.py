@@ -22,6 +22,7 @@ the values alive (``StateKernel`` holds them): the table holds only addresses.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 from llvmlite import ir
@@ -113,34 +114,67 @@ def compiled_address(dispatcher, args: tuple) -> int:
     return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
 
+#: (address, weak reference) of every array packed, by ``id``: an array's memory does not
+#: move while it lives (nothing here resizes one in place), and ``ndarray.ctypes.data`` costs
+#: a microsecond -- half of packing a workspace, which a partition switch does for a dozen
+#: kernels.  An entry goes when its array does (its reference's callback)
+_ADDRESSES: dict = {}
+#: a table row's zero padding after ``ndim`` shape or stride entries
+_PAD = tuple((0,) * (MAX_NDIM - n) for n in range(MAX_NDIM + 1))
+_SCALAR_PAD = (0,) * (NCOL - 1)
+
+
+def _forget(ref, key: int) -> None:
+    entry = _ADDRESSES.get(key)
+    if entry is not None and entry[1] is ref:
+        del _ADDRESSES[key]
+
+
+def _address(v: np.ndarray) -> int:
+    key = id(v)
+    entry = _ADDRESSES.get(key)
+    if entry is not None and entry[1]() is v:
+        return entry[0]
+    address = v.ctypes.data
+    _ADDRESSES[key] = (address, weakref.ref(v, lambda ref: _forget(ref, key)))
+    return address
+
+
+def _walk(v, rows: list):
+    """``v``'s rows appended to ``rows``, depth first; returns :func:`_type_key`'s key of
+    ``v`` (None where it has none), computed on the same walk."""
+    if isinstance(v, np.ndarray):
+        nd = v.ndim
+        if nd > MAX_NDIM:
+            raise TypeError(f"pack: an array of {nd} dimensions (at most {MAX_NDIM})")
+        f = v.flags
+        rows.append((_address(v),) + v.shape + _PAD[nd] + v.strides + _PAD[nd])
+        return (v.dtype.str, nd, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if isinstance(v, tuple):
+        keys = tuple([_walk(w, rows) for w in v])
+        return None if None in keys else (type(v), keys)
+    cls = type(v)
+    if cls is bool or cls is np.bool_ or cls is np.int64 or (cls is int and -(1 << 63) <= v < (1 << 63)):
+        rows.append((int(v),) + _SCALAR_PAD)
+        return cls
+    if cls is float or cls is np.float64:
+        rows.append((int(np.float64(v).view(np.int64)),) + _SCALAR_PAD)
+        return cls
+    if v is None:
+        rows.append((0,) + _SCALAR_PAD)
+        return cls
+    raise TypeError(f"pack: cannot pass a {cls.__name__} ({typeof(v)})")
+
+
 def pack(values: tuple) -> tuple[np.ndarray, types.BaseTuple]:
     """(table, numba type) of ``values``: a tuple of arrays, scalars (int64, float64, bool),
     None and tuples of those.  Raises ``TypeError`` for anything else, or an array of more than
     ``MAX_NDIM`` dimensions."""
-    proto = typeof_cached(values)
-    rows: list[list[int]] = []
-
-    def walk(v):
-        if isinstance(v, tuple):
-            for w in v:
-                walk(w)
-            return
-        row = [0] * NCOL
-        if isinstance(v, np.ndarray):
-            if v.ndim > MAX_NDIM:
-                raise TypeError(f"pack: an array of {v.ndim} dimensions (at most {MAX_NDIM})")
-            row[0] = v.ctypes.data
-            row[1:1 + v.ndim] = v.shape
-            row[1 + MAX_NDIM:1 + MAX_NDIM + v.ndim] = v.strides
-        elif typeof_cached(v) in (types.boolean, types.int64):
-            row[0] = int(v)
-        elif typeof_cached(v) == types.float64:
-            row[0] = int(np.float64(v).view(np.int64))
-        elif v is not None:
-            raise TypeError(f"pack: cannot pass a {type(v).__name__} ({typeof(v)})")
-        rows.append(row)
-
-    walk(values)
+    rows: list = []
+    key = _walk(values, rows)
+    proto = _TYPES.get(key) if key is not None else None
+    if proto is None:
+        proto = typeof_cached(values)
     return np.array(rows, dtype=np.int64).reshape(-1, NCOL), proto
 
 

@@ -96,3 +96,22 @@ def test_typeof_cached_is_numbas_typeof_for_every_kind_of_value_a_kernel_is_give
     for _ in range(2):  # the second time from the memory
         for v in values:
             assert typeof_cached(v) == typeof(v), v
+
+
+def test_a_new_array_in_a_dead_ones_place_gets_its_own_address():
+    """pack remembers array addresses by identity: an array allocated where a packed one
+    was freed (CPython reuses both the object's id and, often, its memory) is looked up
+    afresh, never given the dead array's address, shape or strides."""
+    from linkwork.engine.formulations import workspace
+
+    known = len(workspace._ADDRESSES)
+    seen = set()
+    for n in range(1, 200):
+        a = np.zeros((n % 7 + 1, 3)) if n % 2 else np.zeros(n % 5 + 2)[::2]
+        seen.add(id(a))
+        desc, _ = pack((a,))
+        assert desc[0, 0] == a.ctypes.data
+        assert tuple(desc[0, 1:1 + a.ndim]) == a.shape and tuple(desc[0, 5:5 + a.ndim]) == a.strides
+        del a
+    assert len(seen) < 199  # ids were reused: the case this test is about happened
+    assert len(workspace._ADDRESSES) <= known  # and the dead arrays' entries went with them
