@@ -159,7 +159,7 @@ class EmbeddingPartition:
 
 
 def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gears=(), ranks=None,
-                        agg_structure=None, independent=None) -> EmbeddingPartition:
+                        agg_structure=None, independent=None, jacobian=None) -> EmbeddingPartition:
     """Choose each aggregated body's independent coordinates at ``q`` (section 8, eqs. 58-60).
 
     Y (all of S's rows over all its hinge velocities) is whitened by ``diag(M)^-1/2``
@@ -169,10 +169,11 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
     Y's rank at t = 0 (``ranks``), kept afterwards: off the constraint manifold,
     redundant rows (a planar loop's three surplus rows in 3-D) would otherwise lift
     singular values out of round-off and change the count.  ``independent`` (one list of
-    velocity indices per aggregated body) imposes a choice instead.
+    velocity indices per aggregated body) imposes a choice instead; ``jacobian``: the
+    formulation's :class:`.rcr_partition.LoopJacobian` of the loops ``structure``.
     """
     m = model
-    Kmat, M = numeric_loop_jacobian(m, q, structure)
+    Kmat, M = numeric_loop_jacobian(m, q, structure, jacobian)
     ncr = Kmat.shape[0]
     if gears:
         Kmat = np.vstack([Kmat, _gear_rows(m, gears, ncr)])
@@ -249,6 +250,8 @@ class EmbeddingFormulation(RCRFormulation):
     honours_couplings = True
     honours_drivers = True
     _positions_entry = staticmethod(_positions)
+    #: the joint-space rows' places in the blocks are the partition's too
+    _per_partition = RCRFormulation._per_partition + ("jr", "_drive_entries", "_drive_q0")
     #: gear pairs (paper 003 section 5.1) this instance embeds besides the file's couplings
     #: (tests embed invented pairs this way)
     gears: tuple = ()
@@ -290,7 +293,7 @@ class EmbeddingFormulation(RCRFormulation):
     # ------------------------------------------------------------- partition
     def _partition_at(self, q: np.ndarray) -> Partition:
         emb = embedding_partition(self.model, q, self.loops_structure, self.aggregates, self.gears, self.ranks,
-                                  self.agg_structure)
+                                  self.agg_structure, jacobian=self.loop_jacobian)
         if self.ranks is None:
             self.ranks = emb.ranks
             self.emb0 = emb
@@ -310,10 +313,12 @@ class EmbeddingFormulation(RCRFormulation):
         self._pending = emb
         self._use(emb.part)
 
-    def _use(self, part: Partition) -> None:
+    def _use(self, part: Partition) -> bool:
         self.ncl = len(self.aggregates)
-        super()._use(part)
+        kept = super()._use(part)
         self.emb = self._pending
+        if kept:  # its joint-space rows too (_per_partition)
+            return True
         # joint-space rows: their flat places in the block matrices (Kval), rows, coordinates
         m = self.model
         ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
@@ -341,6 +346,7 @@ class EmbeddingFormulation(RCRFormulation):
         first = ncr + len(self.gears) - self.ndr
         self._drive_entries = [(k, int(r) - first) for k, r in enumerate(jr[1]) if r >= first]
         self._drive_q0 = np.array([jr[4][k] for k, _ in self._drive_entries], dtype=float)
+        return False
 
     def _drive(self, t: float) -> None:
         """The drivers' rows at time ``t`` (docs/derivations.md, "Drivers"): the position

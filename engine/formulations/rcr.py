@@ -48,7 +48,8 @@ from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, ch
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
-from .rcr_partition import SWITCH_RTOL, Partition, build_partition, loop_structure, numeric_loop_jacobian
+from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, build_partition, loop_structure,
+                            numeric_loop_jacobian)
 from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .workspace import unpack
@@ -61,33 +62,34 @@ SEARCH_FLOOR = 0.1
 
 
 
-def _whitened_singular_values(model: Model, q: np.ndarray, structure) -> np.ndarray:
-    Kmat, M = numeric_loop_jacobian(model, q, structure)
+def _whitened_singular_values(model: Model, q: np.ndarray, structure, jacobian=None) -> np.ndarray:
+    Kmat, M = numeric_loop_jacobian(model, q, structure, jacobian)
     if not Kmat.size:
         return np.zeros(0)
     L = np.linalg.cholesky(M)
     return np.linalg.svd(scipy.linalg.solve_triangular(L, Kmat.T, lower=True).T, compute_uv=False)
 
 
-def loop_rank(model: Model, structure=None) -> int:
+def loop_rank(model: Model, structure=None, jacobian=None) -> int:
     """The rank of the closure equations at the file's configuration, where every loop
     closes (``dense``'s :meth:`~.dense.DenseFormulation.closure_rank`): singular values of
     the mass-whitened loop Jacobian above ``RANK_RTOL`` of the largest."""
-    s = _whitened_singular_values(model, model.q_zero(), structure or loop_structure(model))
+    s = _whitened_singular_values(model, model.q_zero(), structure or loop_structure(model), jacobian)
     if not s.size or s[0] == 0.0:
         return 0
     return int(np.sum(s > config.RANK_RTOL * s[0]))
 
 
-def loop_singularity(model: Model, q: np.ndarray, structure=None, rank: int | None = None) -> float:
+def loop_singularity(model: Model, q: np.ndarray, structure=None, rank: int | None = None,
+                     jacobian: LoopJacobian | None = None) -> float:
     """The mobility measure of the loops at q: the smallest of the ``rank`` (the closure's,
     :func:`loop_rank`) largest singular values of the mass-whitened loop Jacobian over the
     largest -- dense's measure; 1 without loops.  Small for every choice of independent
-    speeds."""
+    speeds.  ``jacobian``: a :class:`.rcr_partition.LoopJacobian` of the model and structure."""
     structure = structure or loop_structure(model)
-    s = _whitened_singular_values(model, q, structure)
+    s = _whitened_singular_values(model, q, structure, jacobian)
     if rank is None:
-        rank = loop_rank(model, structure)
+        rank = loop_rank(model, structure, jacobian)
     if not s.size or s[0] == 0.0 or rank == 0:
         return 1.0
     return float(s[rank - 1] / s[0])
@@ -165,6 +167,9 @@ class RCRFormulation(Formulation):
     #: ``lx`` and ``nb`` (embedding's: its joint-space rows, ``jr``)
     _positions_entry = staticmethod(K.positions_and_blocks)
     jr: tuple = ()
+    #: the attributes sized for, or bound to, one partition: kept per partition (_use)
+    _per_partition = ("Kval", "Qf", "tau", "N", "Gam", "Ucl", "Dcl", "ucl", "_bound_kernels", "_multipliers_kernel",
+                      "_row_kernels")
 
     def __init__(self, model: Model, settings, plan=None):
         super().__init__(model, settings, plan)
@@ -229,9 +234,21 @@ class RCRFormulation(Formulation):
         # [the block conditioning below which the monitor looks for a better partition, SWITCH_RTOL]
         self._search_below = np.array([SWITCH_RTOL, SWITCH_RTOL])
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
-        self.loop_rank = loop_rank(m, self.structure) if self.ncr else 0
+        #: the loop Jacobian and mass matrix of partition searches and mobility samples
+        self.loop_jacobian = LoopJacobian(m, self.structure) if self.ncr else None
+        self.loop_rank = loop_rank(m, self.structure, self.loop_jacobian) if self.ncr else 0
         self.part: Partition | None = None
+        self._kept = KeptPartitions(self._per_partition)
+        self._binding = None  # the partition's arrays and kernels: the row kernels are valid while it is theirs
         self._use(self._partition_at(m.q_zero()))
+
+    def __getstate__(self) -> dict:
+        """Copied or pickled without the row loop's kernels and the partitions kept: their
+        closures hold this object (the copy builds its own at their first use)."""
+        state = self.__dict__.copy()
+        state["_row_kernels"] = None
+        state["_kept"] = KeptPartitions(self._per_partition)
+        return state
 
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
@@ -240,14 +257,24 @@ class RCRFormulation(Formulation):
     # ------------------------------------------------------------- partition
     def _partition_at(self, q: np.ndarray) -> Partition:
         """The independent/dependent split chosen at configuration ``q``."""
-        return build_partition(self.model, q, self.structure)
+        return build_partition(self.model, q, self.structure, self.loop_jacobian)
 
-    def _use(self, part: Partition) -> None:
+    def _use(self, part: Partition) -> bool:
+        """Adopt ``part``: with the arrays and kernels it had where it was used before and
+        kept (:class:`.rcr_partition.KeptPartitions`; returns True), else new ones."""
         m = self.model
+        if self.part is not None:
+            self._kept.leave(self, self.part, self._binding)
         self.part = part
         self._search_below[0] = SWITCH_RTOL
+        binding = self._kept.take(self, part)
+        if binding is not None:
+            self._binding = binding
+            return True
+        self._binding = object()
         self._bound_kernels = None  # their workspace changes with the partition
         self._multipliers_kernel = None
+        self._row_kernels = None
         d = max(part.dmax, 0)
         self.Kval = np.zeros(max(part.nk_tot, 1))  # block loop Jacobians, block_rows
         self.Qf = np.zeros(max(part.nq_tot, 1))  # Householder factors of the dependent columns, block_qr
@@ -257,6 +284,7 @@ class RCRFormulation(Formulation):
         self.Ucl = np.zeros((max(self.ncl, 1), 6, d))  # cluster coupling inertia, solve_articulated
         self.Dcl = np.zeros((max(self.ncl, 1), d, d))  # cluster reduced inertia factor, solve_articulated
         self.ucl = np.zeros((max(self.ncl, 1), d))  # cluster reduced forces, solve_articulated
+        return False
 
     @property
     def independent_speeds(self) -> np.ndarray:
@@ -448,7 +476,7 @@ class RCRFormulation(Formulation):
         SINGULAR_WINDOW; :func:`singular_crossing` tells a crossing from a near pass."""
         m = self.model
         q = y[: m.nq]
-        s = loop_singularity(m, q, self.structure, self.loop_rank)
+        s = loop_singularity(m, q, self.structure, self.loop_rank, self.loop_jacobian)
         if s < 2.0 * config.SINGULAR_WINDOW:
             self._sing_samples = [p for p in self._sing_samples if 0.0 < t - p[0] <= 0.1][-8:] + [(t, s)]
             crossing, low, tau = singular_crossing(self._sing_samples, t)
@@ -483,7 +511,7 @@ class RCRFormulation(Formulation):
         """The mobility measure at the positions of ``y`` (:func:`loop_singularity`, dense's)."""
         if not self.ncr:
             return 1.0
-        return loop_singularity(self.model, y[: self.model.nq], self.structure, self.loop_rank)
+        return loop_singularity(self.model, y[: self.model.nq], self.structure, self.loop_rank, self.loop_jacobian)
 
     def health(self) -> dict:
         """For the pipeline's monitor (:mod:`engine.monitor`): the conditioning of the
@@ -516,6 +544,13 @@ class RCRFormulation(Formulation):
                 or cls._close is not RCRFormulation._close or cls.evaluate not in self._own_evaluations
                 or not hasattr(K.dynamics, "overloads")):
             return None
+        if self._row_kernels is None:
+            self._row_kernels = self._bind_rows()
+        return self._row_kernels
+
+    def _bind_rows(self) -> RowKernels:
+        """:meth:`row_kernels`, bound to this partition's arrays."""
+        m = self.model
         positions, dynamics = self._kernels()
         A, acc, react = np.empty((m.nb, 6)), np.empty((m.nb, 6)), np.empty((m.nj, 6))
         arrays = (self.x, self.R, self.V, acc, self.jq, self.P, react)
@@ -538,7 +573,7 @@ class RCRFormulation(Formulation):
                 self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
                 self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
                 float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below, singular, tick))
-        part = self.part
+        binding = self._binding
 
         def before():
             singular[0] = 1.0 if self._sing_samples else 0.0
@@ -548,7 +583,7 @@ class RCRFormulation(Formulation):
 
         return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick,
                           own=(self._search_below,) if post is not None else (), before=before, after=after,
-                          reuse=True, split_post=post, valid=lambda: self.part is part)
+                          reuse=True, split_post=post, valid=lambda: self._binding is binding)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -24,7 +24,7 @@ from ..model import Model
 from .rcr_articulated import body_terms
 from .rcr_kernels import positions_and_blocks
 from .rcr_layout import PartitionLayout, cut_rows_of, partition_layout
-from .workspace import pack
+from .base import StateKernel
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
 #: makes the monitor look for a better partition (and a partition is chosen so that none does)
@@ -119,45 +119,63 @@ def rows_of(model: Model, row_adr, l):
     return list(range(int(row_adr[j]), int(row_adr[j]) + int(model.nc_j[j])))
 
 
-def numeric_loop_jacobian(model: Model, q: np.ndarray, structure):
-    """(K over all tree speeds, joint-space mass matrix) at q, from rcr's own kernels:
+class LoopJacobian:
+    """(K over all tree speeds, joint-space mass matrix) at ``q``, from rcr's own kernels:
     every loop as a block with no dependent speeds fills K; the mass matrix is the
-    composite-rigid-body sum about the origin (used only when a partition is chosen,
-    never in the step)."""
-    m = model
-    lca, paths, clusters = structure
-    row_adr, _ = cut_rows_of(m)
-    choice = [([(rows_of(m, row_adr, l), cols_of(m, paths[l]), []) for l in loops], []) for loops in clusters]
-    lx = partition_layout(m, structure, choice)
-    ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
-    x, R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
-    S, S6 = np.zeros((m.nv, 6)), np.zeros((m.nv, 6))
-    Kval = np.zeros(max(int(lx.blk_kofs[-1]), 1))
-    ws = (kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, x, R, P, S, S6, np.zeros((m.nb, 6)), np.zeros((ncr, 6)),
-          np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv), Kval, np.zeros(1), np.zeros(2),
-          np.zeros(m.nv, dtype=np.int64))
-    positions_and_blocks(*pack(ws), q)
-    Kmat = np.zeros((ncr, m.nv))
-    rstart, rows, cstart, cols, kofs = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols, lx.blk_kofs
-    for b in range(rstart.shape[0] - 1):
-        rr, cc = rows[rstart[b]:rstart[b + 1]], cols[cstart[b]:cstart[b + 1]]
-        Kmat[np.ix_(rr, cc)] = Kval[kofs[b]:kofs[b + 1]].reshape(len(rr), len(cc))
-    I6, p6 = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6))
-    body_terms(m.mass, m.inertia, x, R, np.zeros((m.nb, 6)), np.zeros((m.nb, 6)), I6, p6)
-    for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
-        if m.parent[i] >= 0:
-            I6[m.parent[i]] += I6[i]
-    M = np.zeros((m.nv, m.nv))
-    for i in range(m.nb):
-        ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
-        F = I6[i] @ S6[ci].T  # (6, n_i)
-        j = i
-        while j >= 0:
-            cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
-            M[cj, ci] = S6[cj] @ F
-            M[ci, cj] = M[cj, ci].T
-            j = int(m.parent[j])
-    return Kmat, M
+    composite-rigid-body sum about the origin.  Called at every partition search and every
+    sample of the mobility measure (not in the step), so its layout and workspace are
+    made, and the workspace packed, once per model and loop structure; each call returns
+    new arrays."""
+
+    def __init__(self, model: Model, structure):
+        m = self.model = model
+        lca, paths, clusters = structure
+        row_adr, _ = cut_rows_of(m)
+        choice = [([(rows_of(m, row_adr, l), cols_of(m, paths[l]), []) for l in loops], []) for loops in clusters]
+        lx = partition_layout(m, structure, choice)
+        self.ncr = ncr = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
+        self.x, self.R, P = np.zeros((m.nb, 3)), np.zeros((m.nb, 3, 3)), np.zeros((m.nj, 3))
+        self.S6 = np.zeros((m.nv, 6))
+        self.Kval = np.zeros(max(int(lx.blk_kofs[-1]), 1))
+        self._kernel = StateKernel(positions_and_blocks, (
+            kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, self.x, self.R, P, np.zeros((m.nv, 6)), self.S6,
+            np.zeros((m.nb, 6)), np.zeros((ncr, 6)), np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv),
+            self.Kval, np.zeros(1), np.zeros(2), np.zeros(m.nv, dtype=np.int64)))
+        # each block's entries of Kval (row-major, the blocks one after another) and their place in K
+        rstart, rows, cstart, cols = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols
+        places = [(rows[rstart[b]:rstart[b + 1], None] * m.nv + cols[None, cstart[b]:cstart[b + 1]]).ravel()
+                  for b in range(rstart.shape[0] - 1)]
+        self._places = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
+        self._I6, self._p6, self._zero = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6)), np.zeros((m.nb, 6))
+
+    def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m = self.model
+        self._kernel(q)
+        Kmat = np.zeros((self.ncr, m.nv))
+        Kmat.flat[self._places] = self.Kval[: self._places.shape[0]]
+        I6 = self._I6
+        body_terms(m.mass, m.inertia, self.x, self.R, self._zero, self._zero, I6, self._p6)
+        for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
+            if m.parent[i] >= 0:
+                I6[m.parent[i]] += I6[i]
+        S6 = self.S6
+        M = np.zeros((m.nv, m.nv))
+        for i in range(m.nb):
+            ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
+            F = I6[i] @ S6[ci].T  # (6, n_i)
+            j = i
+            while j >= 0:
+                cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
+                M[cj, ci] = S6[cj] @ F
+                M[ci, cj] = M[cj, ci].T
+                j = int(m.parent[j])
+        return Kmat, M
+
+
+def numeric_loop_jacobian(model: Model, q: np.ndarray, structure, jacobian: LoopJacobian | None = None):
+    """:class:`LoopJacobian`'s ``(K, M)`` at ``q``: ``jacobian``'s where given (made for
+    this model and structure), else a new one's."""
+    return (jacobian or LoopJacobian(model, structure))(q)
 
 
 def numeric_rank(s, scale):
@@ -171,7 +189,7 @@ def _cond(A):
     return float(s[-1] / s[0]) if s[0] > 0 else 0.0
 
 
-def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
+def build_partition(model: Model, q: np.ndarray, structure=None, jacobian: LoopJacobian | None = None) -> Partition:
     """Choose the independent speeds of every loop cluster at configuration ``q``.
 
     Loops are taken in the order of their cut joints (for a ladder: cell after cell).
@@ -187,7 +205,7 @@ def build_partition(model: Model, q: np.ndarray, structure=None) -> Partition:
     m = model
     structure = structure or loop_structure(m)
     lca, paths, clusters = structure
-    Kmat, M = numeric_loop_jacobian(m, q, structure)
+    Kmat, M = numeric_loop_jacobian(m, q, structure, jacobian)
     colscale = 1.0 / np.sqrt(np.maximum(np.diag(M), 1e-300)) if m.nv else np.zeros(0)
     Ks = Kmat * colscale[None, :] if Kmat.size else Kmat
     row_adr, _ = cut_rows_of(m)
@@ -263,3 +281,54 @@ def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=
                      conditioning=min(conds) if conds else 1.0, n_blocks=len(blocks), merged=merged,
                      dmax=int(d.max()) if d.size else 0, nq_tot=int(lx.blk_qofs[-1]), nk_tot=int(lx.blk_kofs[-1]),
                      ndep=int(lx.blk_dstart[-1]))
+
+
+#: partitions a formulation keeps with their arrays and kernels (:class:`KeptPartitions`)
+PARTITIONS_KEPT = 16
+
+
+def same_layout(a: PartitionLayout, b: PartitionLayout) -> bool:
+    """Whether two partitions' layouts are equal, array by array."""
+    return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+class KeptPartitions:
+    """The partitions a formulation has left, each with the arrays sized for it and the
+    kernels bound to them (the attributes ``names``): a switch back to one binds nothing
+    again -- packing the workspaces of a dozen kernels costs more than a step.  Keyed by
+    the dependent speeds, and given back only where the layout is the same (a search can
+    group the same speeds into other blocks); at most ``size``, the least recently left
+    first out (``size`` 0: none kept)."""
+
+    def __init__(self, names: tuple[str, ...], size: int = PARTITIONS_KEPT):
+        self.names, self.size = names, size
+        self._kept: dict = {}
+        self.taken = 0  # partitions given back
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def leave(self, form, part: Partition, token) -> None:
+        """Keep ``form``'s attributes ``names`` for ``part``, with ``token``."""
+        if self.size <= 0:
+            return
+        key = part.key()
+        self._kept.pop(key, None)
+        self._kept[key] = (part.lx, part.colscale, token, {n: getattr(form, n) for n in self.names})
+        while len(self._kept) > self.size:
+            del self._kept[next(iter(self._kept))]
+
+    def take(self, form, part: Partition):
+        """Give ``form`` back the attributes kept for ``part``'s key, ``part`` made to hold
+        the arrays its kernels were bound to (its own scaling copied into them, its layout
+        being equal); their token, or None where nothing is kept for it."""
+        entry = self._kept.pop(part.key(), None)
+        if entry is None or not same_layout(entry[0], part.lx):
+            return None
+        lx, colscale, token, values = entry
+        colscale[:] = part.colscale
+        part.lx, part.colscale = lx, colscale
+        for name, value in values.items():
+            setattr(form, name, value)
+        self.taken += 1
+        return token

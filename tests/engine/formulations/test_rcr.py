@@ -273,6 +273,43 @@ def test_a_fold_is_a_crossing_and_a_near_pass_is_not():
     assert singular_crossing([(0.6, 5e-5)], 0.6)[0]
 
 
+def test_the_loop_jacobian_kept_by_a_formulation_is_a_new_ones_at_every_state():
+    """LoopJacobian keeps its workspace between calls (every partition search and mobility
+    sample): called at one state after others, it gives what a new one gives there."""
+    from linkwork.engine.formulations.rcr_partition import LoopJacobian, loop_structure
+
+    rng = np.random.default_rng(5)
+    for spec in (gen.fivebar(), gen.ladder(3), gen.random_mechanism(3, n_bodies=9, loops=3)):
+        model = build_model(spec)
+        structure = loop_structure(model)
+        kept = LoopJacobian(model, structure)
+        states = [model.q_zero() + 0.2 * rng.standard_normal(model.nq) for _ in range(3)]
+        for q in states + states[::-1]:
+            K, M = kept(q)
+            K0, M0 = LoopJacobian(model, structure)(q)
+            assert np.array_equal(K, K0) and np.array_equal(M, M0), spec.name
+            assert K.any() and np.allclose(M, M.T) and (np.diag(M) > 0).all()
+
+
+@pytest.mark.parametrize("formulation", ["rcr", "embedding"])
+def test_a_partition_used_again_gives_the_rows_of_a_new_one(formulation):
+    """A switch back to a partition used before takes the arrays and kernels kept for it
+    (KeptPartitions) instead of binding new ones: the rows are the same, bit for bit."""
+    from linkwork.engine.formulations.rcr_partition import PARTITIONS_KEPT
+
+    for name in ("fivebar", "fivebar-redundant"):
+        model = load_model(example_path(name))
+        runs = []
+        for size in (PARTITIONS_KEPT, 0):
+            sim = Simulation(model, Settings(formulation=formulation, t_end=10.0))
+            sim.formulation._kept.size = size
+            cols, rows = sim.run_all()
+            runs.append((rows, sim.formulation._kept.taken, sim.stats["partition_switches"]))
+        (kept, taken, switches), (fresh, none, switches_fresh) = runs
+        assert taken >= 5 and none == 0, name
+        assert switches == switches_fresh and np.array_equal(kept, fresh, equal_nan=True), name
+
+
 def test_five_bars_pass_near_singular_configurations_without_stopping():
     """The five-bar and the redundant five-bar pass near singular configurations (their
     mobility measure dips to 0.044-0.073 and 0.009 on rk4 paths) with no branch to choose:
