@@ -247,7 +247,7 @@ def rk4_rows(calls, ra, run, y, stages, rows):
             clock[4] = 1.0 if known else 0.0
             ra.tick[TICK_FAILED] = 0.0
             made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, ra.post,
-                                                clock, y, stages)
+                                                clock, y, stages, run.time)
             count += made
             kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         else:
@@ -262,6 +262,8 @@ def rk4_rows(calls, ra, run, y, stages, rows):
                     call_state_kernel(f, f_desc, f_proto, y, stages[0] if reuse else no_rates)
                 known = reuse
             elif op_step == -1.0:
+                if run.time.shape[0] > 0:
+                    run.time[0] = times[k]
                 call_positions(f, f_desc, f_proto, y[:nq])
                 kept = call_dynamics(p, p_desc, p_proto, y[:nq], y[nq:], stages[0] if reuse else no_rates)
                 known = reuse

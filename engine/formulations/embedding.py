@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
 from numba import njit
 
-from ..drivers import motion_values
+from ..drivers import MotionArrays, motion
 from ..errors import SimulationError
 from ..model import Model
 from . import rcr_kernels as K
@@ -213,17 +214,49 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
                               sigma_rows=tuple(srow))
 
 
+class Driving(NamedTuple):
+    """The drivers' rows as the positions kernel sets them at the time ``time[0]``
+    (:meth:`EmbeddingFormulation._drive`): driver ``i``'s law ``laws`` gives ``nu`` and
+    ``gam`` of row ``first + i`` its rate and acceleration; ``jr_q0[entry[e]]`` becomes
+    ``base[e] + f_l(t) - f0[l]``, ``l = law[e]``."""
+
+    time: np.ndarray  # (1,)
+    laws: MotionArrays
+    f0: np.ndarray  # (nd,) each law at t = 0
+    entry: np.ndarray  # (ne,) the drivers' entries of jr
+    law: np.ndarray  # (ne,) their driver
+    base: np.ndarray  # (ne,) their coordinate at t = 0
+    nu: np.ndarray
+    gam: np.ndarray
+    first: int
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _drive_rows(d, jr_q0):
+    """:class:`Driving`'s rows at its time."""
+    t = d.time[0]
+    for i in range(d.f0.shape[0]):
+        f, fd, fdd = motion(d.laws, np.int64(i), t)
+        d.nu[d.first + i] = fd
+        d.gam[d.first + i] = fdd
+    for e in range(d.entry.shape[0]):
+        law = d.law[e]
+        jr_q0[d.entry[e]] = d.base[e] + motion(d.laws, law, t)[0] - d.f0[law]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _positions(desc, proto, q):
     """Kinematics at q; every aggregated body's rows Y over its hinge velocities -- loop
     rows (eqs. 58-59, from the cut joints' closure rows) and constant joint-space rows
     (eq. 37: entry k puts ``jr_val[k]`` at ``Kval[jr_k[k]]`` and adds
-    ``jr_val[k] (q[jr_q[k]] - jr_q0[k])`` to the row's residual); the QR factors of the
-    dependent blocks Y1 (eq. 60).  Returns the smallest conditioning of the Y1.
-    Its workspace comes as one table and it is ``_nrt=False``, as rcr's right-hand-side
-    kernels; the callees that allocate are ``_nrt=True``."""
-    (mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf,
-     tau, pos) = unpack(desc, proto)
+    ``jr_val[k] (q[jr_q[k]] - jr_q0[k])`` to the row's residual), the drivers' first set at
+    the time (``drive``, :func:`_drive_rows`); the QR factors of the dependent blocks Y1
+    (eq. 60).  Returns the smallest conditioning of the Y1.  Its workspace comes as one
+    table and it is ``_nrt=False``, as rcr's right-hand-side kernels; the callees that
+    allocate are ``_nrt=True``."""
+    (mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, drive, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale,
+     Kval, Qf, tau, pos) = unpack(desc, proto)
+    _drive_rows(drive, jr_q0)
     K.position_rows(mk, ca, lx, nb, nv_j, q, K.Poses(x, R, P, S, S6), V0, K.CutRows(GA, GB, g0, phi), Kval, pos)
     K.joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval)
     return K.block_qr(lx, colscale, Kval, Qf, tau)
@@ -251,7 +284,7 @@ class EmbeddingFormulation(RCRFormulation):
     honours_drivers = True
     _positions_entry = staticmethod(_positions)
     #: the joint-space rows' places in the blocks are the partition's too
-    _per_partition = RCRFormulation._per_partition + ("jr", "_drive_entries", "_drive_q0")
+    _per_partition = RCRFormulation._per_partition + ("jr", "_drive_entry", "_drive_law", "_drive_base")
     #: gear pairs (paper 003 section 5.1) this instance embeds besides the file's couplings
     #: (tests embed invented pairs this way)
     gears: tuple = ()
@@ -266,6 +299,7 @@ class EmbeddingFormulation(RCRFormulation):
         # the file's drivers, last: a joint-space row e_J each (a "gear" of the joint with
         # itself and ratio 0, whose zero entry _use skips), rheonomic (_drive)
         self.ndr = m.nd
+        self._time = np.zeros(1) if m.nd else None  # the drivers' time (_drive), which the row loop writes too
         self.gears = self.gears + tuple(Gear(driver=int(j), driven=int(j), ratio=0.0) for j in m.d_joint)
         self.loops_structure = loop_structure(m)
         self.aggregates = aggregated_bodies(m, self.gears, self.loops_structure)
@@ -342,28 +376,29 @@ class EmbeddingFormulation(RCRFormulation):
         self.jr = (np.asarray(jr[0], dtype=np.int64), np.asarray(jr[1], dtype=np.int64),
                    np.asarray(jr[2], dtype=np.int64), np.asarray(jr[3], dtype=np.float64),
                    np.asarray(jr[4], dtype=np.float64))
-        # the drivers' entries of jr: (entry, driver) -- their jr_q0 moves with f(t) (_drive)
+        # the drivers' entries of jr, their driver and base -- their jr_q0 moves with f(t) (_drive)
         first = ncr + len(self.gears) - self.ndr
-        self._drive_entries = [(k, int(r) - first) for k, r in enumerate(jr[1]) if r >= first]
-        self._drive_q0 = np.array([jr[4][k] for k, _ in self._drive_entries], dtype=float)
+        entries = [(k, int(r) - first) for k, r in enumerate(jr[1]) if r >= first]
+        self._drive_entry = np.array([k for k, _ in entries], dtype=np.int64)
+        self._drive_law = np.array([i for _, i in entries], dtype=np.int64)
+        self._drive_base = np.array([jr[4][k] for k, _ in entries], dtype=float)
         return False
+
+    def _position_rows(self) -> tuple:
+        """The joint-space rows, and the drivers' laws the positions kernel sets them by."""
+        m = self.model
+        return (*self.jr, Driving(self._time if self._time is not None else np.zeros(1), m.d_motion, m.d_f0,
+                                  self._drive_entry, self._drive_law, self._drive_base, self.nu, self.gam,
+                                  self.ncr + len(self.gears) - self.ndr))
 
     def _drive(self, t: float) -> None:
         """The drivers' rows at time ``t`` (docs/derivations.md, "Drivers"): the position
         residual ``q_J - q_J0 - (f(t) - f(0))`` (through ``jr_q0``), the velocity right-hand
         side ``nu = f'(t)`` and the acceleration one ``gam = f''(t)`` (the kernels never
-        write the joint-space rows of ``gam``)."""
-        if not self.ndr:
-            return
-        m = self.model
-        first = self.ncr + len(self.gears) - self.ndr
-        for i in range(self.ndr):
-            f, fd, fdd = motion_values(m.d_motion, i, t)
-            self.nu[first + i] = fd
-            self.gam[first + i] = fdd
-        q0 = self.jr[4]
-        for (k, i), base in zip(self._drive_entries, self._drive_q0):
-            q0[k] = base + motion_values(m.d_motion, i, t)[0] - m.d_f0[i]
+        write the joint-space rows of ``gam``), set by the positions kernel
+        (:func:`_drive_rows`) at the time written here -- as the row loop writes it."""
+        if self.ndr:
+            self._time[0] = t
 
     @property
     def projects(self) -> bool:

@@ -167,6 +167,9 @@ class RCRFormulation(Formulation):
     #: ``lx`` and ``nb`` (embedding's: its joint-space rows, ``jr``)
     _positions_entry = staticmethod(K.positions_and_blocks)
     jr: tuple = ()
+    #: where the right-hand side reads its time (embedding's drivers; rcr's superposition
+    #: runs in Python): None, none
+    _time: np.ndarray | None = None
     #: the attributes sized for, or bound to, one partition: kept per partition (_use)
     _per_partition = ("Kval", "Qf", "tau", "N", "Gam", "Ucl", "Dcl", "ucl", "_bound_kernels", "_multipliers_kernel",
                       "_row_kernels")
@@ -324,9 +327,15 @@ class RCRFormulation(Formulation):
 
     def _positions_kernel(self) -> StateKernel:
         m, p = self.model, self.part
-        return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self.jr, m.nb, m.nv_j, self.x, self.R,
+        return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self._position_rows(), m.nb, m.nv_j,
+                                                   self.x, self.R,
                                                    self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0,
                                                    self.phi, p.colscale, self.Kval, self.Qf, self.tau, self.pos))
+
+    def _position_rows(self) -> tuple:
+        """What the positions kernel takes between ``lx`` and ``nb``: :attr:`jr` (embedding
+        adds its drivers' laws)."""
+        return self.jr
 
     def _blocks(self) -> K.Blocks:
         """This partition's block matrices and factors, as the kernels take them."""
@@ -532,7 +541,8 @@ class RCRFormulation(Formulation):
     # --------------------------------------------------------------- output
     def row_kernels(self):
         """The compiled row loop's kernels (:meth:`.base.Formulation.row_kernels`) where the
-        step, the closure and the evaluation are this class's own, without drivers: the
+        step, the closure and the evaluation are this class's own, without drivers applied by
+        superposition (rcr's; embedding's are rows, read at the time ``_time``): the
         positions and dynamics kernels (the dynamics' rates at an output instant are the
         next step's first: the kernels fill the same workspace either way); on an open
         tree :func:`output_check` (the reactions need no multipliers); with loops or
@@ -540,7 +550,8 @@ class RCRFormulation(Formulation):
         to close (:meth:`_close`) and :func:`.rcr_rows.loop_check`, valid while the
         partition they hold is the formulation's."""
         m, cls = self.model, type(self)
-        if (m.nd or cls.rhs is not RCRFormulation.rhs or cls.post_step is not RCRFormulation.post_step
+        if ((m.nd and self._time is None) or cls.rhs is not RCRFormulation.rhs
+                or cls.post_step is not RCRFormulation.post_step
                 or cls._close is not RCRFormulation._close or cls.evaluate not in self._own_evaluations
                 or not hasattr(K.dynamics, "overloads")):
             return None
@@ -556,7 +567,7 @@ class RCRFormulation(Formulation):
         arrays = (self.x, self.R, self.V, acc, self.jq, self.P, react)
         frames = Frames(self.x, self.R, self.V, self.P, _NO_SUBSPACE)
         lam = np.zeros(self.ncr + self.njr)
-        args = (self.ca, reaction_model(m), frames, A, self.Fext, lam, react)
+        args = (self.ca, reaction_model(m, drivers=self.ndr > 0), frames, A, self.Fext, lam, react)
         reactions = (native_address(multiplier_reactions, *args), args)
         if not self.ncr and not self.njr:
             check = StateKernel(output_check, (reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc))
@@ -568,7 +579,7 @@ class RCRFormulation(Formulation):
             float(config.SINGULAR_RESIDUAL_RTOL), self.cut_spring, self.jq, self.jq_ref, lx, self.tau, health))
         singular, tick = np.zeros(1), np.zeros(6)
         post = None
-        if self.ncr:
+        if self.ncr or self.ndr:  # as _close: loops, or drivers' rows, to close
             post = StateKernel(close_post, (
                 self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
                 self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
@@ -581,9 +592,12 @@ class RCRFormulation(Formulation):
         def after():
             self.block_conditioning = float(health[1])
 
+        driven = self._time is not None  # embedding's drivers: their efforts are minus their rows' multipliers
         return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick,
                           own=(self._search_below,) if post is not None else (), before=before, after=after,
-                          reuse=True, split_post=post, valid=lambda: self._binding is binding)
+                          reuse=True, split_post=post, valid=lambda: self._binding is binding,
+                          efforts=(lam[lam.shape[0] - self.ndr:], -1.0) if driven else None,
+                          time=self._time if driven else None)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

@@ -228,19 +228,21 @@ def _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, state, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions, post, clock, y, stages):
+def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions, post, clock, y, stages, time):
     """:func:`rk4_interval` for a right-hand side of two kernels (``rcr``, ``embedding``:
     positions at ``q``, then the dynamics at ``(q, v)``), with after each step the
     post-step ``post`` = (address, table) (:func:`call_by_table_bool`, ``out`` the free
     k1; address 0: none), or else the quaternions' normalisation by the kinematic arrays
     ``mk`` if ``quaternions``; ``clock`` = (t0, t1, n, nq), and where it has a fifth slot
     that is not 0, ``stages[0]`` holds the rates at ``(t0, y)`` already
-    (:func:`rk4_interval`'s fourth).  Returns ``(right-hand sides evaluated, t, the last
+    (:func:`rk4_interval`'s fourth); ``time`` as :func:`rk4_interval`'s (the post-step
+    reads the step's end there).  Returns ``(right-hand sides evaluated, t, the last
     positions' conditioning)``, ``t`` as :func:`rk4_interval`'s."""
     t0, t1 = clock[0], clock[1]
     n = np.int64(clock[2])
     nq = np.int64(clock[3])
     known = clock.shape[0] > 4 and clock[4] != 0.0
+    timed = time.shape[0] > 0
     k1, k2, k3, k4, st = stages[0], stages[1], stages[2], stages[3], stages[4]
     m = y.shape[0]
     h = (t1 - t0) / n
@@ -249,12 +251,16 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
     for i in range(n):
         t = t0 + i * h
         count += 1
+        if timed:
+            time[0] = t
         if not (known and i == 0):
             ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, y, k1)
             if not ok:
                 return count, t, cond
         _stage(st, y, h / 2, k1)
         count += 1
+        if timed:
+            time[0] = t + h / 2
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k2)
         if not ok:
             return count, t + h / 2, cond
@@ -265,6 +271,8 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
             return count, t + h / 2, cond
         _stage(st, y, h, k3)
         count += 1
+        if timed:
+            time[0] = t + h
         ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k4)
         if not ok:
             return count, t + h, cond
@@ -353,7 +361,8 @@ class RK4SplitInterval:
         self._args = (pos.native(1), pos.desc, pos.proto, dyn.native(3), dyn.desc, dyn.proto, self.mk,
                       np.bool_(self.quaternions), NO_POST)
         self.stages = np.zeros((5, m))
-        self._entry = compiled_entry(rk4_interval_split, (*self._args, self.clock, self.stages[0], self.stages))
+        self._entry = compiled_entry(rk4_interval_split, (*self._args, self.clock, self.stages[0], self.stages,
+                                                          _NO_TIME))
 
     def __call__(self, t0: float, t1: float, y: np.ndarray, n: int, nq: int):
         out = np.array(y, dtype=np.float64)  # a copy: the integrator restarts from y on a retry
@@ -361,5 +370,5 @@ class RK4SplitInterval:
             self._bind(out.shape[0])
         clock = self.clock
         clock[0], clock[1], clock[2], clock[3] = t0, t1, n, nq
-        count, t, cond = self._entry(*self._args, clock, out, self.stages)
+        count, t, cond = self._entry(*self._args, clock, out, self.stages, _NO_TIME)
         return out, count, t, cond
