@@ -132,30 +132,3 @@ def motion_values(ma: MotionArrays, i: int, t: float) -> tuple[float, float, flo
     """:func:`motion` from Python, as floats."""
     f, fd, fdd = motion(ma, np.int64(i), float(t))
     return float(f), float(fd), float(fdd)
-
-
-def superposed_efforts(ma: MotionArrays, t: float, evaluate, accelerations, tau: np.ndarray) -> None:
-    """The drivers' efforts at time ``t`` into ``tau`` by superposition (``rcr``; ``dca``
-    does the same in compiled code, :func:`.formulations.superposition.superposed_rates`;
-    docs/derivations.md, "Drivers"): ``evaluate()`` runs the forward dynamics with the
-    efforts ``tau`` applied, ``accelerations()`` reads the driven joints' accelerations.
-    ``nd + 1`` evaluations give them without effort (``a0``) and their response ``Phi`` to
-    a unit effort on each; ``tau = Phi^-1 (f'' - a0)``."""
-    from .errors import SingularSystemError
-
-    nd = tau.shape[0]
-    tau[:] = 0.0
-    evaluate()
-    a0 = accelerations().copy()
-    Phi = np.empty((nd, nd))
-    for k in range(nd):
-        tau[:] = 0.0
-        tau[k] = 1.0
-        evaluate()
-        Phi[:, k] = accelerations() - a0
-    target = np.array([motion_values(ma, i, t)[2] for i in range(nd)])
-    try:
-        tau[:] = np.linalg.solve(Phi, target - a0)
-    except np.linalg.LinAlgError:
-        raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
-                                     "(a driver on a joint its loops lock)") from None

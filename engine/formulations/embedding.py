@@ -215,10 +215,12 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
 
 
 class Driving(NamedTuple):
-    """The drivers' rows as the positions kernel sets them at the time ``time[0]``
-    (:meth:`EmbeddingFormulation._drive`): driver ``i``'s law ``laws`` gives ``nu`` and
-    ``gam`` of row ``first + i`` its rate and acceleration; ``jr_q0[entry[e]]`` becomes
-    ``base[e] + f_l(t) - f0[l]``, ``l = law[e]``."""
+    """The drivers' rows (docs/derivations.md, "Drivers") as the positions kernel sets them
+    at the time ``time[0]`` (which ``_drive`` and the row loop write): driver ``i``'s law
+    in ``laws`` gives row ``first + i`` its velocity right-hand side ``nu = f'(t)`` and its
+    acceleration one ``gam = f''(t)`` (the dynamics never write the joint-space rows of
+    ``gam``); the position residual ``q_J - q_J0 - (f(t) - f(0))`` goes through ``jr_q0``:
+    ``jr_q0[entry[e]] = base[e] + f_l(t) - f0[l]``, ``l = law[e]``."""
 
     time: np.ndarray  # (1,)
     laws: MotionArrays
@@ -390,15 +392,6 @@ class EmbeddingFormulation(RCRFormulation):
         return (*self.jr, Driving(self._time if self._time is not None else np.zeros(1), m.d_motion, m.d_f0,
                                   self._drive_entry, self._drive_law, self._drive_base, self.nu, self.gam,
                                   self.ncr + len(self.gears) - self.ndr))
-
-    def _drive(self, t: float) -> None:
-        """The drivers' rows at time ``t`` (docs/derivations.md, "Drivers"): the position
-        residual ``q_J - q_J0 - (f(t) - f(0))`` (through ``jr_q0``), the velocity right-hand
-        side ``nu = f'(t)`` and the acceleration one ``gam = f''(t)`` (the kernels never
-        write the joint-space rows of ``gam``), set by the positions kernel
-        (:func:`_drive_rows`) at the time written here -- as the row loop writes it."""
-        if self.ndr:
-            self._time[0] = t
 
     @property
     def projects(self) -> bool:

@@ -36,13 +36,13 @@ from numba import njit
 from .. import config
 from ..constraints import con_arrays, coupling_rows
 from ..errors import SimulationError, SingularSystemError
-from ..drivers import superposed_efforts
 from ..forces import driver_force_arrays, force_arrays, spring_joints
 from ..initial import initial_state, tree_velocities
 from ..kinematics import (
     classical_accelerations, classical_into, fk_positions, kin_arrays, normalize_quaternions,
 )
 from ..model import Model
+from . import dense_solve
 from . import rcr_kernels as K
 from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
@@ -52,7 +52,8 @@ from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition
                             numeric_loop_jacobian)
 from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
-from .workspace import unpack
+from .superposition import UNRESPONSIVE, superposed_kernel
+from .workspace import NCOL, unpack
 
 #: a new partition is adopted only if its conditioning beats the current one by this
 SWITCH_GAIN = 2.0
@@ -156,7 +157,7 @@ class RCRFormulation(Formulation):
     summary = ("Paper 002's recursive coordinate reduction: joint coordinates, loops closed at the velocity "
                "level by independent/dependent speeds chosen (and re-chosen) automatically, dependent "
                "coordinates restored by Newton after every step; linear cost on ladders.")
-    #: drivers by superposition of forward-dynamics evaluations (_efforts), held with the
+    #: drivers by superposition of forward-dynamics evaluations (superposition.superposed_dynamics), held with the
     #: loops by dense's projection after a step where they drifted (_hold_drivers)
     honours_drivers = True
     #: joint-space rows (gear pairs) after the cut-joint rows: none in rcr (embedding has them)
@@ -172,7 +173,9 @@ class RCRFormulation(Formulation):
     _time: np.ndarray | None = None
     #: the attributes sized for, or bound to, one partition: kept per partition (_use)
     _per_partition = ("Kval", "Qf", "tau", "N", "Gam", "Ucl", "Dcl", "ucl", "_bound_kernels", "_multipliers_kernel",
-                      "_row_kernels")
+                      "_row_kernels", "_drive_status")
+    #: the superposition's status (superposition.superposed_dynamics), with its kernel
+    _drive_status: np.ndarray | None = None
 
     def __init__(self, model: Model, settings, plan=None):
         super().__init__(model, settings, plan)
@@ -187,6 +190,7 @@ class RCRFormulation(Formulation):
             self.fa, self.effort = driver_force_arrays(m)
             self._driven_v = np.array([m.v_adr[j] for j in m.d_joint], dtype=np.int64)
             self._driver_projector = None
+            self._time = np.zeros(1)  # the drivers' time (_drive), which the row loop writes too
         self.structure = loop_structure(m)
         sj = spring_joints(m)
         self.cut_spring = np.array([j for j in sj if j >= m.nb], dtype=np.int64)
@@ -322,6 +326,9 @@ class RCRFormulation(Formulation):
                              self._blocks(), self.w, Articulated(self.I6, self.p6, self.U, self.Dl, self.u),
                              LoopMaps(self.N, self.g, self.Gam, self.beta), ClusterFold(self.Ucl, self.Dcl, self.ucl),
                              self.a, self.v, self.vdot, self.t6, self.zero_v))
+            if self._superpose:  # the efforts by superposition around it, at the time _drive wrote
+                dyn, self._drive_status = superposed_kernel(dyn, self._time, self.effort, self._driven_v, self.vdot,
+                                                            m.d_motion, split=True)
             self._bound_kernels = (self._positions_kernel(), dyn)
         return self._bound_kernels
 
@@ -350,9 +357,10 @@ class RCRFormulation(Formulation):
         self._drive(t)
         positions, dynamics = self._kernels()
         self.block_conditioning = positions(q)
-        if self._superpose:
-            self._efforts(t, q, v, dynamics)
         ok = dynamics(q, v, out)
+        if self._superpose and self._drive_status[0] == UNRESPONSIVE:
+            raise SingularSystemError(t, "the driven joints' accelerations do not respond to their efforts "
+                                         "(a driver on a joint its loops lock)")
         if not ok or (check and not (np.isfinite(self.vdot).all() and np.isfinite(self.v).all())):
             raise SingularSystemError(t, self.not_finite)
 
@@ -388,31 +396,32 @@ class RCRFormulation(Formulation):
     def projects(self) -> bool:
         return self.ncr > 0 or self._superpose
 
-    def _efforts(self, t, q, v, dynamics) -> None:
-        """The drivers' efforts at ``(t, q, v)`` into :attr:`effort` by superposition, as
-        ``dca``'s (:func:`~engine.drivers.superposed_efforts`)."""
-        superposed_efforts(self.model.d_motion, t, lambda: dynamics(q, v, NO_RATES),
-                           lambda: self.vdot[self._driven_v], self.effort)
-
     def _hold_drivers(self, t, y):
         """``dense``'s projection of the state onto the loops and the drivers' rows at time
         ``t`` (docs/derivations.md, "Projection"), where the driven coordinates or rates have
         drifted: the independent coordinates integrate, so a dependent driven coordinate
         is held only this way."""
         m = self.model
-        if self._driver_projector is None:
-            from .dense import DenseFormulation
-
-            self._driver_projector = DenseFormulation(m, self.settings, projector=True)
-        proj = self._driver_projector
+        proj = self._projector()
         q, v = y[: m.nq], y[m.nq:]
         if max(proj.closure_residuals(q, v, t)) <= config.PROJECTION_TOL:
             return y
         qp, vp = proj.project_state(q.copy(), v.copy(), t=t)
         return np.concatenate([qp, vp])
 
+    def _projector(self):
+        """``dense`` as the projector of :meth:`_hold_drivers`, made at its first use."""
+        if self._driver_projector is None:
+            from .dense import DenseFormulation
+
+            self._driver_projector = DenseFormulation(self.model, self.settings, projector=True)
+        return self._driver_projector
+
     def _drive(self, t: float) -> None:
-        """The rheonomic rows' right-hand sides at time ``t`` (embedding's drivers); none here."""
+        """The time the drivers' laws are read at (the superposition's, embedding's rows):
+        ``t`` into :attr:`_time`, where the kernels read it; nothing without drivers."""
+        if self._time is not None:
+            self._time[0] = t
 
     def _close(self, t, y, check=True):
         """Newton on the loop equations for the dependent coordinates, then
@@ -569,21 +578,26 @@ class RCRFormulation(Formulation):
         lam = np.zeros(self.ncr + self.njr)
         args = (self.ca, reaction_model(m, drivers=self.ndr > 0), frames, A, self.Fext, lam, react)
         reactions = (native_address(multiplier_reactions, *args), args)
+        lx, singular, tick = self.part.lx, np.zeros(1), np.zeros(6)
+        post = None
+        if self.ncr or self.ndr or self._superpose:  # as post_step: loops or drivers' rows to close, drivers to hold
+            post = StateKernel(close_post, (
+                self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
+                self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
+                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below, singular, tick,
+                self._hold_table()))
+        own = (self._search_below,) if post is not None else ()
+        # the drivers' efforts: the superposition's torques (rcr), or minus their rows' multipliers (embedding)
+        efforts = (self.effort, 1.0) if self._superpose else (lam[lam.shape[0] - self.ndr:], -1.0) if self.ndr else None
         if not self.ncr and not self.njr:
             check = StateKernel(output_check, (reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc))
-            return RowKernels(positions, dynamics, check, arrays, np.array([1.0, 1.0]), split=True, reuse=True)
-        lx, mult, health = self.part.lx, self._multipliers(), np.zeros(2)
+            return RowKernels(positions, dynamics, check, arrays, np.array([1.0, 1.0]), split=True, reuse=True,
+                              tick=tick, own=own, split_post=post, efforts=efforts, time=self._time)
+        mult, health = self._multipliers(), np.zeros(2)
         check = StateKernel(loop_check, (
             (mult.native(), mult.desc), reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc, lam,
             (np.int64(m.nb), m.pred, m.succ, lx.row_adr, m.nc_j, self.GA, self.GB, self.g0),
             float(config.SINGULAR_RESIDUAL_RTOL), self.cut_spring, self.jq, self.jq_ref, lx, self.tau, health))
-        singular, tick = np.zeros(1), np.zeros(6)
-        post = None
-        if self.ncr or self.ndr:  # as _close: loops, or drivers' rows, to close
-            post = StateKernel(close_post, (
-                self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
-                self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
-                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below, singular, tick))
         binding = self._binding
 
         def before():
@@ -592,12 +606,22 @@ class RCRFormulation(Formulation):
         def after():
             self.block_conditioning = float(health[1])
 
-        driven = self._time is not None  # embedding's drivers: their efforts are minus their rows' multipliers
-        return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick,
-                          own=(self._search_below,) if post is not None else (), before=before, after=after,
-                          reuse=True, split_post=post, valid=lambda: self._binding is binding,
-                          efforts=(lam[lam.shape[0] - self.ndr:], -1.0) if driven else None,
-                          time=self._time if driven else None)
+        return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick, own=own, before=before,
+                          after=after, reuse=True, split_post=post, valid=lambda: self._binding is binding,
+                          efforts=efforts, time=self._time)
+
+    def _hold_table(self) -> tuple:
+        """:meth:`_hold_drivers` as :func:`.rcr_rows.close_post` calls it: ``dense``'s
+        projector (address, table, clock, its rows' Phi, K and nu), the time, and its
+        operations (CLOSURE, PROJECT, the projection's flags); a table of that type, never
+        called, without drivers to hold."""
+        ops = (float(dense_solve.CLOSURE), float(dense_solve.PROJECT), float(dense_solve.PROJECT_VELOCITIES))
+        if not self._superpose:
+            return (0, np.zeros((0, NCOL), dtype=np.int64), np.zeros(4), np.zeros(0), np.zeros((0, 0)), np.zeros(0),
+                    np.zeros(1), ops)
+        proj = self._projector()
+        pw = proj.work
+        return proj._k.native(), proj._k.desc, pw.clock, pw.phi, pw.K, pw.nu, self._time, ops
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

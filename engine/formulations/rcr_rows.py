@@ -22,8 +22,9 @@ from .base import TICK_FAILED
 from .dense_linalg import svd_work, thin_svd
 from .rcr_articulated import body_terms
 from .rcr_kernels import block_conditioning, close_velocities, newton_step
-from .rk4_kernel import call_by_table_bool, call_positions_by_table, call_void
+from .rk4_kernel import call_by_table, call_by_table_bool, call_positions_by_table, call_void
 from .workspace import unpack
+
 
 @njit(cache=True, nogil=True, _nrt=True)
 def close_post(desc, proto, y, out):
@@ -31,34 +32,71 @@ def close_post(desc, proto, y, out):
     unused), for the compiled row loop (:func:`.rk4_kernel.rk4_interval_split`): the
     quaternions renormalised, Newton on the loop equations for the dependent coordinates
     (the positions kernel by address, ``positions``; :func:`.rcr_kernels.newton_step`), the
-    quaternions again, eq. (34) for the dependent speeds.  Where Python would do more --
-    raise (Newton not converged), or re-choose the partition (a block conditioning under
-    the threshold ``search[0]``, or ``singular[0]``: Python's monitor is tracking a near-singular pass)
-    -- it sets ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python.
-    ``search``: [the partition monitor's threshold, SWITCH_RTOL], as
+    quaternions again, eq. (34) for the dependent speeds; then, where ``hold`` has a
+    projector, the drivers held (:func:`_hold`).  Where Python would do more -- raise
+    (Newton not converged), or re-choose the partition (a block conditioning under the
+    threshold ``search[0]``, or ``singular[0]``: Python's monitor is tracking a
+    near-singular pass) -- it sets ``tick[TICK_FAILED]`` and the row loop leaves the
+    interval to Python.  ``search``: [the partition monitor's threshold, SWITCH_RTOL], as
     :meth:`.rcr.RCRFormulation._searches` keeps it."""
     (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, search, singular,
-     tick) = unpack(desc, proto)
+     tick, hold) = unpack(desc, proto)
     q, v = y[:nq], y[nq:]
     normalize_quaternions(mk, q)
-    it = 0
-    while True:
-        cond = call_positions_by_table(positions[0], positions[1], q)
-        lim = tol if it < max_iter else np.inf
-        res = newton_step(mk, lx, nb, nv_j, q, phi, blocks, work, lim)
-        if res <= lim or cond != cond or it > max_iter:
-            break
-        it += 1
-    normalize_quaternions(mk, q)
-    if cond != cond or not (np.isfinite(res) and res < 1e3 * tol + 1e-9):
+    if phi.shape[0]:  # as RCRFormulation._close: nothing more without rows to close
+        it = 0
+        while True:
+            cond = call_positions_by_table(positions[0], positions[1], q)
+            lim = tol if it < max_iter else np.inf
+            res = newton_step(mk, lx, nb, nv_j, q, phi, blocks, work, lim)
+            if res <= lim or cond != cond or it > max_iter:
+                break
+            it += 1
+        normalize_quaternions(mk, q)
+        if cond != cond or not (np.isfinite(res) and res < 1e3 * tol + 1e-9):
+            tick[TICK_FAILED] = 1.0
+            return False
+        close_velocities(lx, blocks, v, nu, w)
+        if cond >= search[1]:
+            search[0] = search[1]
+        if cond < search[0] or singular[0] != 0.0:
+            tick[TICK_FAILED] = 1.0
+            return False
+    return hold[0] == 0 or _hold(hold, q, v, tol, max_iter, tick)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _hold(hold, q, v, tol, iterations, tick):
+    """:meth:`.rcr.RCRFormulation._hold_drivers` at the time ``time[0]``: ``dense``'s
+    projector's CLOSURE of ``(q, v)`` (operation ``ops[0]``), and where its largest residual
+    exceeds ``tol`` its PROJECT (``ops[1]``, flags ``ops[2]``), in place.  False, with
+    ``tick[TICK_FAILED]``, where it fails or the residual is too close to ``tol`` for a sum
+    in another order (numpy's, in Python) to be sure of the same decision."""
+    proj, proj_desc, clock, phi, K, nu, time, ops = hold
+    clock[0] = time[0]
+    clock[3] = ops[0]
+    if call_by_table(proj, proj_desc, q, v) != 0.0:
         tick[TICK_FAILED] = 1.0
         return False
-    close_velocities(lx, blocks, v, nu, w)
-    if cond >= search[1]:
-        search[0] = search[1]
-    if cond < search[0] or singular[0] != 0.0:
+    worst = 0.0
+    for r in range(phi.shape[0]):
+        worst = max(worst, abs(phi[r]))
+    for r in range(K.shape[0]):
+        s = 0.0
+        for c in range(K.shape[1]):
+            s += K[r, c] * v[c]
+        worst = max(worst, abs(s - nu[r]))
+    if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
         tick[TICK_FAILED] = 1.0
         return False
+    if worst > tol:
+        clock[0] = time[0]
+        clock[1] = iterations
+        clock[2] = ops[2]
+        clock[3] = ops[1]
+        if call_by_table(proj, proj_desc, q, v) != 0.0:
+            tick[TICK_FAILED] = 1.0
+            return False
     return True
 
 

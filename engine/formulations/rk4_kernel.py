@@ -139,6 +139,13 @@ def _by_table(restype, failed):
 
 
 @intrinsic
+def call_dynamics_by_table(typingctx, address, desc, q, v, out):
+    """``rcr``'s dynamics kernel ``dynamics(desc, proto, q, v, out) -> bool`` at ``address``
+    with its table alone (as :func:`_by_table`'s calls); False if it raised."""
+    return _table_call(types.boolean, False, address, desc, (q, v, out))
+
+
+@intrinsic
 def call_positions_by_table(typingctx, address, desc, q):
     """``rcr``'s positions kernel ``positions(desc, proto, q) -> float`` at ``address`` with
     its table alone (as :func:`_by_table`'s calls); NaN if it raised."""
@@ -235,8 +242,8 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
     k1; address 0: none), or else the quaternions' normalisation by the kinematic arrays
     ``mk`` if ``quaternions``; ``clock`` = (t0, t1, n, nq), and where it has a fifth slot
     that is not 0, ``stages[0]`` holds the rates at ``(t0, y)`` already
-    (:func:`rk4_interval`'s fourth); ``time`` as :func:`rk4_interval`'s (the post-step
-    reads the step's end there).  Returns ``(right-hand sides evaluated, t, the last
+    (:func:`rk4_interval`'s fourth); ``time`` as :func:`rk4_interval`'s, and before the
+    post-step the step's end as :meth:`.base.Formulation.rk4_steps` computes it.  Returns ``(right-hand sides evaluated, t, the last
     positions' conditioning)``, ``t`` as :func:`rk4_interval`'s."""
     t0, t1 = clock[0], clock[1]
     n = np.int64(clock[2])
@@ -278,6 +285,8 @@ def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions
             return count, t + h, cond
         for k in range(m):
             y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
+        if timed:  # the step's end as Formulation.rk4_steps hands it to post_step
+            time[0] = t1 if i == n - 1 else t0 + (i + 1) * h
         if post[0] != 0:
             call_by_table_bool(post[0], post[1], y, k1)  # k1: free until the next step's
         elif quaternions:

@@ -19,7 +19,7 @@ from numba import njit
 
 from ..drivers import motion
 from .base import StateKernel
-from .rk4_kernel import call_by_table_bool
+from .rk4_kernel import call_by_table_bool, call_dynamics_by_table
 from .workspace import unpack
 
 #: :func:`superposed_rates`' ``status`` values
@@ -57,6 +57,33 @@ def solve_in_place(A, b):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _superpose_after(effort, driven_v, vdot, laws, time, Phi, b, status, k):
+    """One step of the superposition after the evaluation with effort ``k - 1`` (``k`` 0:
+    none): ``a0`` into ``b`` (``k`` 0) or column ``k - 1`` of ``Phi``; the next unit
+    effort set.  At ``k = nd`` the efforts solved for instead; False where they cannot be."""
+    nd = effort.shape[0]
+    if k == 0:
+        for i in range(nd):
+            b[i] = vdot[driven_v[i]]  # a0, for now
+    else:
+        for i in range(nd):
+            Phi[i, k - 1] = vdot[driven_v[i]] - b[i]
+    for i in range(nd):
+        effort[i] = 0.0
+    if k < nd:
+        effort[k] = 1.0
+        return True
+    for i in range(nd):
+        b[i] = motion(laws, i, time[0])[2] - b[i]
+    if not solve_in_place(Phi, b):
+        status[0] = UNRESPONSIVE
+        return False
+    for i in range(nd):
+        effort[i] = b[i]
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def superposed_rates(desc, proto, y, out):
     """The right-hand side of state ``y`` into ``out`` (empty: none) at time ``time[0]``
     with the drivers' efforts found by superposition (module docstring): ``inner`` the
@@ -70,31 +97,40 @@ def superposed_rates(desc, proto, y, out):
     status[0] = SOLVED
     for i in range(nd):
         effort[i] = 0.0
-    call_by_table_bool(inner, inner_desc, y, none)
-    for i in range(nd):
-        b[i] = vdot[driven_v[i]]  # a0, for now
-    for k in range(nd):
-        for i in range(nd):
-            effort[i] = 0.0
-        effort[k] = 1.0
+    for k in range(nd + 1):
         call_by_table_bool(inner, inner_desc, y, none)
-        for i in range(nd):
-            Phi[i, k] = vdot[driven_v[i]] - b[i]
-    for i in range(nd):
-        b[i] = motion(laws, i, time[0])[2] - b[i]
-    if not solve_in_place(Phi, b):
-        status[0] = UNRESPONSIVE
-        return False
-    for i in range(nd):
-        effort[i] = b[i]
+        if not _superpose_after(effort, driven_v, vdot, laws, time, Phi, b, status, k):
+            return False
     return call_by_table_bool(inner, inner_desc, y, out)
 
 
-def superposed_kernel(kernel, time, effort, driven_v, vdot, laws):
+@njit(cache=True, nogil=True, _nrt=False)
+def superposed_dynamics(desc, proto, q, v, out):
+    """:func:`superposed_rates` for a right-hand side of two kernels (``rcr``: its positions
+    kernel, called at ``q`` before, then its dynamics): ``inner`` the dynamics kernel
+    (address and table: ``dynamics(desc, proto, q, v, out) -> finite``), evaluated
+    ``nd + 2`` times with the efforts the superposition needs, the last with the solved
+    ones, its rates into ``out`` (empty: none).  The same arithmetic as
+    :func:`superposed_rates`."""
+    (inner, inner_desc, none, time, effort, driven_v, vdot, laws, Phi, b, status) = unpack(desc, proto)
+    nd = effort.shape[0]
+    status[0] = SOLVED
+    for i in range(nd):
+        effort[i] = 0.0
+    for k in range(nd + 1):
+        call_dynamics_by_table(inner, inner_desc, q, v, none)
+        if not _superpose_after(effort, driven_v, vdot, laws, time, Phi, b, status, k):
+            return False
+    return call_dynamics_by_table(inner, inner_desc, q, v, out)
+
+
+def superposed_kernel(kernel, time, effort, driven_v, vdot, laws, split: bool = False):
     """:func:`superposed_rates` around the state kernel ``kernel``
-    (:class:`.base.StateKernel`); ``(kernel, status)``."""
+    (:class:`.base.StateKernel`), or with ``split`` :func:`superposed_dynamics` around
+    ``rcr``'s dynamics kernel; ``(kernel, status)``."""
     nd = effort.shape[0]
     status = np.zeros(1)
-    return StateKernel(superposed_rates, (
-        kernel.native(), kernel.desc, np.empty(0), time, effort, driven_v, vdot, laws, np.zeros((nd, nd)),
+    outer, address = (superposed_dynamics, kernel.native(3)) if split else (superposed_rates, kernel.native())
+    return StateKernel(outer, (
+        address, kernel.desc, np.empty(0), time, effort, driven_v, vdot, laws, np.zeros((nd, nd)),
         np.zeros(nd), status)), status

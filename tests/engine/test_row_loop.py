@@ -54,7 +54,7 @@ CASES = ([(f, n) for f in ("dca", "hdca", "rcr", "embedding") for n in TREES]
          + [(f, n) for f in ("dca", "hdca") for n in ("loop-4", "fourbar-crank-rocker")]
          + [(f, n) for f in ("rcr", "embedding") for n in LOOPS + ["ladder-4"] if (f, n) != ("rcr", "fourbar-geared")]
          + [("rcr", "fivebar"), ("embedding", "geared-arm")]  # fivebar: rcr re-chooses its partition 16 times
-         + [(f, "slider-crank-driven") for f in ("dense", "dca", "embedding")])  # the drivers' columns and work
+         + [(f, "slider-crank-driven") for f in ("dense", "dca", "rcr", "embedding")])  # the drivers' columns and work
 
 
 @pytest.mark.parametrize("form, name", CASES)
@@ -106,13 +106,14 @@ def test_random_loops_give_the_same_rows(seed, monkeypatch):
 DRIVEN_SEEDS = (0, 1, 3, 4, 6, 7, 11, 13, 17, 20)
 
 
-@pytest.mark.parametrize("form", ["dense", "dca", "embedding"])
+@pytest.mark.parametrize("form", ["dense", "dca", "rcr", "embedding"])
 @pytest.mark.parametrize("seed", DRIVEN_SEEDS)
 def test_random_driven_mechanisms_give_the_same_rows(seed, form, monkeypatch):
-    """dense, dca and embedding on random mechanisms with a driver: dca's efforts by
-    superposition and embedding's driver rows at each stage's time, the drivers' columns,
-    their residuals in violation.* and their work written by the compiled row loop as by
-    the Python pipeline."""
+    """dense, dca, rcr and embedding on random mechanisms with a driver: dca's and rcr's
+    efforts by superposition and embedding's driver rows at each stage's time, rcr's
+    drivers held by dense's projection after each step, the drivers' columns, their
+    residuals in violation.* and their work written by the compiled row loop as by the
+    Python pipeline."""
     from .test_differential_drivers import driven_mechanism
 
     model = build_model(driven_mechanism(2000 + seed, 3 + seed % 4, seed % 3))
@@ -142,9 +143,8 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """Drivers but dense's, dca's and embedding's (rcr's superposition is Python's), adaptive
-    integrators but dense's rk45 and dop853 on loops, scipy's others; every formulation's
-    rk4 rows on loops and gears are its own."""
+    """Adaptive integrators but dense's rk45 and dop853 on loops, scipy's others; every
+    formulation's rk4 rows on loops, gears and drivers are its own."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     for form in ("dense", "dca", "hdca", "rcr", "embedding"):
         assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is not None
@@ -156,7 +156,7 @@ def test_what_the_row_loop_leaves_to_python():
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="dca", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
-    assert Simulation(model, Settings(formulation="rcr", t_end=0.1)).row_loop() is None
+    assert Simulation(model, Settings(formulation="rcr", t_end=0.1)).row_loop() is not None
     model = load_model(examples_dir() / "geared-arm.mech.json")
     assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
 
