@@ -76,7 +76,7 @@ SINGULAR_STEP_FRACTION = 0.2
 CROSSING_TIME = 0.05
 #: rcr and embedding stop where the loops reach a singular configuration: the mobility
 #: measure below this, or predicted to fall below it before the next sample (engine.
-#: formulations.rcr.singular_crossing).  Measured on the rk4 paths at dt = 0.01: the
+#: formulations.rcr_partition.singular_crossing).  Measured on the rk4 paths at dt = 0.01: the
 #: parallelogram's fold falls linearly (0.047, 0.032, 0.016, then 9e-4 past the fold), a
 #: crossing; the five-bars pass near one -- the measure turning at 0.044-0.073 within two
 #: output intervals (fivebar), at 0.009 on one path of fivebar-redundant -- with re-chosen

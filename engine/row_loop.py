@@ -246,8 +246,8 @@ def rk4_rows(calls, ra, run, y, stages, rows):
             clock[3] = nq
             clock[4] = 1.0 if known else 0.0
             ra.tick[TICK_FAILED] = 0.0
-            made, t_bad, _ = rk4_interval_split(f, f_desc, f_proto, p, p_desc, p_proto, ra.mk, quaternions, ra.post,
-                                                clock, y, stages, run.time)
+            made, t_bad, _ = rk4_interval_split((f, f_desc, f_proto), (p, p_desc, p_proto), ra.mk, quaternions,
+                                                ra.post, clock, y, stages, run.time)
             count += made
             kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         else:

@@ -30,7 +30,6 @@ The derivation, and which equation of paper 002 each pass implements, is in docs
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 
 from .. import config
@@ -48,8 +47,8 @@ from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, ch
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
-from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, build_partition, loop_structure,
-                            numeric_loop_jacobian)
+from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, build_partition, loop_rank,
+                            loop_singularity, loop_structure, singular_crossing)
 from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .superposition import UNRESPONSIVE, superposed_kernel
@@ -60,91 +59,6 @@ SWITCH_GAIN = 2.0
 #: the lowest the partition monitor's threshold falls below SWITCH_RTOL
 #: (:meth:`RCRFormulation._searches`), as a fraction of it
 SEARCH_FLOOR = 0.1
-
-
-
-def _whitened_singular_values(model: Model, q: np.ndarray, structure, jacobian=None) -> np.ndarray:
-    Kmat, M = numeric_loop_jacobian(model, q, structure, jacobian)
-    if not Kmat.size:
-        return np.zeros(0)
-    L = np.linalg.cholesky(M)
-    return np.linalg.svd(scipy.linalg.solve_triangular(L, Kmat.T, lower=True).T, compute_uv=False)
-
-
-def loop_rank(model: Model, structure=None, jacobian=None) -> int:
-    """The rank of the closure equations at the file's configuration, where every loop
-    closes (``dense``'s :meth:`~.dense.DenseFormulation.closure_rank`): singular values of
-    the mass-whitened loop Jacobian above ``RANK_RTOL`` of the largest."""
-    s = _whitened_singular_values(model, model.q_zero(), structure or loop_structure(model), jacobian)
-    if not s.size or s[0] == 0.0:
-        return 0
-    return int(np.sum(s > config.RANK_RTOL * s[0]))
-
-
-def loop_singularity(model: Model, q: np.ndarray, structure=None, rank: int | None = None,
-                     jacobian: LoopJacobian | None = None) -> float:
-    """The mobility measure of the loops at q: the smallest of the ``rank`` (the closure's,
-    :func:`loop_rank`) largest singular values of the mass-whitened loop Jacobian over the
-    largest -- dense's measure; 1 without loops.  Small for every choice of independent
-    speeds.  ``jacobian``: a :class:`.rcr_partition.LoopJacobian` of the model and structure."""
-    structure = structure or loop_structure(model)
-    s = _whitened_singular_values(model, q, structure, jacobian)
-    if rank is None:
-        rank = loop_rank(model, structure, jacobian)
-    if not s.size or s[0] == 0.0 or rank == 0:
-        return 1.0
-    return float(s[rank - 1] / s[0])
-
-
-def singular_crossing(samples: list, t: float) -> tuple[bool, float, float]:
-    """Whether the loops are reaching a singular configuration, from the mobility measure's
-    recent ``samples`` ``[(t, s), ...]`` (oldest first, the last at ``t``): ``(crossing,
-    predicted minimum, seconds until it falls below SINGULAR_STOP)``.
-
-    Near a configuration ``t*`` where the closure loses rank, the measure behaves as
-    ``s(t)^2 = a^2 + b^2 (t - t*)^2``: ``a = 0`` at a singular configuration (a
-    parallelogram folding flat: ``s`` falls linearly to zero and rises again), ``a > 0``
-    when the motion only passes near one (a five-bar: the measure dips to 0.07 and turns
-    within two output intervals).  A quadratic in ``s^2`` through three samples, at least
-    1 ms apart, predicts ``a``: a crossing is a measure predicted to fall below
-    SINGULAR_STOP before the next sample, or one below it already; with fewer samples, a
-    measure falling below SINGULAR_STOP; below DENSE_FILTER_RTOL, always."""
-    s = samples[-1][1]
-    if s < config.DENSE_FILTER_RTOL:
-        return True, s, 0.0
-    pts = [samples[-1]]
-    for ti, si in reversed(samples[:-1]):
-        if pts[-1][0] - ti >= 1e-3:
-            pts.append((ti, si))
-            if len(pts) == 3:
-                break
-    if len(pts) < 3:
-        falling = len(pts) == 2 and pts[1][1] > s
-        return bool(falling and s < config.SINGULAR_STOP), s, 0.0
-    (t2, s2), (t1, s1), (t0, s0) = pts
-    # s^2 = c0 + c1 (t - t) + c2 (t - t)^2 through the three samples (Newton's form)
-    d1 = (s2 * s2 - s1 * s1) / (t2 - t1)
-    d0 = (s1 * s1 - s0 * s0) / (t1 - t0)
-    c2 = (d1 - d0) / (t2 - t0)
-    slope = d1 + c2 * (t2 - t1)  # d(s^2)/dt at t2
-    if slope >= 0.0:
-        return False, s, 0.0  # rising (or at its minimum): moving away
-    if s < config.SINGULAR_STOP:
-        return True, s, 0.0
-    # when s^2 reaches SINGULAR_STOP^2, if it does; decided only when that is before the
-    # next sample (1.5 sample intervals): until then the samples may yet show the turn of
-    # a near pass, which three samples far from the minimum cannot tell from a crossing
-    gap = s * s - config.SINGULAR_STOP ** 2
-    if c2 <= 0.0:
-        tau = gap / -slope
-        low = 0.0
-    else:
-        low = float(np.sqrt(max(s * s - slope * slope / (4.0 * c2), 0.0)))
-        disc = slope * slope - 4.0 * c2 * gap
-        if disc < 0.0:
-            return False, low, -slope / (2.0 * c2)  # turns above SINGULAR_STOP
-        tau = (-slope - np.sqrt(disc)) / (2.0 * c2)
-    return bool(tau < 1.5 * (t2 - t1)), low, float(tau)
 
 
 class RCRFormulation(Formulation):
@@ -612,16 +526,16 @@ class RCRFormulation(Formulation):
 
     def _hold_table(self) -> tuple:
         """:meth:`_hold_drivers` as :func:`.rcr_rows.close_post` calls it: ``dense``'s
-        projector (address, table, clock, its rows' Phi, K and nu), the time, and its
-        operations (CLOSURE, PROJECT, the projection's flags); a table of that type, never
-        called, without drivers to hold."""
+        projector (address, table, clock, its rows' Phi, K and nu), the time, its operations
+        (CLOSURE, PROJECT, the projection's flags) and a count of its projections; a table of
+        that type, never called, without drivers to hold."""
         ops = (float(dense_solve.CLOSURE), float(dense_solve.PROJECT), float(dense_solve.PROJECT_VELOCITIES))
         if not self._superpose:
             return (0, np.zeros((0, NCOL), dtype=np.int64), np.zeros(4), np.zeros(0), np.zeros((0, 0)), np.zeros(0),
-                    np.zeros(1), ops)
+                    np.zeros(1), ops, np.zeros(1))
         proj = self._projector()
         pw = proj.work
-        return proj._k.native(), proj._k.desc, pw.clock, pw.phi, pw.K, pw.nu, self._time, ops
+        return proj._k.native(), proj._k.desc, pw.clock, pw.phi, pw.K, pw.nu, self._time, ops, np.zeros(1)
 
     def evaluate(self, t, y) -> Evaluation:
         m = self.model

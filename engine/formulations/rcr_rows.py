@@ -22,7 +22,8 @@ from .base import TICK_FAILED
 from .dense_linalg import svd_work, thin_svd
 from .rcr_articulated import body_terms
 from .rcr_kernels import block_conditioning, close_velocities, newton_step
-from .rk4_kernel import call_by_table, call_by_table_bool, call_positions_by_table, call_void
+from .rk4_kernel import call_by_table_bool, call_positions_by_table, call_void
+from .stabilise import projector_project, projector_residual
 from .workspace import unpack
 
 
@@ -69,35 +70,14 @@ def close_post(desc, proto, y, out):
 def _hold(hold, q, v, tol, iterations, tick):
     """:meth:`.rcr.RCRFormulation._hold_drivers` at the time ``time[0]``: ``dense``'s
     projector's CLOSURE of ``(q, v)`` (operation ``ops[0]``), and where its largest residual
-    exceeds ``tol`` its PROJECT (``ops[1]``, flags ``ops[2]``), in place.  False, with
-    ``tick[TICK_FAILED]``, where it fails or the residual is too close to ``tol`` for a sum
-    in another order (numpy's, in Python) to be sure of the same decision."""
-    proj, proj_desc, clock, phi, K, nu, time, ops = hold
-    clock[0] = time[0]
-    clock[3] = ops[0]
-    if call_by_table(proj, proj_desc, q, v) != 0.0:
-        tick[TICK_FAILED] = 1.0
+    exceeds ``tol`` its PROJECT (``ops[1]``, flags ``ops[2]``), in place, counted in
+    ``count[0]``; False, with ``tick[TICK_FAILED]``, where Python might decide otherwise or
+    the projector fails."""
+    proj, proj_desc, clock, phi, K, nu, time, ops, count = hold
+    worst = projector_residual(proj, proj_desc, clock, time[0], ops[0], q, v, phi, K, nu, tol, tick)
+    if worst != worst:
         return False
-    worst = 0.0
-    for r in range(phi.shape[0]):
-        worst = max(worst, abs(phi[r]))
-    for r in range(K.shape[0]):
-        s = 0.0
-        for c in range(K.shape[1]):
-            s += K[r, c] * v[c]
-        worst = max(worst, abs(s - nu[r]))
-    if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
-        tick[TICK_FAILED] = 1.0
-        return False
-    if worst > tol:
-        clock[0] = time[0]
-        clock[1] = iterations
-        clock[2] = ops[2]
-        clock[3] = ops[1]
-        if call_by_table(proj, proj_desc, q, v) != 0.0:
-            tick[TICK_FAILED] = 1.0
-            return False
-    return True
+    return worst <= tol or projector_project(proj, proj_desc, clock, time[0], iterations, ops, q, v, tick, count, 0)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

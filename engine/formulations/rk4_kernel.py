@@ -235,16 +235,20 @@ def _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, state, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_interval_split(pa, p_desc, p_proto, da, d_desc, d_proto, mk, quaternions, post, clock, y, stages, time):
+def rk4_interval_split(positions, dynamics, mk, quaternions, post, clock, y, stages, time):
     """:func:`rk4_interval` for a right-hand side of two kernels (``rcr``, ``embedding``:
-    positions at ``q``, then the dynamics at ``(q, v)``), with after each step the
-    post-step ``post`` = (address, table) (:func:`call_by_table_bool`, ``out`` the free
-    k1; address 0: none), or else the quaternions' normalisation by the kinematic arrays
-    ``mk`` if ``quaternions``; ``clock`` = (t0, t1, n, nq), and where it has a fifth slot
-    that is not 0, ``stages[0]`` holds the rates at ``(t0, y)`` already
+    ``positions`` at ``q``, then the ``dynamics`` at ``(q, v)``, each (address, table,
+    prototype) as :func:`call_positions` and :func:`call_dynamics` take them), with after
+    each step the post-step ``post`` = (address, table) (:func:`call_by_table_bool`,
+    ``out`` the free k1; address 0: none), or else the quaternions' normalisation by the
+    kinematic arrays ``mk`` if ``quaternions``; ``clock`` = (t0, t1, n, nq), and where it
+    has a fifth slot that is not 0, ``stages[0]`` holds the rates at ``(t0, y)`` already
     (:func:`rk4_interval`'s fourth); ``time`` as :func:`rk4_interval`'s, and before the
-    post-step the step's end as :meth:`.base.Formulation.rk4_steps` computes it.  Returns ``(right-hand sides evaluated, t, the last
-    positions' conditioning)``, ``t`` as :func:`rk4_interval`'s."""
+    post-step the step's end as :meth:`.base.Formulation.rk4_steps` computes it.  Returns
+    ``(right-hand sides evaluated, t, the last positions' conditioning)``, ``t`` as
+    :func:`rk4_interval`'s."""
+    pa, p_desc, p_proto = positions
+    da, d_desc, d_proto = dynamics
     t0, t1 = clock[0], clock[1]
     n = np.int64(clock[2])
     nq = np.int64(clock[3])
@@ -367,7 +371,7 @@ class RK4SplitInterval:
 
     def _bind(self, m: int) -> None:
         pos, dyn = self.positions, self.dynamics
-        self._args = (pos.native(1), pos.desc, pos.proto, dyn.native(3), dyn.desc, dyn.proto, self.mk,
+        self._args = ((pos.native(1), pos.desc, pos.proto), (dyn.native(3), dyn.desc, dyn.proto), self.mk,
                       np.bool_(self.quaternions), NO_POST)
         self.stages = np.zeros((5, m))
         self._entry = compiled_entry(rk4_interval_split, (*self._args, self.clock, self.stages[0], self.stages,

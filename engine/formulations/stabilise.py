@@ -29,9 +29,12 @@ between output instants and combine with it.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from .. import config
 from ..kinematics import joint_momenta
+from .base import TICK_FAILED
+from .rk4_kernel import call_by_table
 
 
 class LoopProjection:
@@ -119,3 +122,46 @@ class LoopProjection:
         if self._momenta_scratch is None:
             self._momenta_scratch = tuple(np.zeros((m.nb, 6)) for _ in range(4))
         return (self.mk, m.nv_j, m.mass, m.inertia, self.x, self.R, self.P, self.S, v, self._momenta_scratch, out)
+
+
+# ``dense``'s projector called by address from the compiled post-steps (dca's and hdca's
+# tree_post and momentum_post, rcr's close_post), as the methods above call it from Python
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def projector_residual(proj, proj_desc, clock, t, op, q, v, phi, K, nu, tol, tick):
+    """``dense``'s projector's CLOSURE (operation ``op``) of ``(q, v)`` at ``t``: the
+    largest of its rows' position residuals ``phi`` and velocity residuals ``K v - nu``.
+    NaN, with ``tick[TICK_FAILED]``, where it failed or the residual is too close to
+    ``tol`` for a sum in another order (numpy's, in Python) to be sure of the same decision."""
+    clock[0] = t
+    clock[3] = op
+    if call_by_table(proj, proj_desc, q, v) != 0.0:
+        tick[TICK_FAILED] = 1.0
+        return np.nan
+    worst = 0.0
+    for r in range(phi.shape[0]):
+        worst = max(worst, abs(phi[r]))
+    for r in range(K.shape[0]):
+        s = 0.0
+        for c in range(K.shape[1]):
+            s += K[r, c] * v[c]
+        worst = max(worst, abs(s - nu[r]))
+    if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
+        tick[TICK_FAILED] = 1.0
+        return np.nan
+    return worst
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def projector_project(proj, proj_desc, clock, t, iterations, ops, q, v, tick, counter, slot):
+    """``dense``'s projector's PROJECT (``ops[1]``, its flags ``ops[2]``) of ``(q, v)`` at
+    ``t``, in place, counted in ``counter[slot]``; False, with ``tick[TICK_FAILED]``, where
+    it failed."""
+    clock[0] = t
+    clock[1] = iterations
+    clock[2] = ops[2]
+    clock[3] = ops[1]
+    if call_by_table(proj, proj_desc, q, v) != 0.0:
+        tick[TICK_FAILED] = 1.0
+        return False
+    counter[slot] += 1.0
+    return True

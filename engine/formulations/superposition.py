@@ -57,6 +57,16 @@ def solve_in_place(A, b):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _superpose_start(effort, status):
+    """The superposition's start: no effort, no failure; the evaluations before the last
+    (``nd + 1``: without effort, then a unit effort on each driven joint)."""
+    status[0] = SOLVED
+    for i in range(effort.shape[0]):
+        effort[i] = 0.0
+    return effort.shape[0] + 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _superpose_after(effort, driven_v, vdot, laws, time, Phi, b, status, k):
     """One step of the superposition after the evaluation with effort ``k - 1`` (``k`` 0:
     none): ``a0`` into ``b`` (``k`` 0) or column ``k - 1`` of ``Phi``; the next unit
@@ -93,11 +103,7 @@ def superposed_rates(desc, proto, y, out):
     Returns whether the rates are finite; ``status[0]`` UNRESPONSIVE where the driven
     accelerations do not respond to their efforts (a driver on a joint its loops lock)."""
     (inner, inner_desc, none, time, effort, driven_v, vdot, laws, Phi, b, status) = unpack(desc, proto)
-    nd = effort.shape[0]
-    status[0] = SOLVED
-    for i in range(nd):
-        effort[i] = 0.0
-    for k in range(nd + 1):
+    for k in range(_superpose_start(effort, status)):
         call_by_table_bool(inner, inner_desc, y, none)
         if not _superpose_after(effort, driven_v, vdot, laws, time, Phi, b, status, k):
             return False
@@ -113,11 +119,7 @@ def superposed_dynamics(desc, proto, q, v, out):
     ones, its rates into ``out`` (empty: none).  The same arithmetic as
     :func:`superposed_rates`."""
     (inner, inner_desc, none, time, effort, driven_v, vdot, laws, Phi, b, status) = unpack(desc, proto)
-    nd = effort.shape[0]
-    status[0] = SOLVED
-    for i in range(nd):
-        effort[i] = 0.0
-    for k in range(nd + 1):
+    for k in range(_superpose_start(effort, status)):
         call_dynamics_by_table(inner, inner_desc, q, v, none)
         if not _superpose_after(effort, driven_v, vdot, laws, time, Phi, b, status, k):
             return False

@@ -20,7 +20,7 @@ from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, For
 from .rk4_kernel import (
     RK4Interval, call_by_table, call_by_table_bool, call_float, call_void, native_address, normalize_state,
 )
-from .stabilise import LoopProjection
+from .stabilise import LoopProjection, projector_project, projector_residual
 from .tree.singular import loop_conditioning
 from .tree_kernels import TreeModel, residual, tree_row_constants
 from .workspace import NCOL, unpack
@@ -325,21 +325,6 @@ def _watch_step(watching, conditioning, watch, tick, t, window, crossing):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _project(proj, proj_desc, proj_clock, t, iterations, ops, q, v, tick, watch):
-    """``dense``'s projector's PROJECT (``ops[1]``, its flags ``ops[2]``) of ``(q, v)`` at
-    ``t``, counted in ``watch``; False, with ``tick[TICK_FAILED]``, where it failed."""
-    proj_clock[0] = t
-    proj_clock[1] = iterations
-    proj_clock[2] = ops[2]
-    proj_clock[3] = ops[1]
-    if call_by_table(proj, proj_desc, q, v) != 0.0:
-        tick[TICK_FAILED] = 1.0
-        return False
-    watch[WATCH_PROJECTIONS] += 1.0
-    return True
-
-
 @njit(cache=True, nogil=True, _nrt=False)
 def tree_post(desc, proto, y, out):
     """``dca``'s :meth:`TreeFormulation.post_step` and :meth:`.tree.SingularityWatch.watch_singular`
@@ -358,24 +343,12 @@ def tree_post(desc, proto, y, out):
     normalize_quaternions(mk, y)
     if project:
         q, v = y[:nq], y[nq:]
-        proj_clock[0] = t
-        proj_clock[3] = ops[0]
-        if call_by_table(proj, proj_desc, q, v) != 0.0:
-            tick[TICK_FAILED] = 1.0
-            return False
-        worst = 0.0
-        for r in range(phi.shape[0]):
-            worst = max(worst, abs(phi[r]))
-        for r in range(K.shape[0]):
-            s = 0.0
-            for c in range(K.shape[1]):
-                s += K[r, c] * v[c]
-            worst = max(worst, abs(s - nu[r]))
-        if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
-            tick[TICK_FAILED] = 1.0
+        worst = projector_residual(proj, proj_desc, proj_clock, t, ops[0], q, v, phi, K, nu, tol, tick)
+        if worst != worst:
             return False
         # ops[2]: the velocities too, the CLOSURE above having been at this state
-        if worst > tol and not _project(proj, proj_desc, proj_clock, t, iterations, ops, q, v, tick, watch):
+        if worst > tol and not projector_project(proj, proj_desc, proj_clock, t, iterations, ops, q, v, tick, watch,
+                                                 WATCH_PROJECTIONS):
             return False
     return _watch_step(watching, conditioning, watch, tick, t, window, crossing)
 
@@ -414,7 +387,8 @@ def momentum_post(desc, proto, y, out):
         tick[TICK_FAILED] = 1.0
         return False
     # ops[2]: the positions alone, the CLOSURE above having been at this state
-    if worst > tol and not _project(proj, proj_desc, proj_clock, t, iterations, ops, q, zero_v, tick, watch):
+    if worst > tol and not projector_project(proj, proj_desc, proj_clock, t, iterations, ops, q, zero_v, tick, watch,
+                                             WATCH_PROJECTIONS):
         return False
     rates = out.shape[0] == y.shape[0]
     call_by_table_bool(solve[0], solve[1], y, out if rates else no_rates)

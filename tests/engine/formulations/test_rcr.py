@@ -256,7 +256,7 @@ def test_a_fold_is_a_crossing_and_a_near_pass_is_not():
     hyperbola, s^2 = a^2 + b^2 (t - t*)^2 (the five-bar).  Far from either minimum the two
     look alike and nothing is decided; one sample before the fold the crossing is called;
     the pass is never called one."""
-    from linkwork.engine.formulations.rcr import singular_crossing
+    from linkwork.engine.formulations.rcr_partition import singular_crossing
 
     def fold(t):
         return abs(1.55 * (t - 0.6))
