@@ -82,8 +82,8 @@ class RCRFormulation(Formulation):
     #: ``lx`` and ``nb`` (embedding's: its joint-space rows, ``jr``)
     _positions_entry = staticmethod(K.positions_and_blocks)
     jr: tuple = ()
-    #: where the right-hand side reads its time (embedding's drivers; rcr's superposition
-    #: runs in Python): None, none
+    #: where the kernels read the time the drivers' laws are taken at (rcr's superposition,
+    #: embedding's rows; _drive and the row loop write it): None without drivers
     _time: np.ndarray | None = None
     #: the attributes sized for, or bound to, one partition: kept per partition (_use)
     _per_partition = ("Kval", "Qf", "tau", "N", "Gam", "Ucl", "Dcl", "ucl", "_bound_kernels", "_multipliers_kernel",
@@ -249,9 +249,9 @@ class RCRFormulation(Formulation):
     def _positions_kernel(self) -> StateKernel:
         m, p = self.model, self.part
         return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self._position_rows(), m.nb, m.nv_j,
-                                                   self.x, self.R,
-                                                   self.P, self.S, self.S6, self.V0, self.GA, self.GB, self.g0,
-                                                   self.phi, p.colscale, self.Kval, self.Qf, self.tau, self.pos))
+                                                   self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB,
+                                                   self.g0, self.phi, p.colscale, self.Kval, self.Qf, self.tau,
+                                                   self.pos))
 
     def _position_rows(self) -> tuple:
         """What the positions kernel takes between ``lx`` and ``nb``: :attr:`jr` (embedding
