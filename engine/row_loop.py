@@ -21,9 +21,10 @@ always did (its messages, retries and decisions are its own).  The monitor's sta
 crosses between the two as one array (:meth:`Monitor.to_row_loop`).
 
 Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulation.row_kernels`
-(:class:`~engine.formulations.base.RowKernels`: ``dense`` and ``dca`` -- with drivers too,
-their columns by :func:`engine.results._driver_row` --, ``hdca``, ``rcr`` and ``embedding``
-without drivers; with loops or without), integrator ``rk4``; and ``dense``'s ``rk45`` and
+(:class:`~engine.formulations.base.RowKernels`: ``dense``, ``dca``, ``hdca``, ``rcr`` and
+``embedding``, with loops or without; with drivers, their columns by
+:func:`engine.results._driver_row`, every one but ``hdca``, which refuses them), integrator
+``rk4``; and ``dense``'s ``rk45`` and
 ``dop853`` on loops (:func:`erk_rows`, :class:`AdaptiveRowLoop`: the compiled steps of
 :mod:`.formulations.erk_kernel` between the same evaluation, row and verdict);
 ``LINKWORK_COMPILED_ROWS=0`` turns it off (the Python pipeline alone, for comparing the two).

@@ -389,9 +389,6 @@ class KeptPartitions:
         self._kept: dict = {}
         self.taken = 0  # partitions given back
 
-    def __len__(self) -> int:
-        return len(self._kept)
-
     def leave(self, form, part: Partition, token) -> None:
         """Keep ``form``'s attributes ``names`` for ``part``, with ``token``."""
         if self.size <= 0:

@@ -46,14 +46,19 @@ _KEPT: dict = {}
 _OVERLOADS: dict = {}
 
 
+def _array_key(v: np.ndarray) -> tuple:
+    """What numba's type of the array ``v`` depends on (:func:`_type_key`, :func:`pack`)."""
+    f = v.flags
+    return (v.dtype.str, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+
+
 def _type_key(v):
     """What numba's type of ``v`` depends on, cheaply; None where not known here.  A numba
     type (a workspace's prototypes, passed as an argument) by identity: numba interns its
     types, and hashing a tuple type hashes every member's, a millisecond for a large
     workspace."""
     if isinstance(v, np.ndarray):
-        f = v.flags
-        return (v.dtype.str, v.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+        return _array_key(v)
     if isinstance(v, tuple):
         keys = tuple(_type_key(w) for w in v)
         return None if None in keys else (type(v), keys)  # a named tuple types as one
@@ -147,9 +152,8 @@ def _walk(v, rows: list):
         nd = v.ndim
         if nd > MAX_NDIM:
             raise TypeError(f"pack: an array of {nd} dimensions (at most {MAX_NDIM})")
-        f = v.flags
         rows.append((_address(v),) + v.shape + _PAD[nd] + v.strides + _PAD[nd])
-        return (v.dtype.str, nd, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+        return _array_key(v)
     if isinstance(v, tuple):
         keys = tuple([_walk(w, rows) for w in v])
         return None if None in keys else (type(v), keys)
