@@ -231,9 +231,10 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
               cancelled: Callable[[], bool], stall_steps: int | None = None, rows=None,
               room: Callable[[], int] | None = None) -> Iterator:
     """The adaptive integrators' generator (the pipeline's protocol: ``(t, y)`` at each
-    output instant, a retry level sent back).  ``rows``: the compiled row loop of a
-    run that projects (:class:`engine.row_loop.AdaptiveRowLoop`), whose blocks of rows
-    it yields between the intervals it leaves to Python (``room()``: rows the pipeline
+    output instant, a retry level sent back).  ``rows``: the compiled row loop
+    (:class:`engine.row_loop.AdaptiveRowLoop` for a run that projects,
+    :class:`engine.row_loop.DenseRowLoop` for one that does not), whose blocks of rows it
+    yields between the intervals it leaves to Python (``room()``: rows the pipeline
     wants before its next chunk)."""
     import scipy.integrate
 
@@ -287,6 +288,17 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
     h = None
     k = 1
     while k < len(ts):
+        if rows is not None:  # engine.row_loop.DenseRowLoop: rows made in the solver's arrays
+            if cancelled():
+                return
+            n, block, y_prev, (dense, dense_t) = rows.block(k, solver, y_prev, room() if room is not None else
+                                                            len(ts), stall, (dense, dense_t))
+            if n:
+                k += n
+                if solver.t_old is not None:  # a step was taken: _advance's proposal
+                    h = solver.h_abs
+                yield RowBlock(block, float(ts[k - 1]))
+                continue
         tol_t = 1e-12 * max(1.0, abs(ts[k]))
         while solver.status == "running" and solver.t < ts[k] - tol_t:
             if cancelled():

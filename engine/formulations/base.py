@@ -275,6 +275,13 @@ class Formulation(ABC):
     #: call per step)
     step_bound = None
 
+    @property
+    def watches_steps(self) -> bool:
+        """Whether :attr:`step_bound` does anything on this mechanism (a formulation whose
+        watch has no loop to watch says no): where it does, an adaptive integrator calls
+        it before every step from Python."""
+        return self.step_bound is not None
+
     def watch_singular(self, t: float, y: np.ndarray) -> None:
         """Called by the integrators at every output instant (and ``rk4``'s sub-steps):
         formulations that watch for singular configurations of their loops measure them

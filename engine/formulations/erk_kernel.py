@@ -428,6 +428,12 @@ class Rates:
         self.form.nfev += n
 
 
+def interpolant_array(tab: Tableau, n: int) -> np.ndarray:
+    """A new array for the interpolant's coefficients of a state of ``n`` (:func:`erk_dense_prepare`'s
+    ``Q``): ``rk45``'s (4, n), ``dop853``'s (7, n)."""
+    return np.zeros((tab.P.shape[1], n) if tab.kind == 0.0 else (3 + tab.P.shape[0], n))
+
+
 class _Dense:
     """The last step's interpolant, scipy's ``DenseOutput`` call: ``dense(t) -> y(t)``."""
 
@@ -562,10 +568,34 @@ class CompiledRK:
 
     def dense_output(self) -> _Dense:
         tab = self.tab
-        Q = np.zeros((tab.P.shape[1], self._y.shape[0]) if tab.kind == 0.0 else (3 + tab.P.shape[0], self._y.shape[0]))
+        Q = self.interpolant_array()
         ok = erk_dense_prepare(*self._args, tab.coef, self.sol, self._y, self._y_old, self._f, self._K, Q,
                                self._work)
         self._counted()
         if not ok:
             self._fail()
-        return _Dense(tab.kind, float(self.sol[T_OLD]), float(self.sol[H_PREV]), self._y_old.copy(), Q)
+        return self.interpolant(float(self.sol[T_OLD]), float(self.sol[H_PREV]), Q)
+
+    def interpolant_array(self) -> np.ndarray:
+        """A new array for the interpolant's coefficients (:func:`erk_dense_prepare`'s ``Q``)."""
+        return interpolant_array(self.tab, self._y.shape[0])
+
+    def interpolant(self, t_old: float, h: float, Q: np.ndarray) -> _Dense:
+        """The last step's interpolant from its coefficients ``Q`` (copied), the step from
+        ``t_old`` of length ``h``."""
+        return _Dense(self.tab.kind, t_old, h, self._y_old.copy(), Q.copy())
+
+    @property
+    def state_arrays(self) -> tuple:
+        """The arrays the steps work in, for a compiled caller that steps this solver
+        (:func:`engine.row_kernels.erk_dense_rows`): (coefficients, the constants of its
+        last start, its scalars, state, state before the last step, right-hand side,
+        stages, scratch)."""
+        return (self.tab.coef, self._const, self.sol, self._y, self._y_old, self._f, self._K, self._work)
+
+    def evaluated_elsewhere(self, count: int) -> None:
+        """``count`` right-hand sides a compiled caller evaluated stepping this solver's
+        arrays: counted for the formulation, and this solver's own count taken from its
+        scalars as they are now."""
+        self.rates.count(count)
+        self._nfev = int(self.sol[NFEV])

@@ -182,7 +182,7 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages, time)
     time-dependent right-hand side reads its time, each stage's written into ``time[0]``
     before it is called (empty: none).  Where ``clock`` has a
     fourth slot and it is not 0, ``stages[0]`` already holds ``f`` at ``(t0, y)`` (the row
-    loop's evaluation at the output instant wrote it: :func:`engine.row_loop.rk4_rows`) and
+    loop's evaluation at the output instant wrote it: :func:`engine.row_kernels.rk4_rows`) and
     the first step takes it as its k1 instead of evaluating ``f`` again -- the same
     numbers, counted as the right-hand side they are.
 

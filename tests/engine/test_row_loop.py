@@ -143,14 +143,19 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """Adaptive integrators but dense's rk45 and dop853 on loops, scipy's others; every
-    formulation's rk4 rows on loops, gears and drivers are its own."""
+    """Adaptive integrators but rk45 and dop853 where their steps are compiled (dense on
+    loops, dca and hdca on trees), scipy's others; every formulation's rk4 rows on loops,
+    gears and drivers are its own."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     for form in ("dense", "dca", "hdca", "rcr", "embedding"):
         assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="dca", integrator="rk45", t_end=0.1)).row_loop() is None
     chain = load_model(examples_dir() / "chain-8-revolute.mech.json")
     assert Simulation(chain, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
+    for form in ("dca", "hdca"):
+        loop = Simulation(chain, Settings(formulation=form, integrator="dop853", t_end=0.1)).row_loop()
+        assert type(loop).__name__ == "DenseRowLoop"
+    assert Simulation(chain, Settings(formulation="rcr", integrator="rk45", t_end=0.1)).row_loop() is None
     assert Simulation(model, Settings(formulation="dense", integrator="lsoda", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "slider-crank-driven.mech.json")
     assert Simulation(model, Settings(formulation="dense", t_end=0.1)).row_loop() is not None
@@ -228,4 +233,55 @@ def test_the_adaptive_row_loop_hands_intervals_back_and_keeps_the_stall_guard(mo
 def test_random_loops_give_the_same_adaptive_rows(seed, monkeypatch):
     model = build_model(gen.random_mechanism(500 + seed, 5, loops=2))
     _same(model, Settings(formulation="dense", integrator="dop853", rtol=1e-9, atol=1e-9, t_end=1.0, dt=0.01),
+          monkeypatch)
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+@pytest.mark.parametrize("form, name", [(f, n) for f in ("dca", "hdca") for n in TREES])
+def test_tree_adaptive_rows_are_the_pipelines_bit_for_bit(integrator, form, name, monkeypatch):
+    """rk45 and dop853 on trees (:class:`engine.row_loop.DenseRowLoop`): one continuous
+    integration in the Python solver's arrays, read at the output instants by its
+    interpolant, the evaluation, row and verdict in compiled code -- the rows Python's
+    compiled steps make, with the same right-hand side count."""
+    model = load_model(examples_dir() / f"{name}.mech.json")
+    s = file_defaults(model, form).replace(formulation=form, integrator=integrator, rtol=1e-8, atol=1e-8,
+                                           t_end=2.0)
+    rows, error, stats, nfev = _same(model, s, monkeypatch)
+    assert error is None and rows.shape[0] == 201
+    assert nfev == _run(model, s, monkeypatch, compiled=False)[3]
+
+
+def test_tree_adaptive_rows_hand_retried_intervals_to_python_and_back(monkeypatch):
+    """At loose tolerances the monitor retries many intervals of chain-8: each goes to
+    Python (the solver, its interpolant and the stall count put back as they were), and
+    the next block takes the solver and its interpolant from there -- the same rows and
+    retries as Python alone; a stall guard whose limit is one short step stops both at
+    the same place with the same message."""
+    from linkwork.engine import row_loop
+
+    blocks = []  # rows made by each block
+    block = row_loop.DenseRowLoop.block
+
+    def spy(self, *a):
+        out = block(self, *a)
+        blocks.append(out[0])
+        return out
+
+    monkeypatch.setattr(row_loop.DenseRowLoop, "block", spy)
+    model = load_model(examples_dir() / "chain-8-revolute.mech.json")
+    s = Settings(formulation="dca", integrator="rk45", rtol=1e-3, atol=1e-3, t_end=3.0)
+    rows, error, stats, _ = _same(model, s, monkeypatch)
+    assert error is None and stats["retries"] > 10
+    assert blocks.count(0) > 10 and sum(blocks) > 100  # handed over, and taken back
+    monkeypatch.setattr(config, "STALL_STEPS", 1)
+    monkeypatch.setattr(config, "STALL_RATIO", 0.9)
+    s = s.replace(rtol=1e-8, atol=1e-8)
+    rows, error, _, _ = _same(model, s, monkeypatch)
+    assert error is not None and "steps collapsed" in error
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_trees_give_the_same_adaptive_rows(seed, monkeypatch):
+    model = build_model(gen.random_mechanism(700 + seed, 6, loops=0))
+    _same(model, Settings(formulation="dca", integrator="dop853", rtol=1e-9, atol=1e-9, t_end=1.0, dt=0.01),
           monkeypatch)

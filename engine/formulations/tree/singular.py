@@ -113,6 +113,11 @@ class SingularityWatch:
         lay = self.lay
         return {"loop_conditioning": loop_conditioning(lay.ix, lay.Kf, lay.Kr, self._closing)}
 
+    @property
+    def watches_steps(self) -> bool:
+        """:attr:`.base.Formulation.watches_steps`: where there are loops to watch."""
+        return self._closing.shape[0] > 0
+
     def step_bound(self, t, y):
         """Adaptive integrators call this before every step: watch, never bound."""
         self.watch_singular(t, y)
