@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QBrush, QColor
 from PySide6.QtWidgets import (
     QHBoxLayout, QHeaderView, QMenu, QPushButton, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
     QWidget,
@@ -13,6 +13,24 @@ from linkwork.app.session import Session, Subscriptions
 
 from .plotting import run_color
 from .widgets import color_icon
+
+
+#: a run's status as one character in the list (the word is in its tooltip): the run's label
+#: keeps the panel's width, and a finished, stopped or failed run reads at a glance
+STATUS_MARKS = {"pending": ("…", None), "compiling": ("…", None), "running": ("▶", "#2a7ab0"),
+                "paused": ("‖", "#a07020"), "finished": ("✓", "#2e8b3a"), "stopped": ("■", "#a07020"),
+                "failed": ("✗", "#c0392b"), "incomplete": ("!", "#a07020")}
+
+
+def shown_labels(runs) -> list[str]:
+    """The runs' labels as listed: a label an earlier run already has gets its number
+    ("dense/rk4 dt=0.01 (2)"), so runs of the same settings stay apart."""
+    seen: dict[str, int] = {}
+    out = []
+    for run in runs:
+        n = seen[run.label] = seen.get(run.label, 0) + 1
+        out.append(run.label if n == 1 else f"{run.label} ({n})")
+    return out
 
 
 def wall_text(wall: float) -> str:
@@ -34,6 +52,7 @@ class RunsPanel(QWidget):
         self.session = session
         self.history = session.history
         self._subs = Subscriptions()
+        self._labels: dict = {}  # run id -> the label listed (shown_labels)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.setSpacing(4)
@@ -41,7 +60,9 @@ class RunsPanel(QWidget):
         self.tree.setObjectName("runsTree")
         # the run's label is what tells runs apart: it gets the width (rows are in the tooltip
         # and in the solver panel's figures)
-        self.tree.setHeaderLabels(["Run", "Status", "Wall [s]"])
+        self.tree.setHeaderLabels(["Run", "", "Wall"])
+        self.tree.headerItem().setToolTip(1, "Status: ✓ finished, ■ stopped, ✗ failed, ▶ running, ‖ paused, "
+                                             "… starting, ! incomplete (the word is in each run's tooltip)")
         self.tree.headerItem().setToolTip(2, "Wall-clock time of the run [s]")
         self.tree.setToolTip("Ticked runs are overlaid in the plots; the current run (bold) is the one "
                              "shown in the 3-D view and exported. Right-click for more.")
@@ -86,6 +107,7 @@ class RunsPanel(QWidget):
         self._status_subs.disconnect_all()
         with QSignalBlocker(self.tree):
             self.tree.clear()
+            self._labels = dict(zip((r.id for r in self.history.runs), shown_labels(self.history.runs)))
             for run in reversed(self.history.runs):
                 it = QTreeWidgetItem()
                 it.setData(0, Qt.UserRole, run.id)
@@ -98,20 +120,23 @@ class RunsPanel(QWidget):
         self.remove_btn.setEnabled(self.history.current is not None and not self.history.current.active)
 
     def _fill(self, it: QTreeWidgetItem, run) -> None:
-        it.setText(0, run.label)
+        it.setText(0, self._labels.get(run.id, run.label))
         f = it.font(0)
         f.setBold(run is self.history.current)
         it.setFont(0, f)
         it.setIcon(0, color_icon(run_color(run)))
         it.setCheckState(0, Qt.Checked if (run.visible or run is self.history.current) else Qt.Unchecked)
-        it.setText(1, run.status)
+        mark, color = STATUS_MARKS.get(run.status, ("?", None))
+        it.setText(1, mark)
+        it.setTextAlignment(1, Qt.AlignCenter)
+        it.setForeground(1, QBrush(QColor(color)) if color else self.tree.palette().text())
         wall = run.stats.get("wall_time")
         it.setText(2, wall_text(wall) if wall is not None else "")
         it.setToolTip(2, f"{wall:.3g} s of wall-clock time" if wall is not None else "")
         tip = run.summary()
         it.setToolTip(0, tip)
         health = run.health()
-        it.setToolTip(1, (run.error or run.status) + (f"\n{health}" if health else ""))
+        it.setToolTip(1, run.status + (f": {run.error}" if run.error else "") + (f"\n{health}" if health else ""))
 
     def update_run(self, run) -> None:
         """Refresh one run's row (status or row count changed)."""

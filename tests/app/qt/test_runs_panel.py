@@ -33,6 +33,27 @@ def test_run_labels_fit_the_runs_panel(make_window, qtbot, qapp, run_to_end):
     for i in range(tree.topLevelItemCount()):
         rect = tree.visualItemRect(tree.topLevelItem(i))
         assert tree.viewport().rect().contains(rect.topLeft())
+    # a third run, of the first one's settings: numbered, and with the list's scroll bar
+    # taking its width, every label still whole (the current one in bold the widest)
+    run_to_end(win, t_end=0.2)
+    qapp.processEvents()
+    texts = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+    assert texts == ["dense/rk4 dt=0.01 (2)", "dense/rk45 dt=0.01", "dense/rk4 dt=0.01"]
+    assert tree.verticalScrollBar().isVisible()
+    assert tree.columnWidth(0) >= tree.sizeHintForColumn(0)
+    assert [tree.topLevelItem(i).text(1) for i in range(3)] == ["✓"] * 3
+    assert tree.topLevelItem(0).toolTip(1).startswith("finished")
+
+
+def test_listed_labels_number_the_runs_of_the_same_settings():
+    from types import SimpleNamespace
+
+    from linkwork.app.qt.runs_panel import STATUS_MARKS, shown_labels
+    from linkwork.app.session.runs import STATUSES
+
+    runs = [SimpleNamespace(label=x) for x in ("a", "b", "a", "a", "b")]
+    assert shown_labels(runs) == ["a", "b", "a (2)", "a (3)", "b (2)"]
+    assert set(STATUS_MARKS) == set(STATUSES)  # every status has its mark
 
 
 @pytest.mark.parametrize("example", ["parallelogram-fourbar.mech.json", "double-loop-8.mech.json",
