@@ -5,8 +5,8 @@
 (NAME: only those pictures, e.g. ``sweep-dialog``.)  Each picture is a real state of the application at 1280x800: the four-bar
 example loaded and run (the README's walkthrough), a run in progress with live
 plots, the sketch editor, a generator dialog, the 3-D view, and a comparison
-of two integrators, the offer to restore after a crash.  Settings and
-recovery files go to temporary folders, not the user's.
+of two integrators, the offer to restore after a crash.  Settings, recovery
+files and runs go to temporary folders, not the user's.
 """
 
 from __future__ import annotations
@@ -50,8 +50,10 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     QSettings.setDefaultFormat(QSettings.IniFormat)
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tmp)
     from .session.recovery import ENV_DIR
+    from .session.runstore import ENV_DIR as RUNS_DIR
 
     os.environ[ENV_DIR] = tempfile.mkdtemp(prefix="linkwork-shots-recovery-")
+    os.environ[RUNS_DIR] = tempfile.mkdtemp(prefix="linkwork-shots-runs-")  # no runs of earlier sessions
     app = QApplication.instance() or QApplication([sys.argv[0]])
     from .main import configure_application
 
@@ -116,7 +118,7 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
     for attempt in range(4):  # the picture must show the run still going
         run = win.run()
         _wait_for(app, lambda: run.t_last > 4.5 or not win.runner.busy)
-        _wait(app, 0.15)
+        _wait(app, 0.3)  # the progress line refreshes every 0.25 s
         still_running = run.status == "running"
         if still_running:
             grab(win, "run-in-progress.png")
@@ -124,6 +126,7 @@ def take(out: Path, only: tuple[str, ...] = ()) -> list[Path]:
         _wait_for(app, lambda: not win.runner.busy)
         if still_running:
             break
+        win.session.remove_run(run)  # an attempt that ended too soon: not listed in the pictures
         win.session.solver.update(t_end=win.session.solver.settings.t_end * 2)
     else:
         print("warning: no picture of a run in progress (the runs ended too soon)", file=sys.stderr)
