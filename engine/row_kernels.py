@@ -152,24 +152,30 @@ def _copy2(dst, src):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _row_copy(dst, src):
+    """What an interval changes -- the state, the recorder's continuity (quaternion signs,
+    unwrapped angles, the drivers' work), the formulation's own two arrays -- from ``src``
+    into ``dst``."""
+    _copy1(dst[0], src[0])
+    _copy2(dst[1], src[1])
+    _copy1(dst[2], src[2])
+    _copy1(dst[3], src[3])
+    _copy1(dst[4], src[4])
+    _copy1(dst[5], src[5])
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _keep(ra, y):
-    """Save what an interval changes: the state, the recorder's continuity, the formulation's own."""
-    _copy1(ra.y_back, y)
-    _copy2(ra.qprev_back, ra.qprev)
-    _copy1(ra.jq_ref_back, ra.jq_ref)
-    _copy1(ra.work_back, ra.work)
-    _copy1(ra.own_back[0], ra.own[0])
-    _copy1(ra.own_back[1], ra.own[1])
+    """Save what an interval changes (:func:`_row_copy`) before it."""
+    _row_copy((ra.y_back, ra.qprev_back, ra.jq_ref_back, ra.work_back, ra.own_back[0], ra.own_back[1]),
+              (y, ra.qprev, ra.jq_ref, ra.work, ra.own[0], ra.own[1]))
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _restore(ra, y):
-    _copy1(y, ra.y_back)
-    _copy2(ra.qprev, ra.qprev_back)
-    _copy1(ra.jq_ref, ra.jq_ref_back)
-    _copy1(ra.work, ra.work_back)
-    _copy1(ra.own[0], ra.own_back[0])
-    _copy1(ra.own[1], ra.own_back[1])
+    """Put it back where the interval is not kept."""
+    _row_copy((y, ra.qprev, ra.jq_ref, ra.work, ra.own[0], ra.own[1]),
+              (ra.y_back, ra.qprev_back, ra.jq_ref_back, ra.work_back, ra.own_back[0], ra.own_back[1]))
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -187,6 +193,22 @@ def _row(kept, calls, ra, run, y, t, out, active):
     if kept and active:
         kept = plain_row(run.mon, run.hist, t, out, ra.V, ra.acc, ra.x, ra.health)
     return kept
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _guarded_step(f, f_desc, clock, solver):
+    """One accepted step of the solver (:class:`StepArrays`; its right-hand side ``f``),
+    then the stall guard's count (``solver.stall``: shortest step not counted, limit,
+    count) as :class:`engine.integrators._Stall` keeps it; whether both went well."""
+    sol, stall = solver.sol, solver.stall
+    if erk_step(f, f_desc, clock, solver.coef, sol, solver.y, solver.y_old, solver.fy, solver.K,
+                solver.work) > FINISHED:
+        return False
+    if sol[T] - sol[T_OLD] >= stall[0]:
+        stall[2] = 0.0
+        return True
+    stall[2] += 1.0
+    return stall[2] < stall[1]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -324,13 +346,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
             kept = call_operation(f, f_desc, f_proto, sy, no_rates) == 0.0 and ra.own[0][WATCH_NEAR] == 0.0
             if not kept:
                 break
-            kept = erk_step(f, f_desc, clock, coef, sol, sy, y_old, fy, K, work) <= FINISHED
-            if kept:
-                if sol[T] - sol[T_OLD] >= stall[0]:
-                    stall[2] = 0.0
-                else:
-                    stall[2] += 1.0
-                    kept = stall[2] < stall[1]
+            kept = _guarded_step(f, f_desc, clock, solver)
         count += sol[NFEV]
         if kept:
             for i in range(n):
@@ -354,26 +370,17 @@ def erk_rows(calls, ra, run, y, rows, solver):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _keep_solver(solver, dense):
-    """Save the continuous solver before an interval (:func:`erk_dense_rows`)."""
-    _copy1(dense.sol_back, solver.sol)
-    _copy1(dense.y_back, solver.y)
-    _copy1(dense.y_old_back, solver.y_old)
-    _copy1(dense.fy_back, solver.fy)
-    _copy2(dense.K_back, solver.K)
-    _copy2(dense.Q_back, dense.Q)
-    _copy1(dense.at_back, dense.at)
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _restore_solver(solver, dense):
-    _copy1(solver.sol, dense.sol_back)
-    _copy1(solver.y, dense.y_back)
-    _copy1(solver.y_old, dense.y_old_back)
-    _copy1(solver.fy, dense.fy_back)
-    _copy2(solver.K, dense.K_back)
-    _copy2(dense.Q, dense.Q_back)
-    _copy1(dense.at, dense.at_back)
+def _solver_copy(dst, src):
+    """The continuous solver's arrays (:func:`erk_dense_rows`: scalars, state, state before
+    its last step, right-hand side, stages, interpolant, the interpolant's time) from
+    ``src`` into ``dst``: saved before an interval, put back where it is not kept."""
+    _copy1(dst[0], src[0])
+    _copy1(dst[1], src[1])
+    _copy1(dst[2], src[2])
+    _copy1(dst[3], src[3])
+    _copy2(dst[4], src[4])
+    _copy2(dst[5], src[5])
+    _copy1(dst[6], src[6])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -404,25 +411,21 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
     coef, sol, sy, y_old, fy, K, work, stall = (solver.coef, solver.sol, solver.y, solver.y_old, solver.fy,
                                                solver.K, solver.work, solver.stall)
     Q, at = dense.Q, dense.at
+    live = (sol, sy, y_old, fy, K, Q, at)
+    back = (dense.sol_back, dense.y_back, dense.y_old_back, dense.fy_back, dense.K_back, dense.Q_back, dense.at_back)
     k0 = np.int64(span[0])
     k1 = np.int64(span[1])
     active = run.mon[ACTIVE] != 0.0
     nfev0 = sol[NFEV]
     for k in range(k0, k1):
         _keep(ra, y)
-        _keep_solver(solver, dense)
+        _solver_copy(back, live)
         run_keep = stall[2]
         t = times[k]
         tol = 1e-12 * max(1.0, abs(t))
         kept = True
         while kept and sol[STATUS] == RUNNING and sol[T] < t - tol:
-            kept = erk_step(f, f_desc, clock, coef, sol, sy, y_old, fy, K, work) <= FINISHED
-            if kept:
-                if sol[T] - sol[T_OLD] >= stall[0]:
-                    stall[2] = 0.0
-                else:
-                    stall[2] += 1.0
-                    kept = stall[2] < stall[1]
+            kept = _guarded_step(f, f_desc, clock, solver)
         if kept:
             if abs(t - sol[T]) <= tol or (sol[STATUS] == FINISHED and sol[T] <= t):
                 _copy1(y, sy)
@@ -439,7 +442,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
         if not kept:
             count = sol[NFEV] - nfev0
             _restore(ra, y)
-            _restore_solver(solver, dense)
+            _solver_copy(live, back)
             stall[2] = run_keep
             return k - k0, count
     return k1 - k0, sol[NFEV] - nfev0
