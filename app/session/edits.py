@@ -67,14 +67,16 @@ def rod_inertia_world(mass: float, p0, p1, radius: float) -> np.ndarray:
     u = d / L
     it = mass * (3 * r2 + L * L) / 12.0
     ia = mass * r2 / 2.0
-    return it * (np.eye(3) - np.outer(u, u)) + ia * np.outer(u, u)
+    with np.errstate(over="ignore", invalid="ignore"):  # a radius beyond float range: inf and NaN
+        return it * (np.eye(3) - np.outer(u, u)) + ia * np.outer(u, u)  # entries, which validation refuses
 
 
 def rod_inertia_body(body: BodySpec, p0, p1, radius: float, mass: float | None = None):
     """The slender-rod inertia in ``body``'s frame (the file's convention)."""
     R0 = quat_to_rot(body.orientation)
     Iw = rod_inertia_world(body.mass if mass is None else mass, p0, p1, radius)
-    Ib = R0.T @ Iw @ R0
+    with np.errstate(over="ignore", invalid="ignore"):  # (rod_inertia_world's inf and NaN)
+        Ib = R0.T @ Iw @ R0
     Ib = 0.5 * (Ib + Ib.T)
     return tuple(vec(row) for row in Ib)
 
