@@ -25,6 +25,9 @@ each pair, under keys ``<mechanism>|<formulation>|<what>``:
 ``trajectory``
     every result row of a run of ``--t-end`` seconds with the mechanism file's own
     defaults for the formulation, on one thread;
+``trajectory-<integrator>``, ``run_error-<integrator>``
+    with ``--integrators``, the same run under each integrator named (those the
+    formulation offers, but the file's own), at rtol = atol = 1e-8;
 ``error``, ``run_error``
     the class and message of a refusal or a failure (at construction, evaluation or
     during the run; a failed run keeps the rows it produced).
@@ -223,21 +226,29 @@ def trajectory(eng: Engine, model, settings) -> dict[str, np.ndarray]:
     return out
 
 
-def record(eng: Engine, model, name: str, t_end: float) -> dict[str, np.ndarray]:
-    """What formulation ``name`` gives on ``model``: its values, or its refusal."""
+def record(eng: Engine, model, name: str, t_end: float, integrators=()) -> dict[str, np.ndarray]:
+    """What formulation ``name`` gives on ``model``: its values, or its refusal; with
+    ``integrators``, its trajectory under each of them too."""
     try:
         settings = settings_for(eng, model, name, t_end)
-        ok, why = eng.formulations.REGISTRY[name].supports(model)
+        cls = eng.formulations.REGISTRY[name]
+        ok, why = cls.supports(model)
         if not ok:
             return {"error": np.array(f"refused: {why}")}
-        return {**point_values(eng, model, settings), **trajectory(eng, model, settings)}
+        out = {**point_values(eng, model, settings), **trajectory(eng, model, settings)}
+        for integrator in integrators:
+            if integrator == settings.integrator or integrator not in cls.integrators:
+                continue
+            other = settings.replace(integrator=integrator, rtol=1e-8, atol=1e-8)
+            out.update({f"{what}-{integrator}": a for what, a in trajectory(eng, model, other).items()})
+        return out
     except Exception as exc:  # noqa: BLE001 - a refusal or failure is a result to compare
         if not isinstance(exc, eng.errors.LinkworkError):
             print(f"    unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
         return {"error": _error(exc)}
 
 
-def dump(out: Path, n_random: int, t_end: float, only: list[str] | None) -> int:
+def dump(out: Path, n_random: int, t_end: float, only: list[str] | None, integrators=()) -> int:
     eng = Engine(engine_package())
     names = [n for n in eng.formulations.REGISTRY if not only or n in only]
     print(f"engine: {eng.package} from {eng.location}; formulations: {', '.join(names)}", file=sys.stderr)
@@ -246,7 +257,7 @@ def dump(out: Path, n_random: int, t_end: float, only: list[str] | None) -> int:
     for label, model in mechanisms(eng, n_random):
         t1 = time.perf_counter()
         for name in names:
-            for what, a in record(eng, model, name, t_end).items():
+            for what, a in record(eng, model, name, t_end, integrators).items():
                 arrays[SEP.join((label, name, what))] = a
         print(f"  {label:40s} {time.perf_counter() - t1:7.1f} s", file=sys.stderr)
     np.savez_compressed(out, **arrays)
@@ -335,6 +346,9 @@ def main(argv=None) -> int:
     d.add_argument("--random", type=int, default=100, help="random mechanisms besides the examples (100)")
     d.add_argument("--t-end", type=float, default=2.0, help="seconds of every trajectory (2)")
     d.add_argument("--formulation", action="append", help="only this formulation (repeatable)")
+    d.add_argument("--integrators", default="",
+                   help="comma-separated: each formulation's trajectory under these integrators too "
+                        "(e.g. rk4,rk45,dop853)")
     c = sub.add_parser("compare", help="compare two dumps array by array")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
@@ -342,7 +356,8 @@ def main(argv=None) -> int:
                    help="largest relative difference accepted (1e-14)")
     args = p.parse_args(argv)
     if args.command == "dump":
-        return dump(args.out, args.random, args.t_end, args.formulation)
+        return dump(args.out, args.random, args.t_end, args.formulation,
+                    tuple(x for x in args.integrators.split(",") if x))
     return compare(args.before, args.after, args.tolerance)
 
 
