@@ -10,7 +10,11 @@ another in this process, on an empty numba cache of its own, and prints
   compiled;
 * every kernel typed for more than one tuple of argument types, with the first
   argument that differs: a read-only array against a writeable one, or a literal
-  against an int64, compiles a kernel again (``tests/engine/test_numba_cache.py``).
+  against an int64, compiles a kernel again (``tests/engine/test_numba_cache.py``);
+* with ``--llvm``, each compiled kernel's LLVM time (numba's ``llvm_lock`` timer,
+  inclusive of the kernels compiled inside it) and the size of its final module, the
+  callees it links in included: where a kernel's time goes to optimising and emitting
+  its callees' code again.
 
     python benchmarks/compile_profile.py dca            # one formulation
     python benchmarks/compile_profile.py dense,dca,hdca,index3,rcr,embedding --top 40
@@ -34,6 +38,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("formulations", help="comma-separated, compiled in this order")
     p.add_argument("--top", type=int, default=25, help="kernels listed (25)")
+    p.add_argument("--llvm", action="store_true", help="also each kernel's LLVM time and final module size")
     a = p.parse_args(argv)
     cache = tempfile.mkdtemp(prefix="linkwork-compile-profile-")
     os.environ["NUMBA_CACHE_DIR"] = cache  # before the engine (and numba) are imported
@@ -83,9 +88,34 @@ def main(argv=None) -> int:
                     c = next((c for c in range(min(len(sa), len(sb))) if sa[c] != sb[c]), 0)
                     print(f"  {mod.__name__}.{name}, argument {i}: ...{sa[max(0, c - 60):c + 40]}"
                           f"  /  ...{sb[max(0, c - 60):c + 40]}")
+        if a.llvm:
+            _llvm_table(CPUDispatcher, a.top)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return 0
+
+
+def _llvm_table(CPUDispatcher, top: int) -> None:
+    """Each compiled overload's ``llvm_lock`` seconds (inclusive) and final module: its
+    defined functions and the size of its LLVM IR."""
+    rows, seen = [], set()
+    for mod in list(sys.modules.values()):
+        if not getattr(mod, "__name__", "").startswith("linkwork.engine"):
+            continue
+        for name, f in vars(mod).items():
+            if not isinstance(f, CPUDispatcher) or id(f) in seen:
+                continue
+            seen.add(id(f))
+            for cres in f.overloads.values():
+                timers = (cres.metadata or {}).get("timers", {})
+                final = getattr(cres.library, "_final_module", None)
+                nfun = -1 if final is None else sum(1 for fn in final.functions if not fn.is_declaration)
+                size = -1 if final is None else len(str(final))
+                rows.append((timers.get("llvm_lock", 0.0), nfun, size, f"{mod.__name__.rsplit('.', 1)[-1]}.{name}"))
+    rows.sort(reverse=True)
+    print(f"\n{'LLVM s':>8} {'functions':>9} {'module kB':>10}  kernel (LLVM time inclusive of its callees' compiles)")
+    for llvm, nfun, size, key in rows[:top]:
+        print(f"{llvm:8.1f} {nfun:9d} {size / 1e3:10.0f}  {key}")
 
 
 if __name__ == "__main__":
