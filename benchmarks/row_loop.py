@@ -1,8 +1,10 @@
 """Whole runs with the compiled row loop against the Python pipeline's rows, interleaved.
 
-    python benchmarks/row_loop.py [--t-end 10] [--rounds 5] [--examples a,b] [--out FILE.md]
+    python benchmarks/row_loop.py [--t-end 10] [--rounds 5] [--examples a,b] [--formulation NAME] [--out FILE.md]
 
-Each bundled example at its defaults (or the listed ones), 10 s simulated: per round, one
+Each bundled example at its defaults (or the listed ones; with ``--formulation``, that
+formulation at the file's settings for it, where it accepts the example), 10 s
+simulated: per round, one
 run with ``LINKWORK_COMPILED_ROWS=1`` and one with ``0``, in alternating order, kernels
 loaded by an untimed short run first; the best wall of each over the rounds, per
 simulated second, and whether the two runs' rows were identical.  Examples whose runs
@@ -20,10 +22,10 @@ from datetime import datetime
 
 import numpy as np
 
-from linkwork.engine.errors import SimulationError
+from linkwork.engine.errors import SettingsError, SimulationError
 from linkwork.engine.model import load_model
 from linkwork.engine.paths import examples_dir
-from linkwork.engine.simulation import Simulation, file_defaults
+from linkwork.engine.simulation import Simulation, file_defaults, resolve_settings
 
 
 def _run(model, settings, compiled: bool):
@@ -46,6 +48,7 @@ def main(argv=None) -> int:
     ap.add_argument("--t-end", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--examples", default="")
+    ap.add_argument("--formulation", default="", help="this formulation instead of each file's default")
     ap.add_argument("--out", default="")
     a = ap.parse_args(argv)
     names = a.examples.split(",") if a.examples else sorted(p.name[:-len(".mech.json")]
@@ -54,7 +57,13 @@ def main(argv=None) -> int:
              "| rows identical |", "|---|---|---|---|---|---|---|---|"]
     for name in names:
         model = load_model(examples_dir() / f"{name}.mech.json")
-        s = file_defaults(model)
+        s = file_defaults(model, a.formulation or None)
+        if a.formulation:
+            try:
+                s = resolve_settings(model, s.replace(formulation=a.formulation))
+            except SettingsError as exc:
+                print(f"{name}: {exc}", flush=True)
+                continue
         short, whole = s.replace(t_end=min(0.05, a.t_end)), s.replace(t_end=a.t_end)
         _run(model, short, True)
         _run(model, short, False)
@@ -77,7 +86,8 @@ def main(argv=None) -> int:
         lines.append(line)
     head = (f"# Whole runs: the compiled row loop against Python's rows ({datetime.now():%Y-%m-%dT%H:%M})\n\n"
             f"`python benchmarks/row_loop.py --t-end {a.t_end:g} --rounds {a.rounds}"
-            f"{' --examples ' + a.examples if a.examples else ''}` on {platform.processor() or platform.machine()}, "
+            f"{' --examples ' + a.examples if a.examples else ''}"
+            f"{' --formulation ' + a.formulation if a.formulation else ''}` on {platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} logical CPUs; best of {a.rounds} interleaved rounds each, every example at its "
             "file's defaults.\n\n")
     text = head + "\n".join(lines) + "\n"

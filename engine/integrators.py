@@ -132,6 +132,28 @@ def rk4_attempts(form, t0: float, t1: float, y: np.ndarray, refinement: Refineme
             return yk
 
 
+def stepper_attempts(form, t0: float, t1: float, y: np.ndarray, refinement: Refinement, monitor) -> Iterator:
+    """One output interval of a stepping formulation (``index3``) from ``(t0, y)`` in
+    ``2**(base + level)`` steps, as :func:`rk4_attempts` (a failed step: the monitor's
+    level, or the failure where there is no monitor or no level left)."""
+    level = 0
+    while True:
+        n = 1 << (refinement.base + level)
+        h = (t1 - t0) / n
+        yk = y
+        try:
+            for i in range(n):
+                yk = form.step(t0 + i * h, yk, h)
+        except SimulationError as exc:
+            if monitor is None:
+                raise
+            level = monitor.failed_evaluation(t1, exc)  # re-raises when none is left
+            continue
+        level = yield t1, yk
+        if not level:
+            return yk
+
+
 class StepCollapse(SimulationError):
     """An adaptive solver's accepted steps collapsed far below the output interval and
     stayed there (``steps`` in a row, the last ``h`` seconds long)."""

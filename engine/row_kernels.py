@@ -27,7 +27,7 @@ from numba.extending import intrinsic
 
 from .formulations.base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1
 from .formulations.rk4_kernel import (
-    _native_call, call_dynamics, call_positions, call_state_kernel, rk4_interval, rk4_interval_split,
+    _native_call, call_dynamics, call_positions, call_state_kernel, copy1, rk4_interval, rk4_interval_split,
 )
 from .formulations.erk_kernel import (
     FINISHED, H_ABS, H_PREV, METHOD, NFEV, RUNNING, STATUS, T, T_OLD, erk_dense_at, erk_dense_prepare, erk_reset,
@@ -139,12 +139,6 @@ class DenseArrays(NamedTuple):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _copy1(dst, src):
-    for i in range(src.shape[0]):
-        dst[i] = src[i]
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _copy2(dst, src):
     for i in range(src.shape[0]):
         for c in range(src.shape[1]):
@@ -156,12 +150,12 @@ def _row_copy(dst, src):
     """What an interval changes -- the state, the recorder's continuity (quaternion signs,
     unwrapped angles, the drivers' work), the formulation's own two arrays -- from ``src``
     into ``dst``."""
-    _copy1(dst[0], src[0])
+    copy1(dst[0], src[0])
     _copy2(dst[1], src[1])
-    _copy1(dst[2], src[2])
-    _copy1(dst[3], src[3])
-    _copy1(dst[4], src[4])
-    _copy1(dst[5], src[5])
+    copy1(dst[2], src[2])
+    copy1(dst[3], src[3])
+    copy1(dst[4], src[4])
+    copy1(dst[5], src[5])
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -374,13 +368,13 @@ def _solver_copy(dst, src):
     """The continuous solver's arrays (:func:`erk_dense_rows`: scalars, state, state before
     its last step, right-hand side, stages, interpolant, the interpolant's time) from
     ``src`` into ``dst``: saved before an interval, put back where it is not kept."""
-    _copy1(dst[0], src[0])
-    _copy1(dst[1], src[1])
-    _copy1(dst[2], src[2])
-    _copy1(dst[3], src[3])
+    copy1(dst[0], src[0])
+    copy1(dst[1], src[1])
+    copy1(dst[2], src[2])
+    copy1(dst[3], src[3])
     _copy2(dst[4], src[4])
     _copy2(dst[5], src[5])
-    _copy1(dst[6], src[6])
+    copy1(dst[6], src[6])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -428,7 +422,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
             kept = _guarded_step(f, f_desc, clock, solver)
         if kept:
             if abs(t - sol[T]) <= tol or (sol[STATUS] == FINISHED and sol[T] <= t):
-                _copy1(y, sy)
+                copy1(y, sy)
             else:
                 if at[0] != sol[T]:
                     kept = erk_dense_prepare(f, f_desc, clock, coef, sol, sy, y_old, fy, K, Q, work)

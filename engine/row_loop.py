@@ -26,7 +26,8 @@ Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulati
 ``embedding``, with loops or without; with drivers, their columns by
 :func:`engine.results._driver_row`, every one but ``hdca``, which refuses them), with
 
-* ``rk4`` (:class:`RowLoop`, :func:`~engine.row_kernels.rk4_rows`);
+* ``rk4`` (:class:`RowLoop`, :func:`~engine.row_kernels.rk4_rows`), and ``index3``'s steps
+  in the same loop (its operations kernel, :mod:`.formulations.index3_rows`);
 * ``rk45`` and ``dop853`` where the steps are compiled
   (:meth:`~engine.formulations.base.Formulation.rates_kernel`): ``dense`` on loops,
   restarted and projected at each output instant (:class:`AdaptiveRowLoop`,
@@ -49,7 +50,8 @@ from .formulations.base import StateKernel
 from .formulations.workspace import compiled_entry
 from .formulations.rk4_kernel import NO_POST, normalize_state
 from .formulations.erk_kernel import NSLOTS, STATE, solver_constants
-from .integrators import RowBlock, output_times, rk4_attempts
+from .integrators import RowBlock, output_times, rk4_attempts, stepper_attempts
+from .kinematics import kin_arrays
 from .monitor import MONITOR_SLOTS
 from .row_kernels import DenseArrays, RowArrays, RowCalls, RowRun, StepArrays, erk_dense_rows, erk_rows, rk4_rows
 
@@ -69,8 +71,8 @@ class RowLoop:
     (:meth:`~engine.formulations.base.Formulation.row_kernels`), the recorder's row
     kernel and continuity arrays, the monitor (None: off) and the output instants.
     :meth:`steps` is the ``rk4`` integrator's generator for the pipeline
-    (:func:`engine.integrators.rk4`), yielding :class:`RowBlock` between the intervals
-    it leaves to Python."""
+    (:func:`engine.integrators.rk4`; a stepping formulation's, the pipeline's stepper
+    loop), yielding :class:`RowBlock` between the intervals it leaves to Python."""
 
     def __init__(self, form, kernels, recorder, monitor, settings, refinement, fixed_step: bool):
         self.form, self.monitor = form, monitor
@@ -98,13 +100,14 @@ class RowLoop:
         step, check = kernels.step, kernels.check
         # without a post-step, one that is not called (address 0) of the type of the one
         # there is with quaternions: rk4_rows is compiled once per formulation, not twice
-        post = kernels.post or StateKernel(normalize_state, (form.mk,))
+        mk = form.mk if form.kind == "ode" else kin_arrays(form.model)  # a stepper's: only the types
+        post = kernels.post or StateKernel(normalize_state, (mk,))
         row = recorder._kernel
         nb, nj = form.model.nb, form.model.nj
         own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
         tick = kernels.tick if kernels.tick is not None else np.zeros(6)
         split_post = NO_POST if kernels.split_post is None else (kernels.split_post.native(), kernels.split_post.desc)
-        self.ra = RowArrays(*kernels.arrays, kernels.health, form.mk, split_post, tick, recorder._qprev,
+        self.ra = RowArrays(*kernels.arrays, kernels.health, mk, split_post, tick, recorder._qprev,
                             recorder._jq_ref, recorder.work_state, own, np.empty((nb, 4)), np.empty(nj),
                             np.empty_like(recorder.work_state), tuple(a.copy() for a in own), np.empty(0))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
@@ -212,7 +215,10 @@ class RowLoop:
                 yield RowBlock(rows, float(ts[k - 1]))
                 continue
             # the interval the monitor or an evaluation speaks on: Python's
-            y = yield from rk4_attempts(form, ts[k - 1], ts[k], y, refinement)
+            if form.kind == "stepper":
+                y = yield from stepper_attempts(form, ts[k - 1], ts[k], y, refinement, self.monitor)
+            else:
+                y = yield from rk4_attempts(form, ts[k - 1], ts[k], y, refinement)
             k += 1
 
 
@@ -363,7 +369,7 @@ class DenseRowLoop(RowLoop):
 
 #: the methods whose work the row kernels do: replaced on a formulation object (a test's
 #: double, a study's wrapper), they leave its rows to Python
-REPLACEABLE = ("evaluate", "rhs", "rk4_steps", "post_step", "watch_singular", "health")
+REPLACEABLE = ("evaluate", "rhs", "rk4_steps", "post_step", "watch_singular", "health", "step")
 
 
 def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) -> RowLoop | None:
@@ -372,10 +378,14 @@ def row_loop(form, recorder, monitor, settings, refinement, fixed_step: bool) ->
     a formulation without row kernels or with one of
     :data:`REPLACEABLE` replaced on the object, kernels run as Python, or
     ``LINKWORK_COMPILED_ROWS=0``."""
-    if form.kind != "ode" or not enabled() or not hasattr(rk4_rows, "overloads"):
+    if form.kind not in ("ode", "stepper") or not enabled() or not hasattr(rk4_rows, "overloads"):
         return None
     if any(_replaced(form, name) for name in REPLACEABLE):
         return None  # a method replaced on this object: the kernels would not compute what it does
+    if form.kind == "stepper":
+        kernels = form.row_kernels()
+        return None if kernels is None else RowLoop(form, kernels, recorder, monitor, settings, refinement,
+                                                    fixed_step)
     if settings.integrator == "rk4":
         kernels = form.row_kernels()
         if kernels is not None and form.model.nd and kernels.efforts is None:

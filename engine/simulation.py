@@ -169,8 +169,10 @@ class Simulation:
         s = self.settings
         form = self.formulation
         self._row_loop = self.row_loop() if rows else None
-        if form.kind == "stepper":
-            from .integrators import output_times
+        if self._row_loop is not None and (form.kind == "stepper" or s.integrator == "rk4"):
+            yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
+        elif form.kind == "stepper":
+            from .integrators import output_times, stepper_attempts
 
             ts = output_times(s.dt, s.t_end)
             y = y0
@@ -178,26 +180,7 @@ class Simulation:
             for k in range(1, len(ts)):
                 if self._cancel.is_set():
                     return
-                t0, t1 = ts[k - 1], ts[k]
-                level = 0
-                while True:  # 2**(base + level) steps of the stepper; level: the monitor's retry
-                    n = 1 << (self.refinement.base + level)
-                    h = (t1 - t0) / n
-                    yk = y
-                    try:
-                        for i in range(n):
-                            yk = form.step(t0 + i * h, yk, h)
-                    except SimulationError as exc:
-                        if self.monitor is None:
-                            raise
-                        level = self.monitor.failed_evaluation(t1, exc)  # re-raises when none is left
-                        continue
-                    level = yield t1, yk
-                    if not level:
-                        break
-                y = yk
-        elif self._row_loop is not None and s.integrator == "rk4":
-            yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
+                y = yield from stepper_attempts(form, ts[k - 1], ts[k], y, self.refinement, self.monitor)
         elif s.integrator == "rk4":
             yield from rk4(form, y0, s.dt, s.t_end, self._cancel.is_set, self.refinement)
         else:

@@ -524,11 +524,9 @@ class Index3Formulation(Formulation):
         q, qd, qdd, lam, mu = self._split(y)
         self._kinematics(q, qd, qdd)
         self._rows()
-        # joint points: the anchor fixed in the predecessor (ground anchors are world points)
         b = self.body
-        a = np.maximum(m.pred, 0)
-        P = np.where((m.pred < 0)[:, None], m.anchor_pred,
-                     b.x[a] + np.einsum("jik,jk->ji", b.R[a], m.anchor_pred))
+        P = np.empty((m.nj, 3))
+        K.joint_points(m.pred, m.anchor_pred, b.x, b.R, P)
         reactions = np.zeros((m.nj, 6))
         K.body_wrench_from_rows(self.ca, self.row_adr, b.x, P, self.rows.Gb, lam, reactions)
         if not np.isfinite(q).all():
@@ -576,7 +574,22 @@ class Index3Formulation(Formulation):
         lay = self.lay
         return {"loop_conditioning": tree.loop_conditioning(lay.ix, lay.Kf, lay.Kr, self._closing)}
 
+    def row_kernels(self):
+        """The compiled row loop's kernels (:mod:`.index3_rows`) where the step, the
+        evaluation and the health report are this class's own, on the tree solve."""
+        cls = type(self)
+        if (self.linear != "tree" or cls.step is not Index3Formulation.step
+                or cls.evaluate is not Index3Formulation.evaluate or cls.health is not Index3Formulation.health
+                or cls._watch is not Index3Formulation._watch or not hasattr(N.newton_iterations, "overloads")):
+            return None
+        from .index3_rows import row_kernels
+
+        return row_kernels(self)
+
     def stats(self) -> dict:
+        """The run's statistics; the Newton and projection times are those of the steps made
+        in Python (the compiled row loop's steps are not timed by part: ``linkwork study
+        index3`` times its steps in Python)."""
         out = {"steps": self.steps, "newton_iterations": self.newton_total,
                "newton_time": self.timing["newton"], "projection_time": self.timing["projections"],
                "velocity_projection_time": self.timing["velocity_projection"],

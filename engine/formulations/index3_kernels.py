@@ -504,6 +504,22 @@ def body_wrench_from_rows(ca, row_adr, x, P, Gb, lam, out):
         shift_force_by(w, x[b, 0] - P[j, 0], x[b, 1] - P[j, 1], x[b, 2] - P[j, 2], out[j])
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def joint_points(pred, anchor_pred, x, R, P):
+    """Each joint's point ``P[j]``: its anchor fixed in the predecessor, ``x_a + R_a
+    anchor`` (ground anchors are world points), each sum over the anchor's three
+    coordinates in their order."""
+    for j in range(pred.shape[0]):
+        a = pred[j]
+        if a < 0:
+            for i in range(3):
+                P[j, i] = anchor_pred[j, i]
+            continue
+        for i in range(3):
+            P[j, i] = x[a, i] + (R[a, i, 0] * anchor_pred[j, 0] + R[a, i, 1] * anchor_pred[j, 1]
+                                 + R[a, i, 2] * anchor_pred[j, 2])
+
+
 # ------------------------------------------------------------------ geometric stiffness
 
 

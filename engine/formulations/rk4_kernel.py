@@ -68,12 +68,14 @@ def call_dynamics(typingctx, address, desc, proto, q, v, out):
     return types.boolean(address, desc, proto, q, v, out), _native_call(types.boolean, False)
 
 
-def _call_with_tuple(restype, failed):
+def _call_with_tuple(restype, failed, checked: bool = False):
     """An intrinsic calling the compiled kernel at ``address`` -- numba's native entry of a
     kernel returning ``restype``, compiled for exactly the types of the tuple ``args``
     (:func:`native_address`) -- with the members of ``args``.  It returns what the kernel
     returned (``failed`` if it raised), or for a kernel returning nothing whether it
-    raised nothing.  A kernel called by name would be compiled again into its caller."""
+    raised nothing; ``checked``: ``(whether it raised nothing, what it returned)``, for a
+    ``restype`` with no value to stand for a failure (a tuple).  A kernel called by name
+    would be compiled again into its caller."""
     void = restype == types.none
 
     def typer(typingctx, address, args):
@@ -88,9 +90,12 @@ def _call_with_tuple(restype, failed):
             status, res = context.call_conv.call_function(builder, fn, restype, argtys, values)
             if void:
                 return status.is_ok
+            if checked:
+                return context.make_tuple(builder, signature.return_type, [status.is_ok, res])
             return builder.select(status.is_ok, res, context.get_constant(restype, failed))
 
-        return (types.boolean if void else restype)(address, args), codegen
+        returns = types.boolean if void else types.Tuple((types.boolean, restype)) if checked else restype
+        return returns(address, args), codegen
 
     return typer
 
@@ -99,6 +104,13 @@ def _call_with_tuple(restype, failed):
 call_void = intrinsic(_call_with_tuple(types.none, None))
 #: ``call_float(address, args) -> float``: a kernel that returns a float64 (NaN if it raised)
 call_float = intrinsic(_call_with_tuple(types.float64, float("nan")))
+#: ``call_checked_float(address, args) -> (ok, float)``: a kernel returning a float64, and
+#: whether it raised nothing (where its NaN is an answer, not a failure)
+call_checked_float = intrinsic(_call_with_tuple(types.float64, None, checked=True))
+#: ``call_checked_count(address, args) -> (ok, (int, float))``: index3's Newton iterations
+call_checked_count = intrinsic(_call_with_tuple(types.Tuple((types.int64, types.float64)), None, checked=True))
+#: ``call_checked_floats3(address, args) -> (ok, (float, float, float))``: index3's velocity projection
+call_checked_floats3 = intrinsic(_call_with_tuple(types.UniTuple(types.float64, 3), None, checked=True))
 
 
 #: what a table holds in place of a kernel's ``proto``: a numba type is passed as one opaque
@@ -163,6 +175,13 @@ def native_address(kernel, *args) -> int:
     """The address of ``kernel``'s machine code for the types of ``args`` (compiled if need
     be), for :func:`call_void`."""
     return compiled_address(kernel, args)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def copy1(dst, src):
+    """``dst[:] = src`` for two 1-D arrays of one length, element by element."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
