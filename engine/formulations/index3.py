@@ -52,6 +52,7 @@ from . import index3_kernels as K
 from . import index3_newton as N
 from . import tree
 from .index3_kernels import BodyState, JointRows, LeafWork, ModelArrays, NewtonSettings, ProjectionSettings
+from .index3_rows import Limits, row_kernels
 from .base import Evaluation, Formulation
 from .workspace import typeof_cached
 
@@ -582,9 +583,8 @@ class Index3Formulation(Formulation):
                 or cls.evaluate is not Index3Formulation.evaluate or cls.health is not Index3Formulation.health
                 or cls._watch is not Index3Formulation._watch or not hasattr(N.newton_iterations, "overloads")):
             return None
-        from .index3_rows import row_kernels
-
-        return row_kernels(self)
+        return row_kernels(self, Limits(self.tol, NEWTON_MORE_ACC, NEWTON_MORE_ROUNDS, NEWTON_STALL,
+                                        UNCONVERGED_VIOLATION, CONVERGED_STEPS, DIVERGED_VIOLATION))
 
     def stats(self) -> dict:
         """The run's statistics; the Newton and projection times are those of the steps made

@@ -91,7 +91,7 @@ def _views(y, nb, nr):
             y[3 * n7:3 * n7 + nr], y[3 * n7 + nr:])
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline='always')  # compiled once, into index3_operation
 def _step(dt, y, y_new, d):
     """One step of :meth:`.index3.Index3Formulation.step` from ``y`` into ``y_new`` on
     ``d`` (:class:`StepData`) -- the predictor and the Newton iterations on the positions
@@ -159,7 +159,7 @@ def _step(dt, y, y_new, d):
     return not viol > limits.diverged
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _evaluate(y, d, pred, anchor_pred, P, reactions):
     """What :meth:`.index3.Index3Formulation.evaluate` computes at ``y`` on ``d``
     (:class:`StepData`), into ``d.body``, ``P`` and ``reactions``; False where it would raise."""
@@ -215,12 +215,9 @@ def index3_check(desc, proto, y, out):
     return ok
 
 
-def row_kernels(form) -> RowKernels:
+def row_kernels(form, limits: Limits) -> RowKernels:
     """:class:`.base.RowKernels` of ``form`` (an :class:`.index3.Index3Formulation` on the
     tree solve): :func:`index3_operation` and :func:`index3_check` on its own arrays."""
-    from .index3 import (CONVERGED_STEPS, DIVERGED_VIOLATION, NEWTON_MORE_ACC, NEWTON_MORE_ROUNDS, NEWTON_STALL,
-                         UNCONVERGED_VIOLATION)
-
     m, lay, body, rows, leaf, work = form.model, form.lay, form.body, form.rows, form.leaf, form.tree_work
     ma, ix = form.model_arrays, lay.ix
     nb, nr = m.nb, form.nr
@@ -235,8 +232,6 @@ def row_kernels(form) -> RowKernels:
         native_address(K.body_kinematics, q, qd, qdd, body.x, body.R, body.V, body.A, body.E),
         native_address(K.joint_rows, ma.ca, ix.row_adr, body, rows),
         native_address(K.body_wrench_from_rows, ma.ca, ix.row_adr, body.x, P, rows.Gb, lam, reactions))
-    limits = Limits(form.tol, NEWTON_MORE_ACC, NEWTON_MORE_ROUNDS, NEWTON_STALL, UNCONVERGED_VIOLATION,
-                    CONVERGED_STEPS, DIVERGED_VIOLATION)
     clock, stats = np.zeros(5), np.zeros(len(STATS))
     data = StepData(calls, ns, ps, ma, ix, body, rows, leaf, work, form.springs, stats, limits)
     step = StateKernel(index3_operation, (clock, np.zeros_like(y), data, m.pred, m.anchor_pred, P, reactions))
