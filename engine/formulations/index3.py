@@ -226,6 +226,21 @@ class Index3Formulation(Formulation):
         self._warn_level = UNCONVERGED_VIOLATION  # the next warning comes above this residual
         self._converged_run = 0  # converged steps since the last unconverged one
 
+    @property
+    def tree_calls(self) -> N.TreeCalls:
+        """The tree solve's kernels by address for the step's kernels (:class:`.index3_newton.TreeCalls`),
+        made in this process at the first step."""
+        calls = self.__dict__.get("_tree_calls")
+        if calls is None:
+            calls = self.__dict__["_tree_calls"] = N.tree_calls(self.lay.ix, self.leaf, self.tree_work, self.nr)
+        return calls
+
+    def __getstate__(self) -> dict:
+        """Pickled or copied without :attr:`tree_calls`: addresses of this process's machine code."""
+        state = self.__dict__.copy()
+        state.pop("_tree_calls", None)
+        return state
+
     @classmethod
     def supports(cls, model: Model) -> tuple[bool, str]:
         return super().supports(model)  # refuses couplings (gears): they are not rows here
@@ -381,7 +396,7 @@ class Index3Formulation(Formulation):
         if self.linear == "tree":
             lay = self.lay
             newton_args = (self.newton_settings, dt, q, mu, lam, self.model_arrays, lay.ix, body, self.rows, leaf,
-                           self.tree_work)
+                           self.tree_work, self.tree_calls)
             n_it, dqn = self._newton_iterations(*newton_args)
             if n_it < 0:
                 raise np.linalg.LinAlgError(NOT_DEFINITE)
@@ -448,7 +463,7 @@ class Index3Formulation(Formulation):
         """Both projections over the tree, in place on qd and qdd, in two kernels
         (N.velocity_projection, N.acceleration_projection).  Returns (|phi| at q, the
         clock between the two)."""
-        args = (self.model_arrays, self.lay.ix, self.body, self.rows, self.leaf, self.tree_work)
+        args = (self.model_arrays, self.lay.ix, self.body, self.rows, self.leaf, self.tree_work, self.tree_calls)
         solve = self._velocity_projection(self.projection_settings, q, qd, *args)
         if solve[0] != solve[0]:  # eps = NaN
             raise np.linalg.LinAlgError(NOT_DEFINITE)
@@ -517,7 +532,7 @@ class Index3Formulation(Formulation):
         lay = self.lay
         lay.G[:] = self.rows.G7
         if self.linear == "tree":
-            tree.assemble_matrices7(lay.ix, lay.work, 0.0, 1.0, config.PIVOT_RTOL)
+            tree.assemble_matrices7(lay.ix, lay.work, 0.0, 1.0, config.PIVOT_RTOL, None)  # hy: as the step kernels pass it
 
     # ------------------------------------------------------------------ output
     def evaluate(self, t, y) -> Evaluation:

@@ -9,13 +9,16 @@ one numba call.  Coordinates, notation and the named tuples of arrays they take
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange
 
 from ..forces import applied_forces, joint_coordinates_from_poses
 from ..threads import PARALLEL_MIN_BODIES
 from . import tree
 from .index3_kernels import body_kinematics, body_mass_forces, geometric_stiffness, joint_rows, stiffness_rows
+from .rk4_kernel import call_void, native_address
 
 #: The exact projections move the Newton positions onto the constraints where the least
 #: mass-weighted correction onto them exceeds this (metres, Euler-parameter units;
@@ -395,22 +398,63 @@ def tree_solve(ix, leaf, work, g0, eps, sgn, tol, matrices):
     (docs/compile-time.md)."""
     leaf_biases(ix, leaf, work.bv)
     if matrices:
-        tree.assemble_matrices7(ix, work, eps, sgn, tol)
+        tree.assemble_matrices7(ix, work, eps, sgn, tol, None)  # hy: None, as by address (one compile)
     tree.assemble_biases7(ix, work, g0, sgn)
     tree.disassemble7(ix, work)
     leaf_results(ix, leaf, work.Fh)
 
 
+class TreeCalls(NamedTuple):
+    """The tree solve's kernels by the addresses of their machine code, for the fused
+    kernels of a step (:func:`tree_calls`): called by name, each would be linked into the
+    Newton iterations and both projections and optimised again there, about 20 s of
+    ``index3``'s compile (docs/compile-time.md).  Addresses hold in the process that made
+    them only: a formulation makes its own, and drops them when it is pickled."""
+
+    solve: int  # tree_solve
+    matrices: int  # tree.assemble_matrices7
+
+
+def tree_calls(ix, leaf, work, nr: int) -> TreeCalls:
+    """:class:`TreeCalls` for a formulation's layout ``ix``, leaves ``leaf`` and tree
+    work ``work`` with ``nr`` rows, compiled if need be (zeros where the kernels run as
+    Python)."""
+    if config.DISABLE_JIT:
+        return TreeCalls(0, 0)
+    g0 = np.zeros(nr)
+    return TreeCalls(native_address(tree_solve, ix, leaf, work, g0, 0.0, 0.0, 0.0, np.bool_(False)),
+                     native_address(tree.assemble_matrices7, ix, work, 0.0, 0.0, 0.0, None))
+
+
+if config.DISABLE_JIT:  # plain Python: the kernels by name
+    def _tree_solve(calls, ix, leaf, work, g0, eps, sgn, tol, matrices):
+        tree_solve(ix, leaf, work, g0, eps, sgn, tol, matrices)
+
+    def _assemble_matrices(calls, ix, work, eps, sgn, tol):
+        tree.assemble_matrices7(ix, work, eps, sgn, tol, None)
+else:
+    @njit(cache=True, nogil=True, _nrt=False, inline='always')
+    def _tree_solve(calls, ix, leaf, work, g0, eps, sgn, tol, matrices):
+        """:func:`tree_solve` at ``calls.solve`` (it raises nothing: no allocation, no check)."""
+        call_void(calls.solve, (ix, leaf, work, g0, eps, sgn, tol, matrices))
+
+    @njit(cache=True, nogil=True, _nrt=False, inline='always')
+    def _assemble_matrices(calls, ix, work, eps, sgn, tol):
+        """``tree.assemble_matrices7`` at ``calls.matrices``."""
+        call_void(calls.matrices, (ix, work, eps, sgn, tol, None))
+
+
 @njit(cache=True, nogil=True, _nrt=True)
-def newton_iterations(settings, dt, q, mu, lam, model, ix, body, rows, leaf, work):
+def newton_iterations(settings, dt, q, mu, lam, model, ix, body, rows, leaf, work, calls):
     """The Newton-Raphson loop of one step over the tree (eqs. 17-39; docs/index3.md,
     "Newton-Raphson on positions"): ``settings.iters`` iterations, or fewer once
     |dq| < ``settings.tol``; the matrix pass (leaf blocks ``delta_i = -dt^2/4 M_cc^-1``,
     eq. 26, then the merges, eqs. 35-39) every ``settings.hold`` iterations, with the force
     elements' rows (:func:`stiffness_rows`, after the joints'; their multipliers stay zero:
     the element forces are in ``Q``); each iteration solves eq. 22 with the updates of
-    eq. 21.  Updates q, lam, mu in place (``leaf.base`` must be zero).  Returns
-    (iterations, |dq|), iterations = -1 if a body's M_cc is not positive definite."""
+    eq. 21.  Updates q, lam, mu in place (``leaf.base`` must be zero); ``calls``: the tree
+    solve by address (:class:`TreeCalls`).  Returns (iterations, |dq|), iterations = -1 if a
+    body's M_cc is not positive definite."""
     alpha = settings.alpha
     c4 = 0.25 * dt * dt
     dqn = np.inf
@@ -432,7 +476,7 @@ def newton_iterations(settings, dt, q, mu, lam, model, ix, body, rows, leaf, wor
             if model.s_elem.shape[0]:
                 stiffness_rows(model, dt, alpha, body, G)
         newton_rhs(q, body.res, alpha, leaf.rhs)
-        tree_solve(ix, leaf, work, rows.phi, 1.0 / alpha, -1.0, settings.pivot_tol, refresh)
+        _tree_solve(calls, ix, leaf, work, rows.phi, 1.0 / alpha, -1.0, settings.pivot_tol, refresh)
         for k in range(lam.shape[0]):
             lam[k] += dlam[k]
         if s_row.shape[0]:  # the force elements' rows follow the joints'
@@ -448,7 +492,7 @@ def newton_iterations(settings, dt, q, mu, lam, model, ix, body, rows, leaf, wor
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work):
+def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work, calls):
     """The mass-orthogonal velocity projection of one step at the final ``q``, in place on
     ``qd`` (eqs. 40-54; docs/index3.md, "Mass-orthogonal projections"): leaf biases
     ``theta_i`` (eq. 45), rows ``g0 = 0``.
@@ -480,11 +524,11 @@ def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work):
                 if ok[i] == 0:
                     return np.nan, sgn, kp
             G[:] = rows.G7
-            tree.assemble_matrices7(ix, work, eps, sgn, pivot_tol)
+            _assemble_matrices(calls, ix, work, eps, sgn, pivot_tol)
             # the position projection: the least mass-weighted dq with G dq + phi = 0
             nu[:] = 0.0
             projection_rhs(pst, body.zero7, nu, kp, leaf.base, leaf.rhs)
-            tree_solve(ix, leaf, work, rows.phi, eps, sgn, pivot_tol, np.bool_(False))
+            _tree_solve(calls, ix, leaf, work, rows.phi, eps, sgn, pivot_tol, np.bool_(False))
             dq = 0.0  # max |dq|, without a temporary array each step
             for i in range(q.shape[0]):
                 for a in range(7):
@@ -496,16 +540,16 @@ def velocity_projection(settings, q, qd, model, ix, body, rows, leaf, work):
         eps, sgn, kp = 1.0 / settings.alpha, -1.0, settings.alpha
         if n_joint_rows < G.shape[1]:
             G[:, n_joint_rows:] = 0.0
-            tree.assemble_matrices7(ix, work, eps, sgn, pivot_tol)
+            _assemble_matrices(calls, ix, work, eps, sgn, pivot_tol)
     nu[:] = 0.0
     projection_rhs(pst, qd, nu, kp, leaf.base, leaf.rhs)
-    tree_solve(ix, leaf, work, rows.zero_rows, eps, sgn, pivot_tol, np.bool_(False))
+    _tree_solve(calls, ix, leaf, work, rows.zero_rows, eps, sgn, pivot_tol, np.bool_(False))
     qd[:] = leaf.out
     return eps, sgn, kp
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def acceleration_projection(settings, solve, q, qd, qdd, model, ix, body, rows, leaf, work):
+def acceleration_projection(settings, solve, q, qd, qdd, model, ix, body, rows, leaf, work, calls):
     """The mass-orthogonal acceleration projection (eqs. 55-69) after
     :func:`velocity_projection`, in place on ``qdd``, with its ``solve = (eps, sgn, kpsi)``:
     ``g`` at the projected velocities, the same matrices, leaf biases ``xi_i`` (eq. 60),
@@ -522,7 +566,7 @@ def acceleration_projection(settings, solve, q, qd, qdd, model, ix, body, rows, 
     for i in range(q.shape[0]):
         nu[i] = -(qd[i, 3] ** 2 + qd[i, 4] ** 2 + qd[i, 5] ** 2 + qd[i, 6] ** 2)
     projection_rhs(leaf.pst, qdd, nu, kp, base, leaf.rhs)
-    tree_solve(ix, leaf, work, rows.gq, eps, sgn, settings.pivot_tol, np.bool_(False))
+    _tree_solve(calls, ix, leaf, work, rows.gq, eps, sgn, settings.pivot_tol, np.bool_(False))
     qdd[:] = leaf.out
     base[:] = 0.0
     return np.sqrt(viol)

@@ -78,6 +78,7 @@ class StepData(NamedTuple):
     rows: tuple  # JointRows
     leaf: tuple  # LeafWork
     work: tuple  # the tree layout's TreeWork
+    tree: tuple  # index3_newton.TreeCalls: the tree solve by address
     springs: np.ndarray  # the joints with springs (their unwrapped angles, body.jq_ref, kept each step)
     stats: np.ndarray  # (len(STATS),) the statistics
     limits: Limits
@@ -109,7 +110,7 @@ def _step(dt, y, y_new, d):
     copy1(mu, mub)
     base = leaf.base
     base[:] = 0.0
-    args = (d.newton, dt, q, mu, lam, model, ix, body, rows, leaf, work)
+    args = (d.newton, dt, q, mu, lam, model, ix, body, rows, leaf, work, d.tree)
     ok, done = call_checked_count(calls.newton, args)
     if not ok or done[0] < 0:
         return False
@@ -135,11 +136,11 @@ def _step(dt, y, y_new, d):
     # the mass-orthogonal projections (eqs. 40-69)
     N.difference_rates(q, body.qd_hat, body.qdd_hat, dt, qd, qdd)
     ok, solve = call_checked_floats3(calls.velocities,
-                                     (d.projections, q, qd, model, ix, body, rows, leaf, work))
+                                     (d.projections, q, qd, model, ix, body, rows, leaf, work, d.tree))
     if not ok or solve[0] != solve[0]:
         return False
     ok, viol = call_checked_float(calls.accelerations,
-                                  (d.projections, solve, q, qd, qdd, model, ix, body, rows, leaf, work))
+                                  (d.projections, solve, q, qd, qdd, model, ix, body, rows, leaf, work, d.tree))
     if not ok:
         return False
     stats[STEPS] += 1.0
@@ -224,16 +225,16 @@ def row_kernels(form, limits: Limits) -> RowKernels:
     y = np.zeros(21 * nb + nr + nb)  # a state of the kernels' types (the views of _views)
     q, qd, qdd, lam, mu = form._split(y)
     P, reactions = np.zeros((m.nj, 3)), np.zeros((m.nj, 6))
-    ns, ps = form.newton_settings, form.projection_settings
+    ns, ps, tc = form.newton_settings, form.projection_settings, form.tree_calls
     calls = Calls(
-        native_address(N.newton_iterations, ns, 0.0, q, mu, lam, ma, ix, body, rows, leaf, work),
-        native_address(N.velocity_projection, ps, q, qd, ma, ix, body, rows, leaf, work),
-        native_address(N.acceleration_projection, ps, (0.0, 0.0, 0.0), q, qd, qdd, ma, ix, body, rows, leaf, work),
+        native_address(N.newton_iterations, ns, 0.0, q, mu, lam, ma, ix, body, rows, leaf, work, tc),
+        native_address(N.velocity_projection, ps, q, qd, ma, ix, body, rows, leaf, work, tc),
+        native_address(N.acceleration_projection, ps, (0.0, 0.0, 0.0), q, qd, qdd, ma, ix, body, rows, leaf, work, tc),
         native_address(K.body_kinematics, q, qd, qdd, body.x, body.R, body.V, body.A, body.E),
         native_address(K.joint_rows, ma.ca, ix.row_adr, body, rows),
         native_address(K.body_wrench_from_rows, ma.ca, ix.row_adr, body.x, P, rows.Gb, lam, reactions))
     clock, stats = np.zeros(5), np.zeros(len(STATS))
-    data = StepData(calls, ns, ps, ma, ix, body, rows, leaf, work, form.springs, stats, limits)
+    data = StepData(calls, ns, ps, ma, ix, body, rows, leaf, work, tc, form.springs, stats, limits)
     step = StateKernel(index3_operation, (clock, np.zeros_like(y), data, m.pred, m.anchor_pred, P, reactions))
     health = np.zeros(2)
     cond_args = (ix, lay.Kf, lay.Kr, form._closing)
