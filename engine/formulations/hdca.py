@@ -119,9 +119,7 @@ def _known_impulses(ix, nb, x, P, S, v_adr, nv_j, p, out):
             _known_impulse(i, ix, nb, x, P, S, v_adr, nv_j, p, out)
 
 
-# inlined: compiled once, into _evaluate (out of line, its module -- the tree passes linked in
-# -- was optimised on its own and then again inside _evaluate's)
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
+@njit(cache=True, nogil=True, _nrt=False)
 def _phase1(mk, ca, ix, tm, q, p, bw1, tw, phi, tol, hy):
     """Velocities ``v`` (``bw1.vdot``) and impulses ``lam`` (``tw.lam``) from (q, p*):
     eqs. (H1)-(H2), with phase 1's bodies' arrays ``bw1`` (:class:`HDCAWorkspace`)."""
