@@ -407,9 +407,9 @@ def tree_solve(ix, leaf, work, g0, eps, sgn, tol, matrices):
 class TreeCalls(NamedTuple):
     """The tree solve's kernels by the addresses of their machine code, for the fused
     kernels of a step (:func:`tree_calls`): called by name, each would be linked into the
-    Newton iterations and both projections and optimised again there, about 20 s of
-    ``index3``'s compile (docs/compile-time.md).  Addresses hold in the process that made
-    them only: a formulation makes its own, and drops them when it is pickled."""
+    Newton iterations and both projections and optimised again there (docs/compile-time.md).
+    Addresses hold in the process that made them only: a formulation makes its own, and
+    drops them when it is pickled."""
 
     solve: int  # tree_solve
     matrices: int  # tree.assemble_matrices7

@@ -773,3 +773,23 @@ def test_cli_warns_of_unconverged_steps(tmp_path):
     assert r.returncode == 3, r.stderr
     assert "the constraints are not converged" in r.stderr
     assert "simulation failed at t = " in r.stderr and "--penalty" in r.stderr
+
+
+def test_a_formulation_pickled_into_another_process_makes_its_own_tree_calls(tmp_path):
+    """The step's kernels call the tree solve by the address of its machine code
+    (index3_newton.TreeCalls), which holds in the process that made it only: a pickled
+    formulation leaves it behind, and steps as the original does in another process."""
+    import pickle
+
+    model = build_model(gen.ladder(2))
+    f = Simulation(model, Settings(formulation="index3")).formulation
+    y = f.initial_state()
+    y1 = f.step(0.0, y.copy(), 1e-3)
+    assert "_tree_calls" in vars(f)
+    (tmp_path / "f.pkl").write_bytes(pickle.dumps((f, y)))
+    code = ("import pickle, sys, numpy as np\n"
+            "f, y = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+            "assert '_tree_calls' not in vars(f)\n"
+            "np.save(sys.argv[2], f.step(0.0, y.copy(), 1e-3))\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "f.pkl"), str(tmp_path / "y1.npy")], check=True)
+    assert np.array_equal(np.load(tmp_path / "y1.npy"), y1)
