@@ -23,7 +23,7 @@ from .integrators import ODE_INTEGRATORS, STEPPER_INTEGRATORS, Refinement, StepC
 from .model import Model
 from .monitor import Monitor
 from .results import Recorder
-from .row_loop import RowBlock, row_loop
+from .row_loop import REPLACEABLE, RowBlock, enabled as compiled_rows, row_loop
 from .settings import Settings
 from .threads import plan as thread_plan
 
@@ -134,6 +134,9 @@ class Simulation:
                            and self.formulation.refines_with_step)
         #: the compiled row loop of the running run (None: the Python pipeline's rows)
         self._row_loop = None
+        #: the row loop :meth:`prepare` built and warmed, with what it was decided from
+        #: (:meth:`_row_loop_key`), for the run to take
+        self._warm_loop = None
         self._room = config.CHUNK_ROWS  # rows the pipeline takes before its next chunk (the row loop's blocks)
 
     @property
@@ -162,13 +165,14 @@ class Simulation:
             loop = self.row_loop()
             if loop is not None:
                 loop.warm(self._y0)
+            self._warm_loop = (loop, self._row_loop_key())
 
     def _steps(self, y0, rows: bool = True):
         """The integrator's generator (:mod:`engine.integrators`' protocol); ``rows``: with the
         compiled row loop's blocks where the run has one (:mod:`engine.row_loop`)."""
         s = self.settings
         form = self.formulation
-        self._row_loop = self.row_loop() if rows else None
+        self._row_loop = self._take_row_loop() if rows else None
         if self._row_loop is not None and (form.kind == "stepper" or s.integrator == "rk4"):
             yield from self._row_loop.steps(y0, self._cancel.is_set, lambda: self._room)
         elif form.kind == "stepper":
@@ -188,6 +192,28 @@ class Simulation:
             yield from scipy_ode(form, s.integrator, y0, s.dt, s.t_end, s.rtol, s.atol,
                                  self._cancel.is_set, config.STALL_STEPS if acts else None, rows=self._row_loop,
                                  room=lambda: self._room)
+
+    def _row_loop_key(self) -> tuple:
+        """What :func:`row_loop` decides from that may change after :meth:`prepare`: the
+        methods of :data:`~engine.row_loop.REPLACEABLE` on the formulation object and on its
+        class (replaced or patched in between), and ``LINKWORK_COMPILED_ROWS``."""
+        form, cls = self.formulation, type(self.formulation)
+        own = vars(form)
+        return ((compiled_rows(),) + tuple(own.get(name) for name in REPLACEABLE)
+                + tuple(getattr(cls, name, None) for name in REPLACEABLE))
+
+    def _take_row_loop(self):
+        """The row loop for the run starting now: the one :meth:`prepare` built, where
+        nothing it was decided from has changed since (built again, it would cost a small
+        mechanism's run a millisecond), else :meth:`row_loop`'s.  Taken once: a second run
+        of this object builds its own."""
+        warm, self._warm_loop = self._warm_loop, None
+        if warm is not None:
+            loop, key = warm
+            now = self._row_loop_key()
+            if all(a is b for a, b in zip(key, now)):
+                return loop
+        return self.row_loop()
 
     def row_loop(self):
         """The compiled row loop a run would make its rows with now (:mod:`engine.row_loop`),

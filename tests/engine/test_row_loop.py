@@ -181,6 +181,43 @@ def test_a_method_replaced_on_the_formulation_leaves_the_rows_to_python():
     assert len(calls) == 7  # prepare's evaluation at t = 0, then every row of 0, 0.01, ..., 0.05
 
 
+def test_a_run_takes_the_row_loop_prepare_built():
+    """:meth:`Simulation.prepare` builds and warms the row loop; the run that follows uses
+    that one rather than building it again, and a second run of the object builds its own."""
+    model = load_model(examples_dir() / "loop-4.mech.json")
+    sim = Simulation(model, Settings(formulation="hdca", t_end=0.05))
+    sim.prepare()
+    warm = sim._warm_loop[0]
+    assert warm is not None
+    first = sim.run_all()
+    assert sim._row_loop is warm
+    again = sim.run_all()
+    assert sim._row_loop is not None and sim._row_loop is not warm
+    assert np.array_equal(first[1], again[1])
+
+
+@pytest.mark.parametrize("where", ["object", "class"])
+def test_a_method_replaced_after_prepare_leaves_the_rows_to_python(where, monkeypatch):
+    """An ``evaluate`` replaced on the formulation object, or patched onto its class, after
+    :meth:`Simulation.prepare` built the row loop: the run does not take that loop, and
+    every row is the replacement's."""
+    from linkwork.engine.formulations.dca import DCAFormulation
+
+    model = load_model(examples_dir() / "spatial-double-pendulum.mech.json")
+    sim = Simulation(model, Settings(formulation="dca", t_end=0.05))
+    sim.prepare()
+    assert sim._warm_loop[0] is not None
+    calls = []
+    evaluate = DCAFormulation.evaluate
+    if where == "object":
+        sim.formulation.evaluate = lambda t, y: calls.append(t) or evaluate(sim.formulation, t, y)
+    else:
+        monkeypatch.setattr(DCAFormulation, "evaluate", lambda self, t, y: calls.append(t) or evaluate(self, t, y))
+    sim.run_all()
+    assert sim._row_loop is None
+    assert len(calls) == 6  # every row of 0, 0.01, ..., 0.05 (prepare's evaluation came before)
+
+
 def test_an_evaluation_patched_onto_the_class_leaves_the_rows_to_python(monkeypatch):
     """As the differential tests plant a wrong evaluation on DCAFormulation itself."""
     from linkwork.engine.formulations.dca import DCAFormulation
