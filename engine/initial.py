@@ -27,8 +27,14 @@ import scipy.linalg
 
 from .constraints import constraint_jacobian, coupling_twist_rows
 from .drivers import motion_values
+from .errors import SimulationError
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .model import CYLINDRICAL, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL, Model
+
+
+#: the drivers' velocity residual after the projection, relative to the velocities'
+#: scale, above which the start is refused (:func:`_drivers_met`; round-off leaves 1e-15)
+DRIVER_RATE_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,8 @@ def initial_state(model: Model) -> InitialState:
         if np.abs(gres).max(initial=0.0) > 1e-13 * scale:
             mu2, *_ = scipy.linalg.lstsq(GMi @ G.T, gres, cond=1e-12, lapack_driver="gelsy")
             Vp = Vp - GMi.T @ mu2
+        if model.nd:
+            _drivers_met(model, float(np.abs(G @ Vp - bvec[:ncon]).max(initial=0.0)), scale)
         Vp = Vp.reshape(nb, 6)
         rate_res = float(np.linalg.norm(A[ncon:] @ Vp.reshape(-1) - bvec[ncon:]))
 
@@ -204,6 +212,20 @@ def initial_state(model: Model) -> InitialState:
         correction_max=float(np.abs(dV).max(initial=0.0)), rate_residual=rate_res,
         rated_joints=tuple(model.spec.joints[model.joint_file_index[j]].name for j, _ in rated),
     )
+
+
+def _drivers_met(model: Model, residual: float, scale: float) -> None:
+    """Refuse a start whose drivers' rates the joints cannot follow: the joints' and
+    gears' velocity constraints are homogeneous (met by rest), so a residual left by the
+    exact projection is the drivers' -- a driver on a joint its loops lock, or drivers
+    that contradict each other.  Integrated from there, the loops would open at the
+    first step, far from the cause."""
+    if residual > DRIVER_RATE_RTOL * scale:
+        named = ", ".join(f"{name!r} on joint {model.joint_names[int(j)]!r}"
+                          for name, j in zip(model.d_names, model.d_joint))
+        raise SimulationError(0.0, f"the drivers' rates at t = 0 cannot be met with the joints closed "
+                                   f"(velocity residual {residual:.3g}; drivers: {named}): a driver on a joint "
+                                   f"its loops lock, or drivers that contradict each other")
 
 
 def _rate_rows(model: Model, j: int, x, R, P) -> np.ndarray:

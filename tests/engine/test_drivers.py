@@ -14,7 +14,7 @@ from scipy.interpolate import CubicSpline
 
 from linkwork.engine import generators as gen
 from linkwork.engine.drivers import motion_arrays, motion_values, natural_spline
-from linkwork.engine.errors import MechanismError, SettingsError
+from linkwork.engine.errors import MechanismError, SettingsError, SimulationError
 from linkwork.engine.formulations import REGISTRY
 from linkwork.engine.mechfile import (
     GROUND, BodySpec, DriverSpec, JointSpec, MechanismSpec, MotionSpec, ShapeSpec, loads, spec_from_dict, spec_to_dict,
@@ -381,3 +381,18 @@ def test_two_drivers_with_a_free_joint_between_agree_between_formulations():
         c = _run(spec, form, t_end=1.5, dt=0.05)
         for col in ("driver.a.effort", "driver.b.effort", "L2.x", "L3.y", "joint.J2.q"):
             assert np.abs(c[col] - ref[col]).max() < 1e-9, (form, col)
+
+
+@pytest.mark.parametrize("form", HONOURING)
+def test_drivers_whose_rates_the_loop_cannot_follow_are_refused_at_the_start(form):
+    """The driven slider-crank (one freedom) with a second motor on the wrist, at a rate
+    the crank's motor contradicts: no velocity closes the loop and meets both, and the
+    run stops at t = 0 naming the drivers -- not at the first step with an opened loop."""
+    d = json.loads(example_path("slider-crank-driven").read_text())
+    d["drivers"].append({"type": "driver", "name": "second", "joint": "wrist",
+                         "motion": {"kind": "constant-rate", "rate": 1.0}})
+    sim = Simulation(build_model(spec_from_dict(d)), Settings(formulation=form, t_end=0.1))
+    with pytest.raises(SimulationError, match=r"the drivers' rates at t = 0 cannot be met") as info:
+        sim.run_all()
+    assert info.value.t == 0.0
+    assert "'motor' on joint 'crank_pin'" in str(info.value) and "'second' on joint 'wrist'" in str(info.value)
