@@ -297,8 +297,10 @@ def rk4_rows(calls, ra, run, y, stages, rows):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def erk_rows(calls, ra, run, y, rows, solver):
-    """The output rows ``span[0] .. span[1] - 1`` of an ``rk45`` / ``dop853`` run of
-    ``dense`` (its operations kernel ``f``: ``calls.step``; the solver's arrays
+    """The output rows ``span[0] .. span[1] - 1`` of an ``rk45`` / ``dop853`` run of a
+    formulation that projects, through its operations kernel ``f`` (``calls.step``:
+    ``dense``'s, or a tree formulation's :func:`.formulations.tree_formulation.tree_operation`,
+    whose watch state is ``own[0]``; the solver's arrays
     ``solver``, :class:`StepArrays`), each interval as :func:`engine.integrators.scipy_ode`
     makes it for a formulation that projects:
 

@@ -29,8 +29,11 @@ Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulati
 * ``rk4`` (:class:`RowLoop`, :func:`~engine.row_kernels.rk4_rows`), and ``index3``'s steps
   in the same loop (its operations kernel, :mod:`.formulations.index3_rows`);
 * ``rk45`` and ``dop853`` where the steps are compiled
-  (:meth:`~engine.formulations.base.Formulation.rates_kernel`): ``dense`` on loops,
-  restarted and projected at each output instant (:class:`AdaptiveRowLoop`,
+  (:meth:`~engine.formulations.base.Formulation.rates_kernel`): ``dense`` on loops, and
+  ``dca`` and ``hdca`` on loops with the projection on (their kernels around
+  :func:`~engine.formulations.tree_formulation.tree_operation`:
+  :meth:`~engine.formulations.base.Formulation.adaptive_row_kernels`), restarted and
+  projected at each output instant (:class:`AdaptiveRowLoop`,
   :func:`~engine.row_kernels.erk_rows`), and a formulation that does not project -- a
   tree formulation's tree without drivers -- read at the output instants by the
   interpolant of its one continuous integration (:class:`DenseRowLoop`,
@@ -223,9 +226,12 @@ class RowLoop:
 
 
 class AdaptiveRowLoop(RowLoop):
-    """:func:`erk_rows` bound to one ``rk45`` / ``dop853`` run of ``dense`` (its row
-    kernels, and its right-hand side for the compiled steps: ``rates``, a
-    :class:`~.formulations.erk_kernel.Rates`).  :meth:`block` is what
+    """:func:`erk_rows` bound to one ``rk45`` / ``dop853`` run of a formulation that
+    projects: ``dense`` (its row kernels, whose step is its operations kernel) or a tree
+    formulation's loops (:meth:`~.formulations.base.Formulation.adaptive_row_kernels`:
+    its kernels around :func:`~.formulations.tree_formulation.tree_operation`); ``rates``
+    (a :class:`~.formulations.erk_kernel.Rates`) its right-hand side through that
+    operations kernel.  :meth:`block` is what
     :func:`engine.integrators.scipy_ode` asks for at each output instant it reaches."""
 
     def __init__(self, form, kernels, rates, recorder, monitor, settings, refinement):
@@ -408,8 +414,10 @@ def _replaced(form, name: str) -> bool:
 
 
 def _adaptive(form, recorder, monitor, settings, refinement) -> RowLoop | None:
-    """The ``rk45`` / ``dop853`` row loop where the steps are compiled: ``dense``'s on loops
-    (it projects; its operations kernel), or a formulation's that does not project, whose
+    """The ``rk45`` / ``dop853`` row loop where the steps are compiled: a projecting
+    formulation's that offers :meth:`~.formulations.base.Formulation.adaptive_row_kernels`
+    (``dca``, ``hdca`` on loops), ``dense``'s on loops (its operations kernel), or a
+    formulation's that does not project, whose
     rates are its row kernels' right-hand side (a tree formulation's tree, no drivers);
     every other case is Python's."""
     from .formulations import dense_solve as solve
@@ -418,6 +426,10 @@ def _adaptive(form, recorder, monitor, settings, refinement) -> RowLoop | None:
     rates = compiled_rates(form, settings.integrator)
     if rates is None:
         return None
+    if form.projects:
+        offer = form.adaptive_row_kernels()  # a tree formulation's loops: its kernels around an operations kernel
+        if offer is not None:
+            return AdaptiveRowLoop(form, *offer, recorder, monitor, settings, refinement)
     kernels = form.row_kernels()
     if kernels is None:
         return None

@@ -203,6 +203,9 @@ class RowKernels(NamedTuple):
     #: (1,) where a time-dependent ``step`` (a state kernel) reads its time: the row loop
     #: writes each stage's and each output instant's into it; None: ``step`` takes no time
     time: np.ndarray | None = None
+    #: kernels that ``step`` calls by their tables (addresses of their workspaces' arrays),
+    #: held here while the row loop runs: a table does not keep the arrays it points to
+    keep: tuple = ()
 
 
 @dataclass
@@ -388,6 +391,17 @@ class Formulation(ABC):
         """What the compiled row loop (:mod:`engine.row_loop`) needs to make this
         formulation's ``rk4`` rows without Python (:class:`RowKernels`), or None (the
         default) where the Python pipeline makes them."""
+        return None
+
+    def adaptive_row_kernels(self):
+        """For a formulation that projects (:attr:`projects`) other than ``dense`` (whose
+        :meth:`row_kernels` are already an operations kernel): ``(kernels, rates)``, its
+        row kernels around an operations kernel that does what
+        :func:`engine.integrators.scipy_ode` does between the steps -- the watch before
+        each, the post-step and the evaluation at each output instant -- and the
+        :class:`.erk_kernel.Rates` of its right-hand side through that kernel, with which
+        the compiled ``rk45`` / ``dop853`` rows (:class:`engine.row_loop.AdaptiveRowLoop`)
+        run; or None (the default), where those rows are Python's."""
         return None
 
     def rates_kernel(self):

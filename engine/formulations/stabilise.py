@@ -131,7 +131,9 @@ def projector_residual(proj, proj_desc, clock, t, op, q, v, phi, K, nu, tol, tic
     """``dense``'s projector's CLOSURE (operation ``op``) of ``(q, v)`` at ``t``: the
     largest of its rows' position residuals ``phi`` and velocity residuals ``K v - nu``.
     NaN, with ``tick[TICK_FAILED]``, where it failed or the residual is too close to
-    ``tol`` for a sum in another order (numpy's, in Python) to be sure of the same decision."""
+    ``tol`` for a sum in another order (numpy's ``K @ v``, in Python) to be sure of the
+    same decision: closer than the bound on the rounding of any row's sum, ``(n + 1) eps``
+    times its terms' magnitudes (and than ``1e-6 tol``)."""
     clock[0] = t
     clock[3] = op
     if call_by_table(proj, proj_desc, q, v) != 0.0:
@@ -140,12 +142,17 @@ def projector_residual(proj, proj_desc, clock, t, op, q, v, phi, K, nu, tol, tic
     worst = 0.0
     for r in range(phi.shape[0]):
         worst = max(worst, abs(phi[r]))
+    slack = 1e-6 * tol
+    n = K.shape[1]
     for r in range(K.shape[0]):
         s = 0.0
-        for c in range(K.shape[1]):
+        size = abs(nu[r])
+        for c in range(n):
             s += K[r, c] * v[c]
+            size += abs(K[r, c] * v[c])
         worst = max(worst, abs(s - nu[r]))
-    if not np.isfinite(worst) or abs(worst - tol) <= 1e-6 * tol:
+        slack = max(slack, (n + 1) * 2.220446049250313e-16 * size)
+    if not np.isfinite(worst) or abs(worst - tol) <= slack:
         tick[TICK_FAILED] = 1.0
         return np.nan
     return worst

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .. import config
 from ..assembly import cheaper_tree
 from ..constraints import con_arrays
 from ..errors import SingularSystemError
@@ -15,7 +16,7 @@ from ..forces import force_arrays, spring_joints
 from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
-from . import tree
+from . import dense_solve, tree
 from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, Formulation, StateKernel
 from .rk4_kernel import (
     RK4Interval, call_by_table, call_by_table_bool, call_float, call_void, native_address, normalize_state,
@@ -58,13 +59,20 @@ def unit_rows_first(model: Model) -> np.ndarray:
     return np.isin(model.jtype[:model.nb], UNIT_FIRST)
 
 
+#: the tree post-steps' clock slot beyond :mod:`.base`'s TICK_* slots: 1.0 where a post-step
+#: ends with the singularity watch (the rk4 rows: after each step), 0.0 where the watch
+#: comes before each step instead (the adaptive rows: :func:`tree_operation`)
+TICK_WATCH = 6
+TICK_SLOTS = 7
+
+
 class RowWatch(NamedTuple):
     """:meth:`TreeFormulation._row_watch`: the watch's tables for the compiled row loop."""
 
     watching: bool  # there are loops to watch
     conditioning: tuple  # (address, arguments) of loop_conditioning on the layout's factors
-    watch: np.ndarray  # (5,) the WATCH_* slots
-    tick: np.ndarray  # (6,) the post-step's clock, the TICK_* slots (.base)
+    watch: np.ndarray  # (WATCH_SLOTS,) the WATCH_* slots
+    tick: np.ndarray  # (TICK_SLOTS,) the post-step's clock, the TICK_* slots (.base, TICK_WATCH)
     before: object  # () -> None: the formulation's watch state into ``watch``
     after: object  # () -> None: and back
 
@@ -209,11 +217,9 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
         """What the row loop's post-steps (:func:`tree_post`, :func:`momentum_post`) and
         checks take of the singularity watch and the projection counters: the watch's
         state crosses in ``watch`` (``before`` puts it there, ``after`` takes it back)."""
-        lay = self.lay
-        watching = self._closing.shape[0] > 0
-        args = (lay.ix, lay.Kf, lay.Kr, self._closing)  # loop_conditioning's, by address where there are loops
-        conditioning = (native_address(loop_conditioning, *args) if watching else 0, args)
-        watch, tick = np.zeros(5), np.zeros(6)
+        watching, conditioning = self._conditioning_call()
+        watch, tick = np.zeros(WATCH_SLOTS), np.zeros(TICK_SLOTS)
+        tick[TICK_WATCH] = 1.0
 
         def before():
             watch[WATCH_COND0] = np.nan if self._cond0 is None else self._cond0
@@ -226,6 +232,36 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
             self.projections, self.impulse_resets = int(watch[WATCH_PROJECTIONS]), int(watch[WATCH_RESETS])
 
         return RowWatch(watching, conditioning, watch, tick, before, after)
+
+    def _conditioning_call(self) -> tuple[bool, tuple]:
+        """Whether there are loops to watch, and ``loop_conditioning`` on the layout's
+        factors as the row loop's kernels call it: (address, its arguments)."""
+        lay = self.lay
+        watching = self._closing.shape[0] > 0
+        args = (lay.ix, lay.Kf, lay.Kr, self._closing)  # loop_conditioning's, by address where there are loops
+        return watching, (native_address(loop_conditioning, *args) if watching else 0, args)
+
+    def adaptive_row_kernels(self):
+        """:meth:`.base.Formulation.adaptive_row_kernels` on loops with the projection on:
+        :func:`tree_operation` around this formulation's own row kernels (its right-hand
+        side, post-step and check, :meth:`row_kernels`), where the compiled steps take
+        its rates (:meth:`rates_kernel`)."""
+        from .erk_kernel import OPERATION, Rates
+
+        if not (self.model.ncut and self._project) or self.rates_kernel() is None:
+            return None
+        k = self.row_kernels()
+        if (k is None or k.post is None or k.split or k.entry_clock is not None or k.efforts is not None
+                or k.time is not None or k.tick is None or not k.own):
+            return None
+        watching, conditioning = self._conditioning_call()
+        clock = np.zeros(4)
+        op = StateKernel(tree_operation, (
+            clock, (k.step.native(), k.step.desc), (k.post.native(), k.post.desc), k.tick, watching, conditioning,
+            k.own[0], float(config.SINGULAR_WINDOW), float(config.CROSSING_TIME), np.empty(0)))
+        kernels = k._replace(step=op, post=None, entry_clock=clock, ops=(dense_solve.RHS, dense_solve.EVALUATE),
+                             reuse=False, keep=(k.step, k.post))
+        return kernels, Rates(op, OPERATION, self, clock, dense_solve.RHS)
 
     def _projector_table(self) -> tuple:
         """``dense``'s projector as :func:`tree_post` calls it: (address, table, clock, Phi, K,
@@ -282,8 +318,14 @@ def tree_check(desc, proto, y, out):
 
 #: :func:`tree_post`'s ``watch`` slots: the singularity watch's first conditioning (NaN: none
 #: yet), whether it is in the singular window, the last time it was, the projections made,
-#: the impulse resets made (:func:`momentum_post`)
-WATCH_COND0, WATCH_IN_WINDOW, WATCH_T, WATCH_PROJECTIONS, WATCH_RESETS = range(5)
+#: the impulse resets made (:func:`momentum_post`); and ``dense``'s slot NEAR, which
+#: ``row_kernels.erk_rows`` reads after each watch and a tree formulation leaves 0 (it
+#: bounds no step)
+WATCH_COND0, WATCH_IN_WINDOW, WATCH_T, WATCH_PROJECTIONS, WATCH_RESETS, WATCH_NEAR = range(6)
+WATCH_SLOTS = 6
+assert WATCH_NEAR == dense_solve.NEAR
+#: the operations :func:`tree_operation` does, by ``dense``'s codes (``row_kernels.erk_rows`` asks for them)
+_RHS, _WATCH, _POST_STEP = dense_solve.RHS, dense_solve.WATCH, dense_solve.POST_STEP
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
@@ -350,7 +392,7 @@ def tree_post(desc, proto, y, out):
         if worst > tol and not projector_project(proj, proj_desc, proj_clock, t, iterations, ops, q, v, tick, watch,
                                                  WATCH_PROJECTIONS):
             return False
-    return _watch_step(watching, conditioning, watch, tick, t, window, crossing)
+    return tick[TICK_WATCH] == 0.0 or _watch_step(watching, conditioning, watch, tick, t, window, crossing)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -407,5 +449,41 @@ def momentum_post(desc, proto, y, out):
             p[i] = pm[i]
         watch[WATCH_RESETS] += 1.0
         tick[TICK_FRESH] = 0.0
-    return _watch_step(watching, conditioning, watch, tick, t, window, crossing)
+    return tick[TICK_WATCH] == 0.0 or _watch_step(watching, conditioning, watch, tick, t, window, crossing)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def tree_operation(desc, proto, a, b):
+    """A tree formulation's loops in the compiled ``rk45`` / ``dop853`` rows
+    (:func:`engine.row_kernels.erk_rows`, which calls ``dense``'s operations kernel the
+    same way): the operation ``clock[3]`` (``dense``'s codes) at time ``clock[0]`` on the
+    state ``a``, as :func:`engine.integrators.scipy_ode` does it in Python:
+
+    - RHS: the right-hand side into ``b`` (``rates``: the formulation's state kernel,
+      address and table), as :meth:`TreeFormulation.rhs`;
+    - WATCH: the singularity watch on the latest evaluation's factors (:func:`_watch_step`),
+      as :meth:`.tree.SingularityWatch.step_bound` before every step;
+    - POST_STEP: the post-step at the output instant, in place (``post``: :func:`tree_post`
+      or :func:`momentum_post`, without its rates and, ``tick[TICK_WATCH]`` 0, without
+      the watch after it: the next step's comes before it), as :meth:`TreeFormulation.post_step`;
+    - EVALUATE: the state kernel without rates (the row's check kernel does the rest of
+      :meth:`evaluate`, as in the rk4 rows).
+
+    Returns 0.0 where done, 1.0 where Python would raise or record a warning: the row loop
+    then leaves the interval to Python."""
+    clock, rates, post, tick, watching, conditioning, watch, window, crossing, no_rates = unpack(desc, proto)
+    op = np.int64(clock[3])
+    t = clock[0]
+    if op == _RHS:
+        return 0.0 if call_by_table_bool(rates[0], rates[1], a, b) else 1.0
+    if op == _WATCH:
+        tick[TICK_FAILED] = 0.0
+        return 0.0 if _watch_step(watching, conditioning, watch, tick, t, window, crossing) else 1.0
+    if op == _POST_STEP:
+        tick[TICK_T0], tick[TICK_T1], tick[TICK_N], tick[TICK_I] = t, t, 1.0, 0.0
+        tick[TICK_FAILED], tick[TICK_FRESH], tick[TICK_WATCH] = 0.0, 0.0, 0.0
+        done = call_by_table_bool(post[0], post[1], a, no_rates)
+        return 0.0 if done and tick[TICK_FAILED] == 0.0 else 1.0
+    call_by_table_bool(rates[0], rates[1], a, no_rates)
+    return 0.0
 

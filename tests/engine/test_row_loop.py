@@ -144,13 +144,20 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """Adaptive integrators but rk45 and dop853 where their steps are compiled (dense on
-    loops, dca and hdca on trees), scipy's others; every formulation's rk4 rows on loops,
-    gears and drivers are its own."""
+    """Adaptive integrators but rk45 and dop853 where their steps are compiled (dense, dca
+    and hdca on loops with the projection on, dca and hdca on trees), scipy's others;
+    every formulation's rk4 rows on loops, gears and drivers are its own."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     for form in ("dense", "dca", "hdca", "rcr", "embedding"):
         assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is not None
-    assert Simulation(model, Settings(formulation="dca", integrator="rk45", t_end=0.1)).row_loop() is None
+    for form in ("dense", "dca", "hdca"):
+        loop = Simulation(model, Settings(formulation=form, integrator="rk45", t_end=0.1)).row_loop()
+        assert type(loop).__name__ == "AdaptiveRowLoop"
+    for form in ("dca", "hdca"):  # the projection off: no restart at each output instant, no compiled rows
+        assert Simulation(model, Settings(formulation=form, integrator="rk45", projection=False,
+                                          t_end=0.1)).row_loop() is None
+    for form in ("rcr", "embedding"):
+        assert Simulation(model, Settings(formulation=form, integrator="rk45", t_end=0.1)).row_loop() is None
     chain = load_model(examples_dir() / "chain-8-revolute.mech.json")
     assert Simulation(chain, Settings(formulation="dense", integrator="rk45", t_end=0.1)).row_loop() is None
     for form in ("dca", "hdca"):
@@ -163,6 +170,7 @@ def test_what_the_row_loop_leaves_to_python():
     assert Simulation(model, Settings(formulation="dca", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="rcr", t_end=0.1)).row_loop() is not None
+    assert Simulation(model, Settings(formulation="dca", integrator="rk45", t_end=0.1)).row_loop() is None
     model = load_model(examples_dir() / "geared-arm.mech.json")
     assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
 
@@ -249,6 +257,107 @@ def test_dense_adaptive_rows_are_the_pipelines_bit_for_bit(integrator, name, mon
                                               t_end=2.0)
     rows, error, stats, _ = _same(model, s, monkeypatch)
     assert error is None and rows.shape[0] == 201
+
+
+TREE_ADAPTIVE = [n for n in ADAPTIVE if n != "fourbar-geared"] + ["loop-4"]
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+@pytest.mark.parametrize("name", TREE_ADAPTIVE)
+@pytest.mark.parametrize("form", ["dca", "hdca"])
+def test_tree_adaptive_rows_on_loops_are_the_pipelines_bit_for_bit(form, integrator, name, monkeypatch):
+    """dca's and hdca's rk45 and dop853 rows on loops (:func:`.tree_formulation.tree_operation`
+    in :class:`engine.row_loop.AdaptiveRowLoop`): the watch before each step, the
+    projection (hdca: and the impulse reset) at each output instant, the evaluation, row
+    and monitor verdict in compiled code -- the same rows, warnings and counts as Python's
+    compiled steps make.  The parallelogram's folds are new crossings, whose warnings
+    Python records; on the crank-rocker with dop853 a velocity residual lands within the
+    rounding of its sum of the projection's tolerance, and Python decides that interval."""
+    model = load_model(examples_dir() / f"{name}.mech.json")
+    s = file_defaults(model, form).replace(formulation=form, integrator=integrator, rtol=1e-8, atol=1e-8, t_end=2.0)
+    rows, error, stats, _ = _same(model, s, monkeypatch)
+    assert error is None and rows.shape[0] == 201
+
+
+def test_the_adaptive_post_step_leaves_the_watch_to_the_next_step():
+    """The rk4 rows' post-step ends with the singularity watch (Python watches after each
+    rk4 step); the adaptive rows' does not (Python's adaptive steps watch before each
+    step, the next interval's first included): called on a state, the operation
+    POST_STEP leaves the watch's state as it was, while the rk4 post-step takes its first
+    conditioning."""
+    from linkwork.engine.formulations import dense_solve
+    from linkwork.engine.formulations.base import TICK_I, TICK_N, TICK_T0, TICK_T1
+    from linkwork.engine.formulations.tree_formulation import WATCH_COND0
+
+    model = load_model(examples_dir() / "loop-4.mech.json")
+    for form_name in ("dca", "hdca"):
+        sim = Simulation(model, Settings(formulation=form_name, integrator="rk45", t_end=0.1))
+        form = sim.formulation
+        y = form.initial_state()
+        form.rhs(0.0, y)
+        kernels, rates = form.adaptive_row_kernels()
+        watch = kernels.own[0]
+        watch[:] = 0.0
+        watch[WATCH_COND0] = np.nan
+        kernels.entry_clock[0], kernels.entry_clock[3] = 0.0, dense_solve.POST_STEP
+        assert kernels.step(y.copy(), np.empty(0)) == 0.0
+        assert np.isnan(watch[WATCH_COND0])
+        rk4 = form.row_kernels()
+        rk4.own[0][:] = 0.0
+        rk4.own[0][WATCH_COND0] = np.nan
+        rk4.tick[TICK_T0], rk4.tick[TICK_T1], rk4.tick[TICK_N], rk4.tick[TICK_I] = 0.0, 0.01, 1.0, 0.0
+        assert rk4.post(y.copy(), np.empty(0))
+        assert rk4.own[0][WATCH_COND0] > 0.0
+
+
+def test_the_adaptive_rows_hold_the_kernels_their_tables_point_into(monkeypatch):
+    """hdca's post-step is called by its table, which holds the addresses of its arrays
+    (its zero velocities, the momenta it writes), not the arrays: the row kernels keep
+    the post-step's kernel, and with it those arrays, while the loop runs -- dropped,
+    the post-step would write into freed memory (a crash, or another array's values)."""
+    import gc
+    import weakref
+
+    from linkwork.engine.formulations import base
+    from linkwork.engine.formulations.tree_formulation import momentum_post
+
+    made = []
+    init = base.StateKernel.__init__
+
+    def recording(self, kernel, workspace):
+        init(self, kernel, workspace)
+        if kernel is momentum_post:
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(base.StateKernel, "__init__", recording)
+    model = load_model(examples_dir() / "loop-4.mech.json")
+    s = file_defaults(model, "hdca").replace(formulation="hdca", integrator="rk45", rtol=1e-8, atol=1e-8, t_end=0.5)
+    slow = _run(model, s, monkeypatch, compiled=False)
+    monkeypatch.setenv("LINKWORK_COMPILED_ROWS", "1")
+    made.clear()
+    sim = Simulation(model, s)
+    sim.prepare()
+    gc.collect()
+    assert type(sim._warm_loop[0]).__name__ == "AdaptiveRowLoop"
+    assert len(made) == 1 and made[0]() is not None
+    assert np.array_equal(np.vstack([c.rows for c in sim.run()]), slow[0])
+    assert sim.formulation.nfev == slow[3]  # every interval in compiled code, none handed back
+
+
+def test_a_projection_decided_within_rounding_is_left_to_python(monkeypatch):
+    """dca's crank-rocker at dop853: at t = 0.36 s the largest velocity residual is
+    9.9999e-14 by numpy's ``K @ v`` and 1.0036e-13 by a loop's sum, either side of the
+    projection's tolerance 1e-13.  The compiled post-step does not decide that: the
+    residual is within the bound on the rounding of the sum, so Python makes that
+    interval (more right-hand sides than Python alone: it is integrated twice) and the
+    rows stay Python's -- with a margin of 1e-6 of the tolerance, as before, the two
+    paths projected at different instants."""
+    model = load_model(examples_dir() / "fourbar-crank-rocker.mech.json")
+    s = file_defaults(model, "dca").replace(formulation="dca", integrator="dop853", rtol=1e-8, atol=1e-8, t_end=0.5)
+    fast = _run(model, s, monkeypatch, compiled=True)
+    slow = _run(model, s, monkeypatch, compiled=False)
+    assert np.array_equal(fast[0], slow[0]) and fast[2] == slow[2]
+    assert fast[3] > slow[3] and fast[2]["projections"] > 0
 
 
 def test_the_adaptive_row_loop_hands_intervals_back_and_keeps_the_stall_guard(monkeypatch):
