@@ -266,7 +266,8 @@ class DenseFormulation(Formulation):
         if not self.ncr:
             return 0.0, 0.0
         self._closure_rows(q, v, t)
-        return float(np.abs(self.phi).max()), float(np.abs(self.K @ v - self.work.nu).max())
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        return float(np.abs(self.phi).max()), float(linalg.velocity_residual(self.K, v, self.work.nu))
 
     def _cut_phi_K(self, q, v, t=0.0):
         """Kinematics, Phi, K and M at (q, v) and time ``t`` (for the projections)."""

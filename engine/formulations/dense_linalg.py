@@ -257,6 +257,22 @@ def filtered_solve(sv, b, x, transposed):
             x[r] += Q[r, i] * c
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def velocity_residual(K, v, nu):
+    """``max_r |K_r v - nu_r|``, each row's sum from its first column on: what decides
+    whether a state's velocities are projected, the same number in Python
+    (:meth:`.dense.DenseFormulation.closure_residuals`) and in the compiled post-steps
+    (:func:`.stabilise.projector_residual`) -- numpy's ``K @ v`` sums in another order,
+    and a residual within that rounding of the tolerance would be decided two ways."""
+    worst = 0.0
+    for r in range(K.shape[0]):
+        s = 0.0
+        for c in range(K.shape[1]):
+            s += K[r, c] * v[c]
+        worst = max(worst, abs(s - nu[r]))
+    return worst
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def singular_values(A):
     """The singular values of ``A``, largest first."""

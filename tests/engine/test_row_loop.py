@@ -344,20 +344,38 @@ def test_the_adaptive_rows_hold_the_kernels_their_tables_point_into(monkeypatch)
     assert sim.formulation.nfev == slow[3]  # every interval in compiled code, none handed back
 
 
-def test_a_projection_decided_within_rounding_is_left_to_python(monkeypatch):
+def test_a_projection_is_decided_on_the_same_sum_by_both_paths(monkeypatch):
     """dca's crank-rocker at dop853: at t = 0.36 s the largest velocity residual is
-    9.9999e-14 by numpy's ``K @ v`` and 1.0036e-13 by a loop's sum, either side of the
-    projection's tolerance 1e-13.  The compiled post-step does not decide that: the
-    residual is within the bound on the rounding of the sum, so Python makes that
-    interval (more right-hand sides than Python alone: it is integrated twice) and the
-    rows stay Python's -- with a margin of 1e-6 of the tolerance, as before, the two
-    paths projected at different instants."""
+    9.9999e-14 by numpy's ``K @ v`` and 1.0036e-13 by a sum from the first column on,
+    either side of the projection's tolerance 1e-13.  Python's decision and the compiled
+    post-step's take the same sum (``dense_linalg.velocity_residual``): the same
+    projections, the same rows, every interval in compiled code (the same right-hand
+    sides)."""
+    from linkwork.engine.formulations.dca import DCAFormulation
+    from linkwork.engine.formulations.dense_linalg import velocity_residual
+
     model = load_model(examples_dir() / "fourbar-crank-rocker.mech.json")
     s = file_defaults(model, "dca").replace(formulation="dca", integrator="dop853", rtol=1e-8, atol=1e-8, t_end=0.5)
+    seen = []
+    from linkwork.engine.formulations.stabilise import LoopProjection
+
+    project = LoopProjection._project_velocity_state
+
+    def recording(self, t, y):
+        if abs(t - 0.36) < 1e-9:
+            q, v = y[:self.model.nq], y[self.model.nq:].copy()
+            proj = self.projector
+            proj.closure_residuals(q, v, t)
+            seen.append((float(np.abs(proj.K @ v - proj.work.nu).max()), velocity_residual(proj.K, v, proj.work.nu)))
+        return project(self, t, y)
+
     fast = _run(model, s, monkeypatch, compiled=True)
+    monkeypatch.setattr(LoopProjection, "_project_velocity_state", recording)
+    monkeypatch.setattr(DCAFormulation, "_stabilise", recording)
     slow = _run(model, s, monkeypatch, compiled=False)
-    assert np.array_equal(fast[0], slow[0]) and fast[2] == slow[2]
-    assert fast[3] > slow[3] and fast[2]["projections"] > 0
+    assert seen and seen[0][0] < config.PROJECTION_TOL < seen[0][1]
+    assert np.array_equal(fast[0], slow[0]) and fast[2] == slow[2] and fast[3] == slow[3]
+    assert fast[2]["projections"] > 0
 
 
 def test_the_adaptive_row_loop_hands_intervals_back_and_keeps_the_stall_guard(monkeypatch):
