@@ -139,13 +139,17 @@ def examples() -> list[Path]:
 #: the formulation whose warm-up also compiles the adaptive integrators' steps
 #: (:mod:`.formulations.erk_kernel`: compiled once for every formulation, so once is enough)
 ADAPTIVE_WARMER = "dca"
+#: the formulations whose warm-up also runs the first mechanism with loops under ``rk45``:
+#: their adaptive rows on loops are compiled per formulation (:class:`.row_loop.AdaptiveRowLoop`)
+ADAPTIVE_LOOPS = ("dense", "dca", "hdca")
 
 
 def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> tuple[int, list[str]]:
     """Run formulation ``name`` for two output steps on each mechanism file, at the
     file's own default settings and, with ``variants``, at the formulation's
     ``warm_variants`` of them (dca: two threads on a long chain); :data:`ADAPTIVE_WARMER`
-    also runs its first file with ``rk45``.  Returns how many ran
+    also runs its first file with ``rk45``, and each of :data:`ADAPTIVE_LOOPS` its first
+    file with loops.  Returns how many ran
     and the errors of those that could not: files the formulation refuses are skipped quietly, a run that fails
     numerically has compiled its kernels all the same, anything else is reported
     (the warm-up never stops a set-up; the kernels then compile at first use)."""
@@ -155,6 +159,7 @@ def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> 
     from .simulation import Simulation, file_defaults
 
     done, errors = 0, []
+    loops_warm = name not in ADAPTIVE_LOOPS
     for k, path in enumerate(files):
         try:
             model = load_model(path)
@@ -163,6 +168,9 @@ def warm(name: str, files: list[Path], on_file=None, variants: bool = False) -> 
             runs = [s, *(REGISTRY[name].warm_variants(model, s) if variants else [])]
             if name == ADAPTIVE_WARMER and k == 0:
                 runs.append(s.replace(integrator="rk45"))  # the compiled adaptive steps, shared by all
+            if not loops_warm and model.ncut and not model.nd and REGISTRY[name].supports(model)[0]:
+                runs.append(s.replace(integrator="rk45"))  # the adaptive rows on loops
+                loops_warm = True
             for settings in runs:
                 for _chunk in Simulation(model, settings).run():
                     pass

@@ -38,7 +38,8 @@ print(len(compiles), sorted(done), failed)
 _RUN = _COUNT + '''
 from linkwork.engine.model import load_model
 from linkwork.engine.simulation import Settings, Simulation
-Simulation(load_model(sys.argv[1]), Settings(formulation="dense", t_end=0.1)).run_all()
+integrator = sys.argv[2] if len(sys.argv) > 2 else None
+Simulation(load_model(sys.argv[1]), Settings(formulation="dense", integrator=integrator, t_end=0.1)).run_all()
 print(len(compiles), sorted(set(compiles)))
 '''
 
@@ -59,8 +60,11 @@ def test_compile_fills_the_cache_so_the_next_process_compiles_nothing(tmp_path):
     assert int(n_warm) > 10  # a cold cache: the warm-up compiled dense's kernels
     assert done == "['dense']" and failed == "[]"
     assert json.loads((cache / warmup.RECORD).read_text())["formulations"]["dense"]["examples"] == 1
-    # a later process (the application's first Run) loads everything: no compile at all
+    # a later process (the application's first Run) loads everything: no compile at all,
+    # rk45's compiled rows on the loop included
     n_run, names = _py(_RUN, cache, FOURBAR).split(" ", 1)
+    assert int(n_run) == 0, names
+    n_run, names = _py(_RUN, cache, FOURBAR, "rk45").split(" ", 1)
     assert int(n_run) == 0, names
 
 
