@@ -61,8 +61,8 @@ def default_formulation(model: "Model") -> str:
     ``dense`` -- it projects onto the constraints and crosses singular configurations --
     until ``hdca`` (velocity-level closure with the positions projected after each step,
     O(n), crosses them too) is estimated to take at most :data:`HDCA_LEAD` of its time
-    (:func:`default_costs`: from three cells of a spatial ladder, or a single loop of
-    about 60 bodies).  A formulation that refuses the model (e.g. one that cannot honour
+    (:func:`default_costs`: from four cells of a ladder, or a single loop of about 52
+    bodies).  A formulation that refuses the model (e.g. one that cannot honour
     its gear couplings) gives way to ``dense``, which honours them at any size.
     """
     if model.ncut == 0:
