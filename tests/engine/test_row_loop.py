@@ -401,9 +401,24 @@ def _collapse_alike(model, settings, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_random_loops_give_the_same_adaptive_rows(seed, monkeypatch):
+@pytest.mark.parametrize("form", ["dense", "dca", "hdca"])
+def test_random_loops_give_the_same_adaptive_rows(form, seed, monkeypatch):
+    """Spatial loops closed by spherical, universal and revolute joints, springs, dampers
+    and torques: dense's, dca's and hdca's compiled dop853 rows are Python's."""
     model = build_model(gen.random_mechanism(500 + seed, 5, loops=2))
-    _same(model, Settings(formulation="dense", integrator="dop853", rtol=1e-9, atol=1e-9, t_end=1.0, dt=0.01),
+    _same(model, Settings(formulation=form, integrator="dop853", rtol=1e-9, atol=1e-9, t_end=1.0, dt=0.01),
+          monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("form", ["dca", "hdca"])
+def test_loops_closed_by_sliding_joints_give_the_same_adaptive_rows(form, seed, monkeypatch):
+    """Loops closed by prismatic, cylindrical and fixed joints (the generator's default
+    closes them by rotating joints only): the same rk45 rows."""
+    model = build_model(gen.random_mechanism(520 + seed, 6, loops=2,
+                                             loop_joint_types=("prismatic", "cylindrical", "fixed")))
+    assert model.ncut == 2
+    _same(model, Settings(formulation=form, integrator="rk45", rtol=1e-9, atol=1e-9, t_end=1.0, dt=0.01),
           monkeypatch)
 
 
