@@ -27,7 +27,8 @@ from numba.extending import intrinsic
 
 from .formulations.base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1
 from .formulations.rk4_kernel import (
-    _native_call, call_dynamics, call_positions, call_state_kernel, copy1, rk4_interval, rk4_interval_split,
+    call_by_table, call_by_table_bool, call_dynamics_by_table, call_positions_by_table, copy1, rk4_interval,
+    rk4_interval_split, table_call,
 )
 from .formulations.erk_kernel import (
     FINISHED, H_ABS, H_PREV, METHOD, NFEV, RUNNING, STATUS, T, T_OLD, erk_dense_at, erk_dense_prepare, erk_reset,
@@ -39,23 +40,11 @@ from .monitor import ACTIVE, plain_row
 
 
 @intrinsic
-def call_row(typingctx, address, desc, proto, x, R, V, acc, jq, P, reactions, out):
-    """Call the recorder's compiled row kernel (:func:`engine.results._row`) at
-    ``address`` (numba's native entry for exactly these argument types:
-    :meth:`.base.StateKernel.native`); -1 if it raised."""
-    if not isinstance(address, types.Integer):
-        return None
-    sig = types.int64(address, desc, proto, x, R, V, acc, jq, P, reactions, out)
-    return sig, _native_call(types.int64, -1)
-
-
-@intrinsic
-def call_operation(typingctx, address, desc, proto, a, b):
-    """Call a formulation's compiled operations kernel ``kernel(desc, proto, a, b) ->
-    status`` (:class:`.base.RowKernels`) at ``address``; NaN if it raised."""
-    if not isinstance(address, types.Integer):
-        return None
-    return types.float64(address, desc, proto, a, b), _native_call(types.float64, float("nan"))
+def call_row(typingctx, address, desc, x, R, V, acc, jq, P, reactions, out):
+    """Call the recorder's compiled row kernel ``_row(desc, proto, x, R, V, acc, jq, P,
+    reactions, out) -> int`` (:func:`engine.results._row`) at ``address`` with its table
+    alone (:func:`~engine.formulations.rk4_kernel.call_by_table`'s way); -1 if it raised."""
+    return table_call(types.int64, -1, address, desc, (x, R, V, acc, jq, P, reactions, out))
 
 
 class RowArrays(NamedTuple):
@@ -87,7 +76,9 @@ class RowArrays(NamedTuple):
 
 class RowCalls(NamedTuple):
     """The kernels a row loop calls by the addresses of their machine code, each
-    ``(address, table, prototypes)`` (:class:`.base.StateKernel`)."""
+    ``(address, table)`` (:class:`.base.StateKernel`): called with the table alone
+    (:func:`~engine.formulations.rk4_kernel.call_by_table`), so that the row loops are
+    compiled once for every formulation."""
 
     step: tuple  # the right-hand side, the positions kernel (two kernels) or the operations kernel
     post: tuple  # the post-step (address 0: none) or, with two kernels, the dynamics kernel
@@ -178,12 +169,12 @@ def _row(kept, calls, ra, run, y, t, out, active):
     row kernel at ``t`` into ``out`` (and its drivers' columns), the monitor's verdict
     (where ``active``); whether the row is kept."""
     c, r, d = calls.check, calls.row, calls.drive
-    kept = kept and call_state_kernel(c[0], c[1], c[2], y, run.no_rates)
+    kept = kept and call_by_table_bool(c[0], c[1], y, run.no_rates)
     if kept:
         out[0] = t
-        kept = call_row(r[0], r[1], r[2], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+        kept = call_row(r[0], r[1], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
     if kept and d[0] != 0:
-        kept = call_row(d[0], d[1], d[2], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
+        kept = call_row(d[0], d[1], ra.x, ra.R, ra.V, ra.acc, ra.jq, ra.P, ra.reactions, out) == 0
     if kept and active:
         kept = plain_row(run.mon, run.hist, t, out, ra.V, ra.acc, ra.x, ra.health)
     return kept
@@ -232,8 +223,8 @@ def rk4_rows(calls, ra, run, y, stages, rows):
     Stops before the first interval where any of these has something to say, with ``y``,
     the recorder's continuity and the formulation's own state as they were.  Returns
     ``(rows made, right-hand sides evaluated by rk4_interval)``; the rows are ``rows[:made]``."""
-    f, f_desc, f_proto = calls.step
-    p, p_desc, p_proto = calls.post
+    f, f_desc = calls.step
+    p, p_desc = calls.post
     times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
     k0 = np.int64(span[0])
     k1 = np.int64(span[1])
@@ -255,39 +246,39 @@ def rk4_rows(calls, ra, run, y, stages, rows):
             ra.tick[TICK_T0], ra.tick[TICK_T1], ra.tick[TICK_N] = times[k - 1], times[k], n
             ra.tick[TICK_I], ra.tick[TICK_FAILED], ra.tick[TICK_FRESH] = 0.0, 0.0, 0.0
             clock[3] = 1.0 if known else 0.0
-            made, t_bad = rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages, run.time)
+            made, t_bad = rk4_interval(f, f_desc, p, p_desc, clock, y, stages, run.time)
             count += made
             kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         elif op_step == -1.0:
             clock[3] = nq
             clock[4] = 1.0 if known else 0.0
             ra.tick[TICK_FAILED] = 0.0
-            made, t_bad, _ = rk4_interval_split((f, f_desc, f_proto), (p, p_desc, p_proto), ra.mk, quaternions,
+            made, t_bad, _ = rk4_interval_split((f, f_desc), (p, p_desc), ra.mk, quaternions,
                                                 ra.post, clock, y, stages, run.time)
             count += made
             kept = t_bad != t_bad and ra.tick[TICK_FAILED] == 0.0
         else:
             clock[3] = op_step
-            kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+            kept = call_by_table(f, f_desc, y, no_rates) == 0.0
         kept = kept and _largest(y) <= 1e12
         if kept:
             if op_step == 0.0:
                 if run.time.shape[0] > 0:
                     run.time[0] = times[k]
                 if not (reuse and ra.tick[TICK_FRESH] != 0.0):  # else the post-step made it
-                    call_state_kernel(f, f_desc, f_proto, y, stages[0] if reuse else no_rates)
+                    call_by_table_bool(f, f_desc, y, stages[0] if reuse else no_rates)
                 known = reuse
             elif op_step == -1.0:
                 if run.time.shape[0] > 0:
                     run.time[0] = times[k]
-                call_positions(f, f_desc, f_proto, y[:nq])
-                kept = call_dynamics(p, p_desc, p_proto, y[:nq], y[nq:], stages[0] if reuse else no_rates)
+                call_positions_by_table(f, f_desc, y[:nq])
+                kept = call_dynamics_by_table(p, p_desc, y[:nq], y[nq:], stages[0] if reuse else no_rates)
                 known = reuse
             else:
                 clock[0] = times[k]
                 clock[1] = 0.0
                 clock[3] = op_evaluate
-                kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+                kept = call_by_table(f, f_desc, y, no_rates) == 0.0
         kept = _row(kept, calls, ra, run, y, times[k], rows[k - k0], active)
         if not kept:
             _restore(ra, y)
@@ -319,7 +310,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
     fails, the monitor speaks -- with ``y``, the recorder's continuity, the
     formulation's own state, the proposal ``span[6]`` and the stall count as they were.
     Returns ``(rows made, right-hand sides evaluated)``."""
-    f, f_desc, f_proto = calls.step
+    f, f_desc = calls.step
     times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
     coef, const, sol, sy, y_old, fy, K, work, stall = solver
     k0 = np.int64(span[0])
@@ -339,7 +330,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
         while kept and sol[STATUS] == RUNNING:
             clock[0] = sol[T]
             clock[3] = op_watch
-            kept = call_operation(f, f_desc, f_proto, sy, no_rates) == 0.0 and ra.own[0][WATCH_NEAR] == 0.0
+            kept = call_by_table(f, f_desc, sy, no_rates) == 0.0 and ra.own[0][WATCH_NEAR] == 0.0
             if not kept:
                 break
             kept = _guarded_step(f, f_desc, clock, solver)
@@ -349,13 +340,13 @@ def erk_rows(calls, ra, run, y, rows, solver):
                 y[i] = sy[i]
             clock[0] = t1
             clock[3] = op_post
-            kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+            kept = call_by_table(f, f_desc, y, no_rates) == 0.0
         kept = kept and _largest(y) <= 1e12
         if kept:
             clock[0] = t1
             clock[1] = 0.0
             clock[3] = op_evaluate
-            kept = call_operation(f, f_desc, f_proto, y, no_rates) == 0.0
+            kept = call_by_table(f, f_desc, y, no_rates) == 0.0
         kept = _row(kept, calls, ra, run, y, t1, rows[k - k0], active)
         if not kept:
             _restore(ra, y)
@@ -402,7 +393,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
     (scalars, state, stages, interpolant), ``y`` (the state at the last row made), the
     recorder's continuity, the formulation's own state and the stall count as they were.
     Returns ``(rows made, right-hand sides evaluated)``."""
-    f, f_desc, f_proto = calls.step
+    f, f_desc = calls.step
     times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
     coef, sol, sy, y_old, fy, K, work, stall = (solver.coef, solver.sol, solver.y, solver.y_old, solver.fy,
                                                solver.K, solver.work, solver.stall)
@@ -433,7 +424,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
                     erk_dense_at(sol[METHOD], at[1], at[2], y_old, Q, t, y)
         kept = kept and _largest(y) <= 1e12
         if kept:
-            call_state_kernel(f, f_desc, f_proto, y, no_rates)
+            call_by_table_bool(f, f_desc, y, no_rates)
         kept = _row(kept, calls, ra, run, y, t, rows[k - k0], active)
         if not kept:
             count = sol[NFEV] - nfev0

@@ -49,9 +49,8 @@ import time
 
 import numpy as np
 
-from .formulations.base import StateKernel
 from .formulations.workspace import compiled_entry
-from .formulations.rk4_kernel import NO_POST, normalize_state
+from .formulations.rk4_kernel import NO_POST
 from .formulations.erk_kernel import NSLOTS, STATE, solver_constants
 from .integrators import RowBlock, output_times, rk4_attempts, stepper_attempts
 from .kinematics import kin_arrays
@@ -101,10 +100,8 @@ class RowLoop:
         form, recorder = self.form, self.recorder
         self.kernels = kernels
         step, check = kernels.step, kernels.check
-        # without a post-step, one that is not called (address 0) of the type of the one
-        # there is with quaternions: rk4_rows is compiled once per formulation, not twice
         mk = form.mk if form.kind == "ode" else kin_arrays(form.model)  # a stepper's: only the types
-        post = kernels.post or StateKernel(normalize_state, (mk,))
+        post = kernels.post
         row = recorder._kernel
         nb, nj = form.model.nb, form.model.nj
         own = (tuple(kernels.own) + (np.empty(0), np.empty(0)))[:2]
@@ -119,11 +116,11 @@ class RowLoop:
         # not called (address 0) of the row kernel's types
         drive = self._drive = None if kernels.efforts is None else recorder.driver_kernel(*kernels.efforts)
         step_addr = step.native(1) if kernels.split else step.native()
-        post_addr = 0 if kernels.post is None else post.native(3) if kernels.split else post.native()
-        self.calls = RowCalls((step_addr, step.desc, step.proto), (post_addr, post.desc, post.proto),
-                              (check.native(), check.desc, check.proto), (row.native(dims), row.desc, row.proto),
-                              (0, row.desc, row.proto) if drive is None else (drive.native(dims), drive.desc,
-                                                                              drive.proto))
+        # without a post-step: one that is not called (address 0)
+        post_call = NO_POST if post is None else (post.native(3) if kernels.split else post.native(), post.desc)
+        self.calls = RowCalls((step_addr, step.desc), post_call, (check.native(), check.desc),
+                              (row.native(dims), row.desc),
+                              (0, row.desc) if drive is None else (drive.native(dims), drive.desc))
         self.span[3:5] = kernels.ops if kernels.entry_clock is not None else (-1 if kernels.split else 0, 0)
         self.span[7] = kernels.reuse and kernels.entry_clock is None
         clock = kernels.entry_clock if kernels.entry_clock is not None else np.zeros(5)

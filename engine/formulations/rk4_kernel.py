@@ -5,10 +5,10 @@ A whole run of a small mechanism spent most of its time around the right-hand si
 the classical Runge-Kutta step's array arithmetic in numpy (four stages, a dozen small
 temporaries) and one call from Python per right-hand side.  :func:`rk4_interval` does
 an output interval's steps in one call and calls the right-hand side's compiled code
-directly, by the address of its machine code (:func:`call_state_kernel`): it is
-compiled once per workspace type, small, and does not link the right-hand side's code
-into its own (each kernel a caller calls by name is optimised into the caller again,
-which would double the formulation's compile time).
+directly, by the address of its machine code with its table alone
+(:func:`call_by_table_bool`): it is compiled once for every formulation, small, and does
+not link the right-hand side's code into its own (each kernel a caller calls by name is
+optimised into the caller again, which would double the formulation's compile time).
 
 The arithmetic is :func:`.base.rk4_step`'s and :meth:`.base.Formulation.rk4_steps`'s,
 operation for operation, so a run gives the same numbers bit for bit whichever path
@@ -23,49 +23,6 @@ from numba.extending import intrinsic
 
 from ..kinematics import normalize_quaternions
 from .workspace import NCOL, compiled_address, compiled_entry, unpack
-
-
-def _native_call(restype, failed):
-    """Code calling numba's native entry of a compiled kernel at the address in the first
-    argument with the other arguments, returning what it returned (``failed`` if it raised)."""
-
-    def codegen(context, builder, signature, args):
-        argtys = signature.args[1:]
-        fnty = context.call_conv.get_function_type(restype, argtys)
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        status, res = context.call_conv.call_function(builder, fn, restype, argtys, args[1:])
-        return builder.select(status.is_ok, res, context.get_constant(restype, failed))
-
-    return codegen
-
-
-@intrinsic
-def call_state_kernel(typingctx, address, desc, proto, y, out):
-    """Call the compiled state kernel at ``address`` -- numba's native entry of a kernel
-    ``kernel(desc, proto, y, out) -> bool`` compiled for exactly these argument types
-    (:meth:`.base.StateKernel.native`) -- and return what it returned (False if it
-    raised)."""
-    if not isinstance(address, types.Integer):
-        return None
-    return types.boolean(address, desc, proto, y, out), _native_call(types.boolean, False)
-
-
-@intrinsic
-def call_positions(typingctx, address, desc, proto, q):
-    """Call ``rcr``'s compiled positions kernel ``positions(desc, proto, q) -> float`` at
-    ``address``; NaN if it raised."""
-    if not isinstance(address, types.Integer):
-        return None
-    return types.float64(address, desc, proto, q), _native_call(types.float64, float("nan"))
-
-
-@intrinsic
-def call_dynamics(typingctx, address, desc, proto, q, v, out):
-    """Call ``rcr``'s compiled dynamics kernel ``dynamics(desc, proto, q, v, out) -> bool``
-    at ``address``; False if it raised."""
-    if not isinstance(address, types.Integer):
-        return None
-    return types.boolean(address, desc, proto, q, v, out), _native_call(types.boolean, False)
 
 
 def _call_with_tuple(restype, failed, checked: bool = False):
@@ -118,7 +75,7 @@ call_checked_floats3 = intrinsic(_call_with_tuple(types.UniTuple(types.float64, 
 _ANY_PROTO = types.TypeRef(types.none)
 
 
-def _table_call(restype, failed, address, desc, arrays):
+def table_call(restype, failed, address, desc, arrays):
     """The signature and code generator of a call ``kernel(desc, proto, *arrays) -> restype``
     at ``address`` with the table ``desc`` alone (:func:`_by_table`)."""
     if not isinstance(address, types.Integer):
@@ -145,7 +102,7 @@ def _by_table(restype, failed):
     if it raised."""
 
     def typer(typingctx, address, desc, a, b):
-        return _table_call(restype, failed, address, desc, (a, b))
+        return table_call(restype, failed, address, desc, (a, b))
 
     return typer
 
@@ -154,14 +111,14 @@ def _by_table(restype, failed):
 def call_dynamics_by_table(typingctx, address, desc, q, v, out):
     """``rcr``'s dynamics kernel ``dynamics(desc, proto, q, v, out) -> bool`` at ``address``
     with its table alone (as :func:`_by_table`'s calls); False if it raised."""
-    return _table_call(types.boolean, False, address, desc, (q, v, out))
+    return table_call(types.boolean, False, address, desc, (q, v, out))
 
 
 @intrinsic
 def call_positions_by_table(typingctx, address, desc, q):
     """``rcr``'s positions kernel ``positions(desc, proto, q) -> float`` at ``address`` with
     its table alone (as :func:`_by_table`'s calls); NaN if it raised."""
-    return _table_call(types.float64, float("nan"), address, desc, (q,))
+    return table_call(types.float64, float("nan"), address, desc, (q,))
 
 
 #: ``call_by_table(address, desc, a, b) -> float``: an operations kernel (NaN if it raised)
@@ -192,11 +149,11 @@ def _stage(st, y, c, k):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages, time):
+def rk4_interval(f, f_desc, p, p_desc, clock, y, stages, time):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1`` in place on ``y``
     (``clock`` = (t0, t1, n)), each followed by the post-step kernel ``p`` (0: none), as
     the generic loop does them.  ``f``, ``p``: the addresses of the right-hand side's and
-    the post-step's state kernels (:func:`call_state_kernel`), each with its table;
+    the post-step's state kernels, each with its table (:func:`call_by_table_bool`);
     ``stages``: (5, len(y)) scratch for k1..k4 and the stage state; ``time``: where a
     time-dependent right-hand side reads its time, each stage's written into ``time[0]``
     before it is called (empty: none).  Where ``clock`` has a
@@ -220,44 +177,44 @@ def rk4_interval(f, f_desc, f_proto, p, p_desc, p_proto, clock, y, stages, time)
         count += 1
         if timed:
             time[0] = t
-        if not (known and i == 0) and not call_state_kernel(f, f_desc, f_proto, y, k1):
+        if not (known and i == 0) and not call_by_table_bool(f, f_desc, y, k1):
             return count, t
         _stage(st, y, h / 2, k1)
         count += 1
         if timed:
             time[0] = t + h / 2
-        if not call_state_kernel(f, f_desc, f_proto, st, k2):
+        if not call_by_table_bool(f, f_desc, st, k2):
             return count, t + h / 2
         _stage(st, y, h / 2, k2)
         count += 1
-        if not call_state_kernel(f, f_desc, f_proto, st, k3):
+        if not call_by_table_bool(f, f_desc, st, k3):
             return count, t + h / 2
         _stage(st, y, h, k3)
         count += 1
         if timed:
             time[0] = t + h
-        if not call_state_kernel(f, f_desc, f_proto, st, k4):
+        if not call_by_table_bool(f, f_desc, st, k4):
             return count, t + h
         for k in range(m):
             y[k] = y[k] + h / 6 * (((k1[k] + 2 * k2[k]) + 2 * k3[k]) + k4[k])
         if p != 0:
-            call_state_kernel(p, p_desc, p_proto, y, k1)  # k1: free until the next step's
+            call_by_table_bool(p, p_desc, y, k1)  # k1: free until the next step's
     return count, np.nan
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, state, out):
+def _split_rates(pa, p_desc, da, d_desc, nq, state, out):
     """``rcr``'s right-hand side at ``state`` into ``out``: its positions kernel, then its
     dynamics (``RCRFormulation._solve``); (whether finite, the positions' conditioning)."""
-    cond = call_positions(pa, p_desc, p_proto, state[:nq])
-    return call_dynamics(da, d_desc, d_proto, state[:nq], state[nq:], out), cond
+    cond = call_positions_by_table(pa, p_desc, state[:nq])
+    return call_dynamics_by_table(da, d_desc, state[:nq], state[nq:], out), cond
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_interval_split(positions, dynamics, mk, quaternions, post, clock, y, stages, time):
     """:func:`rk4_interval` for a right-hand side of two kernels (``rcr``, ``embedding``:
-    ``positions`` at ``q``, then the ``dynamics`` at ``(q, v)``, each (address, table,
-    prototype) as :func:`call_positions` and :func:`call_dynamics` take them), with after
+    ``positions`` at ``q``, then the ``dynamics`` at ``(q, v)``, each (address, table) as
+    :func:`call_positions_by_table` and :func:`call_dynamics_by_table` take them), with after
     each step the post-step ``post`` = (address, table) (:func:`call_by_table_bool`,
     ``out`` the free k1; address 0: none), or else the quaternions' normalisation by the
     kinematic arrays ``mk`` if ``quaternions``; ``clock`` = (t0, t1, n, nq), and where it
@@ -266,8 +223,8 @@ def rk4_interval_split(positions, dynamics, mk, quaternions, post, clock, y, sta
     post-step the step's end as :meth:`.base.Formulation.rk4_steps` computes it.  Returns
     ``(right-hand sides evaluated, t, the last positions' conditioning)``, ``t`` as
     :func:`rk4_interval`'s."""
-    pa, p_desc, p_proto = positions
-    da, d_desc, d_proto = dynamics
+    pa, p_desc = positions
+    da, d_desc = dynamics
     t0, t1 = clock[0], clock[1]
     n = np.int64(clock[2])
     nq = np.int64(clock[3])
@@ -284,26 +241,26 @@ def rk4_interval_split(positions, dynamics, mk, quaternions, post, clock, y, sta
         if timed:
             time[0] = t
         if not (known and i == 0):
-            ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, y, k1)
+            ok, cond = _split_rates(pa, p_desc, da, d_desc, nq, y, k1)
             if not ok:
                 return count, t, cond
         _stage(st, y, h / 2, k1)
         count += 1
         if timed:
             time[0] = t + h / 2
-        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k2)
+        ok, cond = _split_rates(pa, p_desc, da, d_desc, nq, st, k2)
         if not ok:
             return count, t + h / 2, cond
         _stage(st, y, h / 2, k2)
         count += 1
-        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k3)
+        ok, cond = _split_rates(pa, p_desc, da, d_desc, nq, st, k3)
         if not ok:
             return count, t + h / 2, cond
         _stage(st, y, h, k3)
         count += 1
         if timed:
             time[0] = t + h
-        ok, cond = _split_rates(pa, p_desc, p_proto, da, d_desc, d_proto, nq, st, k4)
+        ok, cond = _split_rates(pa, p_desc, da, d_desc, nq, st, k4)
         if not ok:
             return count, t + h, cond
         for k in range(m):
@@ -352,8 +309,7 @@ class RK4Interval:
 
     def _bind(self, m: int) -> None:
         rhs, post = self.rhs, self.post or self.rhs
-        self._args = (rhs.native(), rhs.desc, rhs.proto, 0 if self.post is None else post.native(),
-                      post.desc, post.proto)
+        self._args = (rhs.native(), rhs.desc, 0 if self.post is None else post.native(), post.desc)
         self.stages = np.zeros((5, m))
         self._entry = compiled_entry(rk4_interval, (*self._args, self.clock, self.stages[0], self.stages, _NO_TIME))
 
@@ -390,7 +346,7 @@ class RK4SplitInterval:
 
     def _bind(self, m: int) -> None:
         pos, dyn = self.positions, self.dynamics
-        self._args = ((pos.native(1), pos.desc, pos.proto), (dyn.native(3), dyn.desc, dyn.proto), self.mk,
+        self._args = ((pos.native(1), pos.desc), (dyn.native(3), dyn.desc), self.mk,
                       np.bool_(self.quaternions), NO_POST)
         self.stages = np.zeros((5, m))
         self._entry = compiled_entry(rk4_interval_split, (*self._args, self.clock, self.stages[0], self.stages,
