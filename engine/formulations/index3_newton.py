@@ -122,13 +122,14 @@ def _inv7(A, out):
         for b in range(3, 7):
             if A[a, b] != 0.0:
                 coupled = True
+    # offsets and sizes as int64s, not literals: numba compiles a copy per literal value
     if coupled:
-        return _inv_spd(A, out, 0, 7)
+        return _inv_spd(A, out, np.int64(0), np.int64(7))
     for a in range(3):
         for b in range(3, 7):
             out[a, b] = 0.0
             out[b, a] = 0.0
-    return _inv_spd(A, out, 0, 3) and _inv_spd(A, out, 3, 4)
+    return _inv_spd(A, out, np.int64(0), np.int64(3)) and _inv_spd(A, out, np.int64(3), np.int64(4))
 
 
 @njit(cache=True, nogil=True, _nrt=False)  # out of line: numba's parfor analysis rejects G's tuples inlined

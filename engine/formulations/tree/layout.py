@@ -201,7 +201,9 @@ def build_layout(model: Model, tree: AssemblyTree, nd: int, rows_per_joint: np.n
     ``G_pred = -T^T`` with ``T`` orthonormal and ``T^T S = 0`` (dca, hdca); ``grounded``:
     regions may take in their root's joint to ground (dca)."""
     nb, nm = tree.nb, tree.n_merges
-    rows = np.asarray(rows_per_joint, dtype=np.int64)
+    # a copy of its own: the model's row counts are read-only, which numba types apart from
+    # a writeable array (index3's), and every merge kernel compiled twice
+    rows = np.array(rows_per_joint, dtype=np.int64)
     row_adr = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
     n_rows = int(rows.sum())
     m_nr = np.zeros(nm, dtype=np.int64)
