@@ -238,3 +238,31 @@ for m in list(sys.modules.values()):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "", "typed more than once:\n" + r.stdout
+
+
+def test_the_row_loops_are_compiled_once_for_every_formulation():
+    """The row loops and the rk4 intervals call the formulations' kernels by address with
+    their tables alone (``rk4_kernel.call_by_table``): one compiled copy serves every
+    formulation and kernel layout.  With each kernel's numba type in the call they were
+    compiled per formulation, trees and loops apart (thirteen ``rk4_rows``, 30-35 s of a
+    cold compile's CPU: docs/compile-time.md).  Every formulation on a chain and a loop, and
+    the adaptive rows on both: each of these kernels has at most one signature."""
+    code = r"""
+from linkwork.engine import row_kernels
+from linkwork.engine.formulations import REGISTRY, rk4_kernel
+from linkwork.engine.warmup import examples, warm
+names = {"parallelogram-fourbar", "chain-8-revolute"}
+files = [p for p in examples() if p.name.split(".")[0] in names]
+assert len(files) == len(names), files
+for formulation in REGISTRY:
+    done, errors = warm(formulation, files)
+    assert not errors, errors
+for f in (row_kernels.rk4_rows, row_kernels.erk_rows, row_kernels.erk_dense_rows, rk4_kernel.rk4_interval,
+          rk4_kernel.rk4_interval_split):
+    print(f.py_func.__name__, len(f.signatures))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = dict(line.split() for line in r.stdout.split("\n") if line.strip())
+    assert counts["rk4_rows"] == "1" and counts["erk_rows"] == "1" and counts["erk_dense_rows"] == "1", counts
+    assert int(counts["rk4_interval"]) <= 1 and int(counts["rk4_interval_split"]) <= 1, counts
