@@ -262,3 +262,37 @@ def test_a_write_that_fails_during_the_run_keeps_the_complete_rows(tmp_path):
     header, data = read_csv(out)
     assert data.shape[0] > 0 and data.shape[1] == len(header)
     assert data[0, 0] == 0.0 and np.all(np.diff(data[:, 0]) > 0)
+
+
+def test_the_linkwork_command_ends_its_process_with_everything_written(tmp_path):
+    """``linkwork run``/``info``/``examples`` end their process themselves once their output
+    is flushed (``linkwork.cli.QUICK_EXIT``: Python's finalisation of the loaded kernels
+    costs a short run a third of its wall time).  Through the console script's own path
+    (``python -m linkwork``): every row on standard output, every row up to a failure in
+    the file with exit 3, a refusal's 2, ``info --json`` whole, a reader closing the pipe."""
+    cmd = [sys.executable, "-m", "linkwork"]
+    r = subprocess.run(cmd + ["run", str(example_path("chain-8-revolute")), "--t-end", "1"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 102 and r.stdout.endswith("\n")
+    stiff = json.loads(example_path("parallelogram-fourbar").read_text())
+    # a spring far too stiff for dt = 0.01: every formulation stops with exit 3
+    stiff["forces"] = [{"type": "joint-spring", "joint": stiff["joints"][0]["name"], "stiffness": 1e6,
+                        "damping": 0.0, "rest": 0.3}]
+    bad = tmp_path / "stiff.mech.json"
+    bad.write_text(json.dumps(stiff))
+    out = tmp_path / "out.csv"
+    r = subprocess.run(cmd + ["run", str(bad), "--t-end", "2", "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "simulation failed at t = " in r.stderr
+    rows = read_csv(out)[1]
+    assert len(rows) >= 1 and rows[0][0] == 0.0
+    r = subprocess.run(cmd + ["run", str(tmp_path / "missing.mech.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = subprocess.run(cmd + ["info", str(example_path("loop-4")), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0 and json.loads(r.stdout)["loops"] == 1
+    p = subprocess.Popen(cmd + ["examples"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert first and p.wait(timeout=300) == 0 and "Traceback" not in err, err
