@@ -72,6 +72,7 @@ class RowArrays(NamedTuple):
     work_back: np.ndarray  # (WORK_SLOTS,) work before the interval being made
     own_back: tuple  # the two before the interval being made
     y_back: np.ndarray  # (n,) the state before the interval being made
+    at_row: np.ndarray  # (1,) 1 while the step kernel makes an output instant's evaluation (RowKernels.at_row)
 
 
 class RowCalls(NamedTuple):
@@ -266,7 +267,9 @@ def rk4_rows(calls, ra, run, y, stages, rows):
                 if run.time.shape[0] > 0:
                     run.time[0] = times[k]
                 if not (reuse and ra.tick[TICK_FRESH] != 0.0):  # else the post-step made it
+                    ra.at_row[0] = 1.0
                     call_by_table_bool(f, f_desc, y, stages[0] if reuse else no_rates)
+                    ra.at_row[0] = 0.0
                 known = reuse
             elif op_step == -1.0:
                 if run.time.shape[0] > 0:

@@ -109,7 +109,8 @@ class RowLoop:
         split_post = NO_POST if kernels.split_post is None else (kernels.split_post.native(), kernels.split_post.desc)
         self.ra = RowArrays(*kernels.arrays, kernels.health, mk, split_post, tick, recorder._qprev,
                             recorder._jq_ref, recorder.work_state, own, np.empty((nb, 4)), np.empty(nj),
-                            np.empty_like(recorder.work_state), tuple(a.copy() for a in own), np.empty(0))
+                            np.empty_like(recorder.work_state), tuple(a.copy() for a in own), np.empty(0),
+                            kernels.at_row if kernels.at_row is not None else np.zeros(1))
         dims = tuple(a.ndim for a in kernels.arrays) + (1,)
         # drivers: their columns with the efforts where the formulation's check leaves them
         # (the kernel held here: its table points into arrays it holds); without, one that is

@@ -192,6 +192,10 @@ class RowKernels(NamedTuple):
     #: row as it does without: the evaluation then writes its rates, which are the next
     #: interval's k1 (one right-hand side a step fewer)
     reuse: bool = False
+    #: (1,) set to 1 by the row loop while ``step`` makes an output instant's evaluation
+    #: with its rates (``reuse``), to 0 after: a kernel that leaves out of its rates what
+    #: only a row reads (``dca``'s ``evaluate_region``: the multipliers) makes it then
+    at_row: np.ndarray | None = None
     #: ``split``: the post-step after each step (None: the quaternions' normalisation alone)
     split_post: StateKernel | None = None
     #: () -> whether these kernels still hold the formulation's arrays (None: always; ``rcr``'s

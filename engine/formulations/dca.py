@@ -94,6 +94,7 @@ class DCAFormulation(TreeFormulation):
         self.mk_trail = self.mk._replace(rot_scratch=np.empty_like(self.mk.rot_scratch),
                                          vec_scratch=np.empty_like(self.mk.vec_scratch))
         self._progress = np.zeros(CHAIN_PROGRESS, dtype=np.int64)  # evaluate_chain's counters
+        self._at_row = np.zeros(1)  # the row loop's output-instant evaluation (DCAWorkspace.at_row)
         # one grounded region on one thread: its passes called directly (evaluate_region);
         # an unbranched chain's on two threads, beside one another (evaluate_chain)
         direct = self.lay.one_region and m.nb < self.lay.ix.body_parallel_from
@@ -225,7 +226,7 @@ class DCAFormulation(TreeFormulation):
         return DCAWorkspace(
             mk=self.mk, ca=self.ca, fa=self.fa, tm=self.tm, ix=lay.ix, bw=self.bw, tw=lay.work, hy=self.hy,
             jq=self.jq, jq_ref=self.jq_ref, phi=self.phi, bg=Baumgarte(self.alpha, self.beta), tol=config.PIVOT_RTOL, mk_trail=self.mk_trail,
-            progress=self._progress)
+            progress=self._progress, at_row=self._at_row)
 
     def _solve(self, t, y, check=True):
         """One evaluation of state ``y`` into the workspace; ``check``: refuse non-finite
@@ -276,10 +277,11 @@ class DCAFormulation(TreeFormulation):
             float(config.SINGULAR_WINDOW), float(config.CROSSING_TIME),
             (float(dense_solve.CLOSURE), float(dense_solve.PROJECT),
              float(dense_solve.PROJECT_VELOCITIES | dense_solve.PROJECT_ROWS_DONE))))
-        # evaluate (not evaluate_region) fills the same workspace with rates as without
+        # evaluate fills the same workspace with rates as without, evaluate_region where the
+        # row loop sets at_row
         driven = bool(m.nd)
         return RowKernels(self._driven if driven else self._kernel, post, check, arrays, health, own=(rw.watch,),
-                          tick=rw.tick, before=rw.before, after=rw.after, reuse=self._kernel.kernel is evaluate,
+                          tick=rw.tick, before=rw.before, after=rw.after, reuse=True, at_row=self._at_row,
                           efforts=(self.effort, 1.0) if driven else None, time=self._time if driven else None)
 
     def evaluate(self, t, y) -> Evaluation:

@@ -140,7 +140,7 @@ def chain_role(desc, proto, y, out):
     run.  The workspace is unpacked here, inside the parallel region, rather than passed
     into it: numba's parallel regions cannot take the named tuples (``ix``, ``hy``) that
     :func:`unpack` makes."""
-    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress, at_row = unpack(desc, proto)
     nq = y.shape[0] - bw.vdot.shape[0]
     q = y[:nq]
     v = y[nq:]
@@ -164,7 +164,7 @@ def evaluate_chain(desc, proto, y, out):
     step ``k`` is body ``nb - 1 - k`` (``DCAFormulation`` checks).  When the other thread
     does not come (numba set to one thread, or the second core busy elsewhere), the first
     does it all as ``evaluate_region`` after ``CHAIN_PATIENCE`` reads (:func:`take_role`)."""
-    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+    mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress, at_row = unpack(desc, proto)
     vdot = bw.vdot
     for k in range(0, CHAIN_PROGRESS, 8):
         progress[k] = 0

@@ -39,6 +39,9 @@ class DCAWorkspace(NamedTuple):
     tol: float  # pivot tolerance of the merges' factors
     mk_trail: KinArrays  # the trailing role's kinematic arrays (scratch of its own; dca_chain)
     progress: np.ndarray  # the two roles' counters (dca_chain)
+    #: (1,) not 0 while the row loop makes an output instant's evaluation with the rates
+    #: (``RowKernels.at_row``): ``evaluate_region`` then makes the multipliers too
+    at_row: np.ndarray
 
 
 def _evaluator(direct: bool):
@@ -72,11 +75,13 @@ def _evaluator(direct: bool):
         With the rates, ``direct`` leaves the joints' forces and multipliers out of the
         disassembly: a region's accelerations come from its recursion, and nothing in the
         rates reads them (docs/performance.md, "The rates without the multipliers"); the
-        formulation's readers of them evaluate without rates (``_solve``).
+        formulation's readers of them evaluate without rates (``_solve``), and the row
+        loop's evaluation at an output instant, whose rates are the next step's first,
+        asks for both (``at_row``).
         The rates are computed here (:func:`~engine.kinematics.ode_rates`): as a second
         kernel call they cost 1 us a right-hand side.  Returns whether v and vdot are all
         finite."""
-        mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress = unpack(desc, proto)
+        mk, ca, fa, tm, ix, bw, tw, hy, jq, jq_ref, phi, bg, tol, mk_trail, progress, at_row = unpack(desc, proto)
         nb = ix.nb
         row_adr = ix.row_adr
         x, R, P, S, V, c = bw.x, bw.R, bw.P, bw.S, bw.V, bw.c
@@ -97,7 +102,7 @@ def _evaluator(direct: bool):
             rg = 0 * nb  # an int64, not the literal 0: one compiled copy of each region kernel
             tree.region_matrices(rg, ix, tw.Phi, hy)
             tree.region_biases(rg, ix, tw.bv, G, g0, hy)
-            tree.region_down(rg, ix, tw.Fh, G, tw.lam, hy, out.shape[0] != y.shape[0])
+            tree.region_down(rg, ix, tw.Fh, G, tw.lam, hy, out.shape[0] != y.shape[0] or at_row[0] != 0.0)
             for phase in range(2):
                 accelerations_over(phase, 0 * nb, nb, ix, mk, tm.mass, bw, tw.Fh, hy)
         else:
