@@ -34,7 +34,7 @@ from .formulations.erk_kernel import (
     FINISHED, H_ABS, H_PREV, METHOD, NFEV, RUNNING, STATUS, T, T_OLD, erk_dense_at, erk_dense_prepare, erk_reset,
     erk_start, erk_step,
 )
-from .formulations.dense_solve import NEAR as WATCH_NEAR
+from .formulations.dense_data import NEAR as WATCH_NEAR
 from .integrators import _largest
 from .monitor import ACTIVE, plain_row
 

@@ -42,6 +42,7 @@ from ..initial import initial_state, tree_velocities
 from ..kinematics import fk_positions, kin_arrays, motion_subspace
 from ..model import Model
 from .base import Evaluation, Formulation, RowKernels, StateKernel, check_consistent
+from . import dense_data as data
 from . import dense_linalg as linalg
 from . import dense_solve as solve
 from .dense_kernels import Frames, ReactionModel, multiplier_reactions
@@ -73,9 +74,9 @@ class DenseFormulation(Formulation):
         ncut_rows = int(sum(m.nc_j[j] for j in range(m.nb, m.nj)))
         self.ncut_rows = ncut_rows  # rows of the cut joints; the gear rows follow, then the drivers'
         self.ncr = ncut_rows + m.ng + m.nd  # all constraint rows
-        # the workspace the kernels fill (dense_solve.DenseWork says what each array holds);
+        # the workspace the kernels fill (dense_data.DenseWork says what each array holds);
         # its arrays are this object's attributes too
-        self.work = w = solve.dense_work(m.nb, m.nj, m.nq, m.nv, ncut_rows, m.ng + m.nd)
+        self.work = w = data.dense_work(m.nb, m.nj, m.nq, m.nv, ncut_rows, m.ng + m.nd)
         self.x, self.R, self.P, self.S, self.V, self.c, self.A = w.x, w.R, w.P, w.S, w.V, w.c, w.A
         self.Fext, self.Fbody, self.fj, self.h, self.tau, self.M = w.Fext, w.Fbody, w.fj, w.h, w.tau, w.M
         self.jq, self.jq_ref = w.jq, w.jq_ref
@@ -84,12 +85,12 @@ class DenseFormulation(Formulation):
         # metric it weighs as much as the loop rows (set in initial_state; lam is unscaled)
         self.gear_scale = np.ones(m.ng)
         self.driver_scale = np.ones(m.nd)  # likewise for the driver rows
-        self.dm = solve.DenseModel(
+        self.dm = data.DenseModel(
             self.mk, self.ca, self.fa, m.mass, m.inertia, m.nv_j,
             np.array([j for j in self.spring_joints if j < m.nb], dtype=np.int64), self.cut_spring,
-            solve.Gears(m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
+            data.Gears(m.g_driver.astype(np.int64), m.g_driven.astype(np.int64), m.g_ratio.astype(float),
                         m.g_q0.astype(float).reshape(m.ng, 2), self.gear_scale),
-            solve.Drivers(m.d_joint.astype(np.int64), m.d_motion, m.d_f0.astype(float), self.driver_scale),
+            data.Drivers(m.d_joint.astype(np.int64), m.d_motion, m.d_f0.astype(float), self.driver_scale),
             reaction_model(m, drivers=True), np.int64(ncut_rows), self._project,
         )
         #: the kernels' entry point, with the workspace as one table (dense_solve.entry)
@@ -107,25 +108,25 @@ class DenseFormulation(Formulation):
     @property
     def mu_rel(self) -> float:
         """The filter width of :func:`.dense_linalg.filter_factors` in use (:meth:`watch_singular`)."""
-        return float(self.work.watch[solve.MU_REL])
+        return float(self.work.watch[data.MU_REL])
 
     @mu_rel.setter
     def mu_rel(self, value: float) -> None:
-        self.work.watch[solve.MU_REL] = value
+        self.work.watch[data.MU_REL] = value
 
     @property
     def near_singular(self) -> bool:
         """Crossing a singular configuration (:meth:`watch_singular`)."""
-        return bool(self.work.watch[solve.NEAR])
+        return bool(self.work.watch[data.NEAR])
 
     @property
     def residual(self) -> float:
         """Acceleration residual of the last least-squares solve, and its scale."""
-        return float(self.work.stats[solve.RESIDUAL])
+        return float(self.work.stats[data.RESIDUAL])
 
     @property
     def residual_scale(self) -> float:
-        return float(self.work.stats[solve.RESIDUAL_SCALE])
+        return float(self.work.stats[data.RESIDUAL_SCALE])
 
     # ------------------------------------------------------------------ state
     def initial_state(self) -> np.ndarray:
@@ -183,7 +184,7 @@ class DenseFormulation(Formulation):
     # --------------------------------------------------------------- kernels
     def _raise(self, status: int) -> None:
         """The error a kernel's status stands for (:mod:`.dense_solve`)."""
-        t = float(self.work.stats[solve.T_FAILED])
+        t = float(self.work.stats[data.T_FAILED])
         if status == solve.NOT_POSITIVE_DEFINITE:
             raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
         if status == solve.NOT_AN_OPERATION:
@@ -241,11 +242,11 @@ class DenseFormulation(Formulation):
                 or cls.watch_singular is not DenseFormulation.watch_singular):
             return super().rk4_steps(t0, t1, y, n)
         out = np.array(y, dtype=float)
-        count = self.work.stats[solve.RHS_COUNT]
+        count = self.work.stats[data.RHS_COUNT]
         try:
             self._call(solve.RK4, out, clock=(t0, t1, n))
         finally:
-            self.nfev += int(self.work.stats[solve.RHS_COUNT] - count)
+            self.nfev += int(self.work.stats[data.RHS_COUNT] - count)
             self._cache_y = None
         return out
 
@@ -357,9 +358,9 @@ class DenseFormulation(Formulation):
     def health(self) -> dict:
         """The singularity measure of the last accepted step (:meth:`watch_singular` computes it
         for its own step control; nothing is recomputed here)."""
-        if not self.work.watch[solve.HAS_PREV]:
+        if not self.work.watch[data.HAS_PREV]:
             return {}
-        return {"loop_conditioning": float(self.work.watch[solve.S_PREV])}
+        return {"loop_conditioning": float(self.work.watch[data.S_PREV])}
 
     def step_bound(self, t, y) -> float | None:
         """Largest step the integrator may take from (t, y), or None for no bound.
@@ -372,12 +373,12 @@ class DenseFormulation(Formulation):
         """
         self.watch_singular(t, y)
         wt = self.work.watch
-        if not self.near_singular or wt[solve.RATE] <= 0.0:
+        if not self.near_singular or wt[data.RATE] <= 0.0:
             return None
-        s = float(wt[solve.S_PREV])
+        s = float(wt[data.S_PREV])
         if s < 10.0 * config.DENSE_FILTER_RTOL:
             return None  # inside the filtered window: cross it freely
-        return config.SINGULAR_STEP_FRACTION * s / float(wt[solve.RATE])
+        return config.SINGULAR_STEP_FRACTION * s / float(wt[data.RATE])
 
     def rates_kernel(self):
         """:meth:`.base.Formulation.rates_kernel`: the operations kernel's RHS, where
@@ -405,7 +406,7 @@ class DenseFormulation(Formulation):
             w.stats, w.watch, float(config.SINGULAR_RESIDUAL_RTOL), self.ncr > 0, self.cut_spring, w.jq, w.jq_ref,
             health))
         return RowKernels(self._k, None, check, (w.x, w.R, w.V, w.acc_out, w.jq, w.P, w.react), health,
-                          w.clock, (solve.RK4, solve.EVALUATE), lambda: int(w.stats[solve.RHS_COUNT]),
+                          w.clock, (solve.RK4, solve.EVALUATE), lambda: int(w.stats[data.RHS_COUNT]),
                           (w.watch, w.jq_ref), efforts=(self.lam[self.ncr - m.nd:], -1.0) if m.nd else None)
 
     def evaluate(self, t, y) -> Evaluation:

@@ -9,34 +9,30 @@ per call, so a fixed-step run pays Python once per output instant, not four time
 The linear algebra is :mod:`.dense_linalg`'s.  The rank of the closure is decided once
 for the mechanism (:meth:`.dense.DenseFormulation.closure_rank`) and every solve keeps
 that many directions (:func:`.dense_linalg.filter_factors`).  The data a kernel reads
-are two named tuples built once per formulation: :class:`DenseModel` (the mechanism) and
-:class:`DenseWork` (the workspace, whose arrays are the formulation's attributes), handed
-to every kernel as one table (``desc, proto``: :mod:`.workspace`) that it unpacks.
+are two named tuples built once per formulation: :class:`.dense_data.DenseModel` (the
+mechanism) and :class:`.dense_data.DenseWork` (the workspace, whose arrays are the
+formulation's attributes), handed to every kernel as one table (``desc, proto``:
+:mod:`.workspace`) that it unpacks.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from .. import config
-from ..constraints import ConArrays
-from ..drivers import MotionArrays, motion
-from ..forces import ForceArrays, tree_applied_forces
+from ..drivers import motion
+from ..forces import tree_applied_forces
 from ..kinematics import (
-    KinArrays, classical_into, fk_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions,
+    classical_into, fk_accelerations, fk_positions, fk_velocities, motion_subspace, normalize_quaternions,
     project_columns, qdot_from_v, subtree_sums,
 )
 from ..model import SPHERICAL
-from .dense_kernels import (
-    Frames, JointRowScratch, LoopRows, ReactionModel, body_terms, crba, loop_rows, multiplier_reactions,
-)
-from .dense_linalg import (
-    ThinSVD, backward, cholesky, filter_factors, filtered_solve, forward, roundoff_floor, svd_work, thin_svd, whiten,
-)
+from .dense_data import HAS_PREV, MU_REL, NEAR, RATE, RESIDUAL, RESIDUAL_SCALE, RHS_COUNT, S_PREV, T_FAILED, T_PREV
+from .dense_kernels import Frames, body_terms, crba, loop_rows, multiplier_reactions
+from .dense_linalg import backward, cholesky, filter_factors, filtered_solve, forward, roundoff_floor, thin_svd, whiten
 from .workspace import unpack
 
 #: status of a kernel call (0: done); the formulation turns the others into SingularSystemError
@@ -44,136 +40,6 @@ NOT_POSITIVE_DEFINITE = 1
 NOT_FINITE = 2
 #: status of an operation :func:`projection_entry` does not have
 NOT_AN_OPERATION = 3
-
-#: :attr:`DenseWork.watch` slots: the filter width in use, whether a previous measure
-#: exists, its time and value, the measure's rate (> 0 while approaching), crossing (1.0)
-MU_REL, HAS_PREV, T_PREV, S_PREV, RATE, NEAR = range(6)
-#: :attr:`DenseWork.stats` slots: the last solve's acceleration residual and its scale,
-#: the time of a failure, right-hand sides evaluated by the kernels
-RESIDUAL, RESIDUAL_SCALE, T_FAILED, RHS_COUNT = range(4)
-
-
-class Gears(NamedTuple):
-    """Gear couplings as rows after the cut joints' (:func:`engine.constraints.coupling_rows`)."""
-
-    driver: np.ndarray  # (ng,) driving joint
-    driven: np.ndarray  # (ng,) driven joint
-    ratio: np.ndarray  # (ng,) mu
-    q0: np.ndarray  # (ng, 2) both coordinates at t = 0
-    scale: np.ndarray  # (ng,) each row's scale (DenseFormulation._scale_gear_rows), set at t = 0
-
-
-class Drivers(NamedTuple):
-    """Drivers as rows after the gears' (docs/derivations.md, "Drivers"):
-    ``Phi = q_J - (f(t) - f(0))``, ``K = e_J``, ``K v = f'(t)``, ``gamma = f''(t)``."""
-
-    joint: np.ndarray  # (nd,) driven joint (a tree joint)
-    motion: MotionArrays  # the laws f
-    f0: np.ndarray  # (nd,) f(0)
-    scale: np.ndarray  # (nd,) each row's scale (DenseFormulation._scale_gear_rows), set at t = 0
-
-
-class DenseModel(NamedTuple):
-    """The mechanism as ``dense``'s kernels read it."""
-
-    mk: KinArrays  # kinematics' arrays and scratch
-    ca: ConArrays  # the cut joints' constraint arrays
-    fa: ForceArrays  # the force elements
-    mass: np.ndarray  # (nb,)
-    inertia: np.ndarray  # (nb, 3, 3) about the COM, body frame
-    nv_j: np.ndarray  # (nb,) freedoms of each tree joint
-    spring_tree: np.ndarray  # tree joints whose coordinate a spring reads
-    spring_cut: np.ndarray  # cut joints whose coordinate a spring reads (from the poses)
-    gears: Gears
-    drivers: Drivers
-    rm: ReactionModel  # what the reactions read
-    nc: np.int64  # rows of the cut joints; the gear rows follow, then the drivers'
-    project: bool  # stabilise by projection after every step
-
-
-class RK4Stages(NamedTuple):
-    """The stages of :func:`rk4_steps`."""
-
-    k1: np.ndarray
-    k2: np.ndarray
-    k3: np.ndarray
-    k4: np.ndarray
-    stage: np.ndarray  # the stage state
-
-
-class DenseWork(NamedTuple):
-    """The workspace of one ``dense`` formulation: position -> velocity -> acceleration ->
-    closure, in the order the right-hand side fills it."""
-
-    x: np.ndarray  # (nb, 3) centres of mass
-    R: np.ndarray  # (nb, 3, 3) orientations
-    P: np.ndarray  # (nj, 3) joint points
-    S: np.ndarray  # (nv, 6) motion subspace
-    V: np.ndarray  # (nb, 6) COM twists
-    c: np.ndarray  # (nb, 6) velocity-product terms
-    A: np.ndarray  # (nb, 6) spatial accelerations about each COM
-    A_bias: np.ndarray  # (nb, 6) A at vdot = 0
-    acc: np.ndarray  # (nb, 6) classical accelerations at vdot = 0 (the closure's gamma)
-    zero_acc: np.ndarray  # (nb, 6) zeros: the closure rows without gamma
-    Fext: np.ndarray  # (nb, 6) applied wrenches
-    Fbody: np.ndarray  # (nb, 6) body force balances
-    fj: np.ndarray  # (nb, 6) transmitted joint wrenches
-    h: np.ndarray  # (nv,) generalized bias forces
-    tau: np.ndarray  # (nv,) M vdot + h by Newton-Euler (iterative refinement)
-    M: np.ndarray  # (nv, nv) mass matrix
-    L: np.ndarray  # (nv, nv) its lower Cholesky factor
-    jq: np.ndarray  # (nj,) joint coordinates the springs read
-    jq_ref: np.ndarray  # (nj,) their branch reference (cut joints)
-    K: np.ndarray  # (ncr, nv) closure Jacobian: cut rows, then gear rows, then driver rows
-    Kabs: np.ndarray  # (nc, nv) round-off scale of the cut rows
-    Kt: np.ndarray  # (ncr, nv) K L^-T
-    gamma: np.ndarray  # (ncr,)
-    phi: np.ndarray  # (ncr,)
-    nu: np.ndarray  # (ncr,) the velocity constraints' right-hand side, K v = nu (non-zero on driver rows only)
-    lam: np.ndarray  # (ncr,) multipliers
-    rows: LoopRows  # views of the cut rows of K, Kabs, gamma, phi
-    scratch: JointRowScratch  # one cut joint's rows
-    zero_nv: np.ndarray  # (nv,) zeros: vdot of the bias forces
-    u0: np.ndarray  # (nv,) whitened unconstrained accelerations
-    u: np.ndarray  # (nv,)
-    vdot: np.ndarray  # (nv,)
-    dv: np.ndarray  # (nv,) projection increment
-    b: np.ndarray  # (ncr,) right-hand side of a least-squares solve
-    z: np.ndarray  # (nv,) its solution
-    rank: np.ndarray  # (1,) int64: the closure's rank, decided once
-    watch: np.ndarray  # (6,) the singularity watch (MU_REL ...)
-    stats: np.ndarray  # (4,) RESIDUAL ...
-    sv: ThinSVD  # of Kt
-    acc_out: np.ndarray  # (nb, 6) classical accelerations of an evaluation
-    react: np.ndarray  # (nj, 6) every joint's wrench on its successor, of an evaluation
-    clock: np.ndarray  # (4,) what an entry kernel takes besides the state: a time, an interval, a step count
-    stages: RK4Stages  # rk4_steps' stages
-
-
-def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWork:
-    """A zeroed workspace for ``nb`` bodies, ``nj`` joints, ``nq`` coordinates, ``nv``
-    velocities, ``nc`` cut rows and ``ng`` joint-space rows (gears and drivers)."""
-    ncr = nc + ng
-    K = np.zeros((ncr, nv))
-    Kabs = np.zeros((nc, nv))
-    gamma = np.zeros(ncr)
-    phi = np.zeros(ncr)
-    watch = np.zeros(6)
-    watch[MU_REL] = config.DENSE_BASE_FILTER_RTOL
-    return DenseWork(
-        x=np.zeros((nb, 3)), R=np.zeros((nb, 3, 3)), P=np.zeros((nj, 3)), S=np.zeros((nv, 6)),
-        V=np.zeros((nb, 6)), c=np.zeros((nb, 6)), A=np.zeros((nb, 6)), A_bias=np.zeros((nb, 6)),
-        acc=np.zeros((nb, 6)), zero_acc=np.zeros((nb, 6)), Fext=np.zeros((nb, 6)), Fbody=np.zeros((nb, 6)),
-        fj=np.zeros((nb, 6)), h=np.zeros(nv), tau=np.zeros(nv), M=np.zeros((nv, nv)), L=np.zeros((nv, nv)),
-        jq=np.full(nj, np.nan), jq_ref=np.zeros(nj), K=K, Kabs=Kabs, Kt=np.zeros((ncr, nv)), gamma=gamma,
-        phi=phi, nu=np.zeros(ncr), lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
-        scratch=JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)), zero_nv=np.zeros(nv),
-        u0=np.zeros(nv), u=np.zeros(nv), vdot=np.zeros(nv), dv=np.zeros(nv), b=np.zeros(ncr), z=np.zeros(nv),
-        rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4), sv=svd_work(ncr, nv), acc_out=np.zeros((nb, 6)),
-        react=np.zeros((nj, 6)), clock=np.zeros(4),
-        stages=RK4Stages(*(np.zeros(nq + nv) for _ in range(5))),
-    )
-
 
 # ------------------------------------------------------------------ the mechanism's terms
 
@@ -526,22 +392,61 @@ def watch_singular(desc, proto, t, y):
 
 # ------------------------------------------------------------------ whole runs of steps
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _keep_evaluation(w, t, y):
+    """Keep the dynamics EVALUATE just made at ``(t, y)``: an output instant's evaluation
+    is the next interval's first right-hand side (:func:`rk4_steps`)."""
+    w.evaluated[0] = t
+    w.evaluated[1] = 1.0
+    w.evaluated[2] = w.watch[MU_REL]
+    w.evaluated[3] = w.rank[0]
+    for k in range(y.shape[0]):
+        w.evaluated_y[k] = y[k]
+    for k in range(w.vdot.shape[0]):
+        w.evaluated_vdot[k] = w.vdot[k]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _evaluated_at(w, t, y):
+    """Whether the kept evaluation (:func:`_keep_evaluation`) is the dynamics at ``(t, y)``
+    as :func:`dynamics` would make them now: the same time and state bit for bit, the same
+    filter and rank."""
+    if w.evaluated[1] == 0.0 or w.evaluated[0] != t or w.evaluated[2] != w.watch[MU_REL] \
+            or w.evaluated[3] != w.rank[0]:
+        return False
+    for k in range(y.shape[0]):
+        if w.evaluated_y[k] != y[k]:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_steps(desc, proto, t0, t1, y, n):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
     each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
     step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods.
-    Returns a status."""
+    The first step's k1 is the output instant's evaluation where EVALUATE left the dynamics
+    at ``(t0, y)`` (:func:`_evaluated_at`: the same numbers :func:`rhs` would make, counted
+    as the right-hand side they stand for).  Returns a status."""
     dm, w = unpack(desc, proto)
     k1, k2, k3, k4, st = w.stages
     m = y.shape[0]
     h = (t1 - t0) / n
+    known = _evaluated_at(w, t0, y)
+    w.evaluated[1] = 0.0
     for i in range(n):
         t = t0 + i * h
         ti = t1 if i == n - 1 else t0 + (i + 1) * h
-        status = rhs(desc, proto, t, y, k1)
-        if status:
-            return status
+        if i == 0 and known:  # the output instant's evaluation stands for this right-hand side
+            w.stats[RHS_COUNT] += 1.0
+            nq = m - w.vdot.shape[0]
+            qdot_from_v(dm.mk, y[:nq], y[nq:], k1)
+            for k in range(w.vdot.shape[0]):
+                k1[nq + k] = w.evaluated_vdot[k]
+        else:
+            status = rhs(desc, proto, t, y, k1)
+            if status:
+                return status
         for k in range(m):
             st[k] = y[k] + h / 2 * k1[k]
         status = rhs(desc, proto, t + h / 2, st, k2)
@@ -601,8 +506,9 @@ def entry(desc, proto, a, b):
       and time ``clock[0]``
     - EVALUATE: an output row's terms at ``(clock[0], a)``: the dynamics (unless
       ``clock[1]``: the last right-hand side's ``vdot`` and ``lam``, already in the
-      workspace, were this state's -- then the kinematics and applied wrenches alone),
-      the bodies' spatial and classical accelerations and every joint's reaction."""
+      workspace, were this state's -- then the kinematics and applied wrenches alone; the
+      dynamics it makes are kept for the next RK4's k1), the bodies' spatial and classical
+      accelerations and every joint's reaction."""
     dm, w = unpack(desc, proto)
     op = np.int64(w.clock[3])
     t = w.clock[0]
@@ -631,6 +537,7 @@ def entry(desc, proto, a, b):
         status = dynamics(desc, proto, t, a)
         if status:
             return float(status)
+        _keep_evaluation(w, t, a)
     fk_accelerations(dm.mk, w.x, w.P, w.S, w.c, w.vdot, w.A)
     classical_into(w.V, w.A, w.acc_out)
     multiplier_reactions(dm.ca, dm.rm, Frames(w.x, w.R, w.V, w.P, w.S), w.A, w.Fext, w.lam, w.react)

@@ -16,7 +16,7 @@ from ..forces import force_arrays, spring_joints
 from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
-from . import dense_solve, tree
+from . import dense_data, dense_solve, tree
 from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, Formulation, StateKernel
 from .rk4_kernel import (
     RK4Interval, call_by_table, call_by_table_bool, call_float, call_void, native_address, normalize_state,
@@ -323,7 +323,7 @@ def tree_check(desc, proto, y, out):
 #: bounds no step)
 WATCH_COND0, WATCH_IN_WINDOW, WATCH_T, WATCH_PROJECTIONS, WATCH_RESETS, WATCH_NEAR = range(6)
 WATCH_SLOTS = 6
-assert WATCH_NEAR == dense_solve.NEAR
+assert WATCH_NEAR == dense_data.NEAR
 #: the operations :func:`tree_operation` does, by ``dense``'s codes (``row_kernels.erk_rows`` asks for them)
 _RHS, _WATCH, _POST_STEP = dense_solve.RHS, dense_solve.WATCH, dense_solve.POST_STEP
 
