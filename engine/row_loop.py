@@ -8,7 +8,7 @@ the kernels, once per output row: the interval's kernel call, the formulation's
 :class:`~engine.formulations.base.Evaluation`), the recorder's row kernel and the
 monitor's judgement.  The row kernels do the same for a block of output intervals --
 the same kernels, called by the addresses of their machine code
-(:func:`~engine.formulations.rk4_kernel.call_state_kernel`), the same arithmetic in the
+(:func:`~engine.formulations.rk4_kernel.call_by_table`), the same arithmetic in the
 same order -- so a row is the one the Python pipeline writes, bit for bit
 (tests/engine/test_row_loop.py).
 
