@@ -230,12 +230,18 @@ def rhs(desc, proto, t, y, out):
     status = dynamics(desc, proto, t, y)
     if status:
         return status
-    nv = w.S.shape[0]
+    _rates(dm, y, w.vdot, out)
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _rates(dm, y, vdot, out):
+    """``out = [qdot; vdot]`` at the state ``y`` with the joint accelerations ``vdot``."""
+    nv = vdot.shape[0]
     nq = y.shape[0] - nv
     qdot_from_v(dm.mk, y[:nq], y[nq:], out)  # writes out[:nq] only
     for k in range(nv):
-        out[nq + k] = w.vdot[k]
-    return 0
+        out[nq + k] = vdot[k]
 
 
 # ------------------------------------------------------------------ projection
@@ -439,10 +445,7 @@ def rk4_steps(desc, proto, t0, t1, y, n):
         ti = t1 if i == n - 1 else t0 + (i + 1) * h
         if i == 0 and known:  # the output instant's evaluation stands for this right-hand side
             w.stats[RHS_COUNT] += 1.0
-            nq = m - w.vdot.shape[0]
-            qdot_from_v(dm.mk, y[:nq], y[nq:], k1)
-            for k in range(w.vdot.shape[0]):
-                k1[nq + k] = w.evaluated_vdot[k]
+            _rates(dm, y, w.evaluated_vdot, k1)
         else:
             status = rhs(desc, proto, t, y, k1)
             if status:
