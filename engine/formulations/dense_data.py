@@ -14,7 +14,7 @@ from ..constraints import ConArrays
 from ..drivers import MotionArrays
 from ..forces import ForceArrays
 from ..kinematics import KinArrays
-from .dense_kernels import JointRowScratch, LoopRows, ReactionModel
+from .dense_kernels import CrbaScratch, JointRowScratch, LoopRows, ReactionModel, crba_scratch, joint_row_scratch
 from .dense_linalg import ThinSVD, svd_work
 
 #: :attr:`DenseWork.watch` slots: the filter width in use, whether a previous measure
@@ -105,6 +105,7 @@ class DenseWork(NamedTuple):
     lam: np.ndarray  # (ncr,) multipliers
     rows: LoopRows  # views of the cut rows of K, Kabs, gamma, phi
     scratch: JointRowScratch  # one cut joint's rows
+    crba: CrbaScratch  # what the mass matrix is computed in
     zero_nv: np.ndarray  # (nv,) zeros: vdot of the bias forces
     u0: np.ndarray  # (nv,) whitened unconstrained accelerations
     u: np.ndarray  # (nv,)
@@ -125,6 +126,10 @@ class DenseWork(NamedTuple):
     evaluated: np.ndarray
     evaluated_y: np.ndarray  # (nq + nv,) that state
     evaluated_vdot: np.ndarray  # (nv,) its vdot
+    #: (1 + nq,) [1.0 while the workspace's positions, M, L, K, Kt and sv are those of the
+    #: coordinates that follow, as the last RK4 step's projection left them; else 0.0]
+    #: (:func:`dynamics` then forms none of them again)
+    geometry: np.ndarray
 
 
 def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWork:
@@ -144,10 +149,11 @@ def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWor
         fj=np.zeros((nb, 6)), h=np.zeros(nv), tau=np.zeros(nv), M=np.zeros((nv, nv)), L=np.zeros((nv, nv)),
         jq=np.full(nj, np.nan), jq_ref=np.zeros(nj), K=K, Kabs=Kabs, Kt=np.zeros((ncr, nv)), gamma=gamma,
         phi=phi, nu=np.zeros(ncr), lam=np.zeros(ncr), rows=LoopRows(K[:nc], Kabs, gamma[:nc], phi[:nc]),
-        scratch=JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6)), zero_nv=np.zeros(nv),
+        scratch=joint_row_scratch(), crba=crba_scratch(nb), zero_nv=np.zeros(nv),
         u0=np.zeros(nv), u=np.zeros(nv), vdot=np.zeros(nv), dv=np.zeros(nv), b=np.zeros(ncr), z=np.zeros(nv),
         rank=np.zeros(1, dtype=np.int64), watch=watch, stats=np.zeros(4), sv=svd_work(ncr, nv), acc_out=np.zeros((nb, 6)),
         react=np.zeros((nj, 6)), clock=np.zeros(4),
         stages=RK4Stages(*(np.zeros(nq + nv) for _ in range(5))),
         evaluated=np.zeros(4), evaluated_y=np.zeros(nq + nv), evaluated_vdot=np.zeros(nv),
+        geometry=np.zeros(1 + nq),
     )

@@ -46,6 +46,29 @@ class JointRowScratch(NamedTuple):
     Ga: np.ndarray  # (6, 6) rows on the predecessor's twist
     Gb: np.ndarray  # (6, 6) rows on the successor's twist
     g: np.ndarray  # (6,) velocity-product terms
+    x0: np.ndarray  # (3,) zeros: the ground's position,
+    R0: np.ndarray  # (3, 3) identity: its orientation
+    V0: np.ndarray  # (6,) zeros: its twist
+
+
+def joint_row_scratch() -> JointRowScratch:
+    """A :class:`JointRowScratch`, the ground's pose and twist in it."""
+    return JointRowScratch(np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6), np.zeros(3), np.eye(3), np.zeros(6))
+
+
+class CrbaScratch(NamedTuple):
+    """What :func:`crba` computes in, allocated once (a right-hand side allocates nothing)."""
+
+    Ic: np.ndarray  # (nb, 6, 6) composite inertias
+    X: np.ndarray  # (6, 6) a shift
+    XI: np.ndarray  # (6, 6) X Ic
+    F: np.ndarray  # (6,) a column's force
+    Fs: np.ndarray  # (6,) shifted
+    l: np.ndarray  # (3,) a shift's arm
+
+
+def crba_scratch(nb: int) -> CrbaScratch:
+    return CrbaScratch(np.zeros((nb, 6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6), np.zeros(6), np.zeros(3))
 
 
 @njit(cache=True, nogil=True, _nrt=True)
@@ -88,12 +111,15 @@ def body_terms(mass, inertia, R, V, A, Fext, Fbias):
 
 
 @njit(cache=True, nogil=True, _nrt=True)
-def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
-    """Joint-space mass matrix by the composite-rigid-body algorithm (world frame)."""
+def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M, sc):
+    """Joint-space mass matrix by the composite-rigid-body algorithm (world frame);
+    ``sc``: a :class:`CrbaScratch` for ``parent.shape[0]`` bodies."""
     nb = parent.shape[0]
-    Ic = np.zeros((nb, 6, 6))
-    X = np.zeros((6, 6))
-    XI = np.empty((6, 6))
+    Ic, X, XI = sc.Ic, sc.X, sc.XI
+    for i in range(nb):
+        for a in range(6):
+            for b in range(6):
+                Ic[i, a, b] = 0.0
     for i in range(nb):
         # body inertia about P_i:  [[m, -m~c], [m~c, Jw - m~c~c]], c = x_i - P_i, Jw = R I R^T
         # (loops, not numba's ``@``: docs/compile-time.md)
@@ -146,9 +172,7 @@ def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M):
                 for k in range(6):
                     t += XI[a, k] * X[b, k]
                 Ic[p, a, b] += t
-    F = np.empty(6)
-    Fs = np.empty(6)
-    l = np.empty(3)
+    F, Fs, l = sc.F, sc.Fs, sc.l
     for i in range(nb):
         for ci in range(v_adr[i], v_adr[i] + nv_j[i]):
             for k in range(6):
@@ -192,9 +216,7 @@ def loop_rows(ca, parent, v_adr, nv_j, nb, kin, acc, rows, scratch):
     Gs_a, Gs_b, gs = scratch.Ga, scratch.Gb, scratch.g
     jtype, pred, succ, nc_j = ca.jtype, ca.pred, ca.succ, ca.nc_j
     nj = jtype.shape[0]
-    x0 = np.zeros(3)
-    R0 = np.eye(3)
-    V0 = np.zeros(6)
+    x0, R0, V0 = scratch.x0, scratch.R0, scratch.V0
     for a in range(K.shape[0]):
         for c in range(K.shape[1]):
             K[a, c] = 0.0

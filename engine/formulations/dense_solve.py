@@ -60,7 +60,7 @@ def mass_matrix(desc, proto):
     for i in range(M.shape[0]):
         for k in range(M.shape[1]):
             M[i, k] = 0.0
-    crba(dm.mk.parent, dm.mass, dm.inertia, w.R, w.x, w.P, w.S, dm.mk.v_adr, dm.nv_j, M)
+    crba(dm.mk.parent, dm.mass, dm.inertia, w.R, w.x, w.P, w.S, dm.mk.v_adr, dm.nv_j, M, w.crba)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -117,9 +117,16 @@ def driver_rows(desc, proto, t, q):
 def closure_rows(desc, proto, t, q, v, acc):
     """Kinematics at ``(q, v)`` and the closure rows ``K``, ``phi``, ``nu`` and ``gamma``
     (from the classical body accelerations ``acc``; the drivers' at time ``t``)."""
+    kinematics(desc, proto, q, v)
+    rows_at(desc, proto, t, q, acc)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def rows_at(desc, proto, t, q, acc):
+    """The closure rows ``K``, ``phi``, ``nu`` and ``gamma`` from the workspace's kinematics,
+    which are those of ``q`` (:func:`closure_rows` without forming them)."""
     dm, w = unpack(desc, proto)
     mk = dm.mk
-    kinematics(desc, proto, q, v)
     loop_rows(dm.ca, mk.parent, mk.v_adr, dm.nv_j, mk.parent.shape[0], Frames(w.x, w.R, w.V, w.P, w.S), acc,
               w.rows, w.scratch)
     gear_rows(desc, proto, q)
@@ -135,9 +142,12 @@ def cut_phi_K(desc, proto, t, q, v):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def dynamics(desc, proto, t, y):
+def dynamics(desc, proto, t, y, fresh):
     """The joint accelerations ``w.vdot`` and multipliers ``w.lam`` at state ``y``
-    (:meth:`.dense.DenseFormulation._dynamics` gives the equations).  Returns a status."""
+    (:meth:`.dense.DenseFormulation._dynamics` gives the equations).  ``fresh``: the
+    workspace's positions, ``M``, ``L``, ``K``, ``Kt`` and ``sv`` are already those of
+    ``y``'s coordinates (:func:`_fresh`), and only what depends on the velocities is
+    formed.  Returns a status."""
     dm, w = unpack(desc, proto)
     mk = dm.mk
     nb = mk.parent.shape[0]
@@ -145,15 +155,18 @@ def dynamics(desc, proto, t, y):
     nq = y.shape[0] - nv
     q = y[:nq]
     v = y[nq:]
-    kinematics(desc, proto, q, v)
-    mass_matrix(desc, proto)
+    if fresh:
+        fk_velocities(mk, w.x, w.P, w.S, v, w.V, w.c)
+    else:
+        kinematics(desc, proto, q, v)
+        mass_matrix(desc, proto)
     tree_applied_forces(dm.fa, q, mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref, w.Fext)
     newton_euler(desc, proto, w.zero_nv, w.h)  # the bias forces: M vdot + h at vdot = 0
     for i in range(nb):
         for k in range(6):
             w.A_bias[i, k] = w.A[i, k]
     L = w.L
-    if not cholesky(w.M, L):
+    if not fresh and not cholesky(w.M, L):
         w.stats[T_FAILED] = t
         return NOT_POSITIVE_DEFINITE
     for k in range(nv):
@@ -171,9 +184,10 @@ def dynamics(desc, proto, t, y):
             acc[i, 2] = Ab[2] + (V[3] * V[1] - V[4] * V[0])
             for k in range(3, 6):
                 acc[i, k] = Ab[k]
-        closure_rows(desc, proto, t, q, v, acc)
+        rows_at(desc, proto, t, q, acc)  # the kinematics above are still the workspace's
         Kt = w.Kt
-        whiten(L, w.K, Kt)
+        if not fresh:
+            whiten(L, w.K, Kt)
         floor = roundoff_floor(L, w.Kabs, w.u)
         mu_rel = w.watch[MU_REL]
         rank = w.rank[0]
@@ -184,7 +198,8 @@ def dynamics(desc, proto, t, y):
                 s += Kt[r, k] * w.u0[k]
             w.b[r] = s - w.gamma[r]
         z = w.z
-        thin_svd(Kt, w.sv)
+        if not fresh:
+            thin_svd(Kt, w.sv)
         filter_factors(w.sv, mu_rel, floor, rank)
         filtered_solve(w.sv, w.b, z, np.bool_(False))
         for k in range(nv):
@@ -227,7 +242,7 @@ def rhs(desc, proto, t, y, out):
     """The right-hand side ``[qdot; vdot]`` at ``(t, y)`` into ``out``; returns a status."""
     dm, w = unpack(desc, proto)
     w.stats[RHS_COUNT] += 1.0
-    status = dynamics(desc, proto, t, y)
+    status = dynamics(desc, proto, t, y, _fresh(w, y))
     if status:
         return status
     _rates(dm, y, w.vdot, out)
@@ -364,6 +379,12 @@ def singularity(desc, proto, t, y):
         return np.nan
     whiten(w.L, w.K, w.Kt)
     thin_svd(w.Kt, w.sv)
+    return _measure(w)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _measure(w):
+    """``s_min / s_max`` over the closure's rank of the singular values in ``w.sv``."""
     s = w.sv.s
     r = min(w.rank[0], s.shape[0])
     if r == 0 or s[0] == 0.0:
@@ -382,6 +403,13 @@ def watch_singular(desc, proto, t, y):
     s = singularity(desc, proto, t, y)
     if math.isnan(s):
         return NOT_POSITIVE_DEFINITE
+    _watch(w, t, s)
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _watch(w, t, s):
+    """:func:`watch_singular`'s verdict on the measure ``s`` at time ``t``."""
     wt = w.watch
     rate = 0.0
     if wt[HAS_PREV] > 0.0 and t > wt[T_PREV]:
@@ -393,7 +421,6 @@ def watch_singular(desc, proto, t, y):
     near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
     wt[NEAR] = 1.0 if near else 0.0
     wt[MU_REL] = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
-    return 0
 
 
 # ------------------------------------------------------------------ whole runs of steps
@@ -426,11 +453,38 @@ def _evaluated_at(w, t, y):
     return True
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _projected(w, y):
+    """After :func:`post_step` projected ``y`` (positions and velocities): the workspace's
+    positions, ``M``, ``L``, ``K``, ``Kt`` and ``sv`` are those of ``y``'s coordinates --
+    the velocities' projection formed them last (:func:`project_state`)."""
+    g = w.geometry
+    for k in range(g.shape[0] - 1):
+        g[1 + k] = y[k]
+    g[0] = 1.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _fresh(w, y):
+    """Whether the geometry :func:`_projected` kept is that of ``y``'s coordinates, bit for
+    bit; it is used once (the next evaluation writes over it)."""
+    g = w.geometry
+    if g[0] == 0.0:
+        return False
+    g[0] = 0.0
+    for k in range(g.shape[0] - 1):
+        if g[1 + k] != y[k]:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_steps(desc, proto, t0, t1, y, n):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
     each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
-    step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods.
+    step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods
+    (the watch's measure taken from the decomposition the projection of the velocities has
+    just made at the same positions: the singular values it would compute again).
     The first step's k1 is the output instant's evaluation where EVALUATE left the dynamics
     at ``(t0, y)`` (:func:`_evaluated_at`: the same numbers :func:`rhs` would make, counted
     as the right-hand side they stand for).  Returns a status."""
@@ -470,9 +524,12 @@ def rk4_steps(desc, proto, t0, t1, y, n):
         status = post_step(desc, proto, ti, y)
         if status:
             return status
-        status = watch_singular(desc, proto, ti, y)
-        if status:
-            return status
+        if dm.project and w.K.shape[0]:
+            # the projection of the velocities has just decomposed the whitened closure rows
+            # at these positions (project_state): the measure watch_singular would form again,
+            # and the next evaluation's geometry (the next step's k1, or the output row's)
+            _watch(w, ti, _measure(w))
+            _projected(w, y)
     return 0
 
 
@@ -515,10 +572,12 @@ def entry(desc, proto, a, b):
     dm, w = unpack(desc, proto)
     op = np.int64(w.clock[3])
     t = w.clock[0]
+    if op != RK4 and op != EVALUATE:
+        w.geometry[0] = 0.0  # an operation that may form another state's geometry
     if op == RHS:
         return float(rhs(desc, proto, t, a, b))
     if op == DYNAMICS:
-        return float(dynamics(desc, proto, t, a))
+        return float(dynamics(desc, proto, t, a, np.bool_(False)))
     if op == RK4:
         return float(rk4_steps(desc, proto, t, w.clock[1], a, np.int64(w.clock[2])))
     if op == POST_STEP:
@@ -529,6 +588,7 @@ def entry(desc, proto, a, b):
     if done != NOT_MINE:  # (a NaN measure too)
         return done
     # EVALUATE
+    fresh = _fresh(w, a)
     nv = w.S.shape[0]
     nq = a.shape[0] - nv
     q = a[:nq]
@@ -537,7 +597,7 @@ def entry(desc, proto, a, b):
         tree_applied_forces(dm.fa, q, dm.mk.q_adr, dm.spring_tree, dm.spring_cut, w.x, w.R, w.V, w.jq, w.jq_ref,
                             w.Fext)
     else:
-        status = dynamics(desc, proto, t, a)
+        status = dynamics(desc, proto, t, a, fresh)
         if status:
             return float(status)
         _keep_evaluation(w, t, a)
