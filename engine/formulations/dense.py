@@ -148,6 +148,7 @@ class DenseFormulation(Formulation):
         measure and the width of the least squares' filter -- a matter of units.  Scaling a row does
         not change the constrained solution; each gear row is scaled at t = 0 to the
         largest singular value of the whitened loop rows (1 without loops)."""
+        self.work.geometry[0] = 0.0  # the scales are part of K
         self.gear_scale[:] = 1.0
         self.driver_scale[:] = 1.0
         self._cut_phi_K(q, v)
@@ -159,6 +160,7 @@ class DenseFormulation(Formulation):
         scale = ref / np.linalg.norm(Kt[nc:], axis=1)  # the drivers' rows likewise
         self.gear_scale[:] = scale[:ng]
         self.driver_scale[:] = scale[ng:]
+        self.work.geometry[0] = 0.0
 
     def closure_rank(self) -> int:
         """The rank of the closure equations (cut rows and gear rows) at the file's
@@ -278,12 +280,14 @@ class DenseFormulation(Formulation):
     def _cholesky(self, t=0.0):
         """The lower Cholesky factor ``L`` of the workspace's mass matrix (``M = L L^T``);
         a :class:`SingularSystemError` at time ``t`` if ``M`` is not positive definite."""
+        self.work.geometry[0] = 0.0  # written here, outside the kernels' account of it
         if not linalg.cholesky(self.M, self.work.L):
             raise SingularSystemError(t, "joint-space mass matrix is not positive definite")
         return self.work.L
 
     def _whitened_K(self, L):
         """K L^-T: the loop Jacobian in mass-whitened velocity coordinates."""
+        self.work.geometry[0] = 0.0
         linalg.whiten(L, self.K, self.work.Kt)
         return self.work.Kt
 

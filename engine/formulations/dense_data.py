@@ -126,9 +126,8 @@ class DenseWork(NamedTuple):
     evaluated: np.ndarray
     evaluated_y: np.ndarray  # (nq + nv,) that state
     evaluated_vdot: np.ndarray  # (nv,) its vdot
-    #: (1 + nq,) [1.0 while the workspace's positions, M, L, K, Kt and sv are those of the
-    #: coordinates that follow, as the last RK4 step's projection left them; else 0.0]
-    #: (:func:`dynamics` then forms none of them again)
+    #: (1 + nq,) [1.0 while the workspace's geometry -- x, R, P, S, M, L, K, Kt, sv -- is
+    #: that of the coordinates that follow, else 0.0] (dense_solve._keep_geometry)
     geometry: np.ndarray
 
 

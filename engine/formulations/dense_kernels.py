@@ -57,7 +57,7 @@ def joint_row_scratch() -> JointRowScratch:
 
 
 class CrbaScratch(NamedTuple):
-    """What :func:`crba` computes in, allocated once (a right-hand side allocates nothing)."""
+    """What :func:`crba` computes in, allocated once with the workspace (not on every call)."""
 
     Ic: np.ndarray  # (nb, 6, 6) composite inertias
     X: np.ndarray  # (6, 6) a shift

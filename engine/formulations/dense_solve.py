@@ -42,11 +42,41 @@ NOT_FINITE = 2
 NOT_AN_OPERATION = 3
 
 # ------------------------------------------------------------------ the mechanism's terms
+#
+# The geometry of a state -- the positions (x, R, P, S), the mass matrix M and its factor
+# L, the closure rows K, Kt = K L^-T and the SVD of Kt -- depends on its coordinates
+# alone.  Whatever forms all of it (dynamics, singularity, a projection of the velocities)
+# says so in DenseWork.geometry with the coordinates (_keep_geometry); whatever writes any
+# of it first says it is no longer so (kinematics, mass_matrix: every path that forms the
+# geometry starts with one of them).  A later evaluation or singularity measure at the
+# same coordinates, bit for bit, takes it instead of forming it again (_fresh).
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _keep_geometry(w, q):
+    """The workspace's geometry is that of the coordinates ``q``."""
+    g = w.geometry
+    for k in range(q.shape[0]):
+        g[1 + k] = q[k]
+    g[0] = 1.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _fresh(w, y):
+    """Whether the workspace's geometry is that of ``y``'s coordinates, bit for bit."""
+    g = w.geometry
+    if g[0] == 0.0:
+        return False
+    for k in range(g.shape[0] - 1):
+        if g[1 + k] != y[k]:
+            return False
+    return True
+
 
 @njit(cache=True, nogil=True, _nrt=False)
 def kinematics(desc, proto, q, v):
     """Poses, joint points, motion subspace, twists and velocity products at ``(q, v)``."""
     dm, w = unpack(desc, proto)
+    w.geometry[0] = 0.0
     fk_positions(dm.mk, q, w.x, w.R, w.P)
     motion_subspace(dm.mk, q, w.R, w.S)
     fk_velocities(dm.mk, w.x, w.P, w.S, v, w.V, w.c)
@@ -56,6 +86,7 @@ def kinematics(desc, proto, q, v):
 def mass_matrix(desc, proto):
     """The joint-space mass matrix into ``w.M`` (composite rigid bodies)."""
     dm, w = unpack(desc, proto)
+    w.geometry[0] = 0.0
     M = w.M
     for i in range(M.shape[0]):
         for k in range(M.shape[1]):
@@ -145,9 +176,8 @@ def cut_phi_K(desc, proto, t, q, v):
 def dynamics(desc, proto, t, y, fresh):
     """The joint accelerations ``w.vdot`` and multipliers ``w.lam`` at state ``y``
     (:meth:`.dense.DenseFormulation._dynamics` gives the equations).  ``fresh``: the
-    workspace's positions, ``M``, ``L``, ``K``, ``Kt`` and ``sv`` are already those of
-    ``y``'s coordinates (:func:`_fresh`), and only what depends on the velocities is
-    formed.  Returns a status."""
+    workspace's geometry is already that of ``y``'s coordinates (:func:`_fresh`), and only
+    what depends on the velocities is formed.  Returns a status."""
     dm, w = unpack(desc, proto)
     mk = dm.mk
     nb = mk.parent.shape[0]
@@ -234,6 +264,7 @@ def dynamics(desc, proto, t, y, fresh):
         if not math.isfinite(vdot[k]):
             w.stats[T_FAILED] = t
             return NOT_FINITE
+    _keep_geometry(w, q)
     return 0
 
 
@@ -344,6 +375,7 @@ def project_state(desc, proto, t, q, v, velocities, iterations, rows_done):
     for k in range(nv):
         u[k] -= w.z[k]
     backward(L, u, v)
+    _keep_geometry(w, q)
     return 0
 
 
@@ -373,12 +405,14 @@ def singularity(desc, proto, t, y):
         return 1.0
     nv = w.S.shape[0]
     nq = y.shape[0] - nv
-    cut_phi_K(desc, proto, t, y[:nq], y[nq:])
-    if not cholesky(w.M, w.L):
-        w.stats[T_FAILED] = t
-        return np.nan
-    whiten(w.L, w.K, w.Kt)
-    thin_svd(w.Kt, w.sv)
+    if not _fresh(w, y):
+        cut_phi_K(desc, proto, t, y[:nq], y[nq:])
+        if not cholesky(w.M, w.L):
+            w.stats[T_FAILED] = t
+            return np.nan
+        whiten(w.L, w.K, w.Kt)
+        thin_svd(w.Kt, w.sv)
+        _keep_geometry(w, y[:nq])
     return _measure(w)
 
 
@@ -453,38 +487,11 @@ def _evaluated_at(w, t, y):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _projected(w, y):
-    """After :func:`post_step` projected ``y`` (positions and velocities): the workspace's
-    positions, ``M``, ``L``, ``K``, ``Kt`` and ``sv`` are those of ``y``'s coordinates --
-    the velocities' projection formed them last (:func:`project_state`)."""
-    g = w.geometry
-    for k in range(g.shape[0] - 1):
-        g[1 + k] = y[k]
-    g[0] = 1.0
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _fresh(w, y):
-    """Whether the geometry :func:`_projected` kept is that of ``y``'s coordinates, bit for
-    bit; it is used once (the next evaluation writes over it)."""
-    g = w.geometry
-    if g[0] == 0.0:
-        return False
-    g[0] = 0.0
-    for k in range(g.shape[0] - 1):
-        if g[1 + k] != y[k]:
-            return False
-    return True
-
-
 @njit(cache=True, nogil=True, _nrt=False)
 def rk4_steps(desc, proto, t0, t1, y, n):
     """``n`` classical Runge-Kutta steps from ``(t0, y)`` to ``t1``, in place on ``y``,
     each followed by :func:`post_step` and :func:`watch_singular` -- the same arithmetic,
-    step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods
-    (the watch's measure taken from the decomposition the projection of the velocities has
-    just made at the same positions: the singular values it would compute again).
+    step for step, as :func:`engine.integrators.rk4`'s loop over the formulation's methods.
     The first step's k1 is the output instant's evaluation where EVALUATE left the dynamics
     at ``(t0, y)`` (:func:`_evaluated_at`: the same numbers :func:`rhs` would make, counted
     as the right-hand side they stand for).  Returns a status."""
@@ -524,12 +531,9 @@ def rk4_steps(desc, proto, t0, t1, y, n):
         status = post_step(desc, proto, ti, y)
         if status:
             return status
-        if dm.project and w.K.shape[0]:
-            # the projection of the velocities has just decomposed the whitened closure rows
-            # at these positions (project_state): the measure watch_singular would form again,
-            # and the next evaluation's geometry (the next step's k1, or the output row's)
-            _watch(w, ti, _measure(w))
-            _projected(w, y)
+        status = watch_singular(desc, proto, ti, y)
+        if status:
+            return status
     return 0
 
 
@@ -572,8 +576,6 @@ def entry(desc, proto, a, b):
     dm, w = unpack(desc, proto)
     op = np.int64(w.clock[3])
     t = w.clock[0]
-    if op != RK4 and op != EVALUATE:
-        w.geometry[0] = 0.0  # an operation that may form another state's geometry
     if op == RHS:
         return float(rhs(desc, proto, t, a, b))
     if op == DYNAMICS:
