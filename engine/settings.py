@@ -39,7 +39,7 @@ class Settings:
     exact_projections: bool = True
     #: the branch and health monitor (engine/monitor.py): judge every output instant, retry
     #: with smaller steps, stop with exit 3 instead of a wrong answer; False only to time
-    #: its cost (``linkwork bench --no-monitor``)
+    #: its cost (``linkwork bench``'s monitor table, :mod:`.studies.monitor_cost`)
     monitor: bool = True
 
     def replace(self, **changes) -> "Settings":
