@@ -13,7 +13,7 @@ their wall::
 
     python benchmarks/default_crossover.py [--t-end 3] [--rounds 3] [--accuracy] [--out FILE.md]
 
-The coefficients in ``engine.formulations.DEFAULT_COST`` are this script's fit
+The coefficients in ``engine.formulations.DENSE_COST`` and ``HDCA_COST`` are this script's fit
 (docs/formulations.md, "Default").
 """
 

@@ -26,15 +26,15 @@ PLANNED: tuple[str, ...] = ()
 #: ``dense`` solves one system of the joint velocities and the loop rows,
 #: ``c0 + c2 k^2 + c3 k^3`` with ``k = nv + loop rows``; ``hdca``'s passes are linear,
 #: ``c0 + c_b bodies + c_r loop rows``.  Only their ratio decides.
-DENSE_COST = (3.97, 1.18e-2, 5.08e-5)
-HDCA_COST = (3.49, 0.697, 0.244)
+DENSE_COST = (3.30, 7.29e-3, 3.22e-5)
+HDCA_COST = (3.08, 0.735, 0.241)
 #: ``hdca`` takes over where it is estimated at most this fraction of ``dense``'s cost.
 #: Both make their rk4, rk45 and dop853 rows in compiled code, so the lead is not about
-#: speed (ladder-4: 13 against 21 ms at rk4, 25 against 31 ms at rk45): ``dense`` is the
-#: reference, whose projection keeps the branch through singular configurations by
-#: construction, and keeps a mechanism where the two are within a fifth of each other
-#: (ladder-3, single loops of up to about 50 bodies, most random spatial mechanisms with
-#: up to three loops)
+#: speed (ladder-6: 20 against 33 ms at rk4): ``dense`` is the reference, whose projection
+#: keeps the branch through singular configurations by construction, and keeps a
+#: mechanism where the two are within a fifth of each other (ladders of up to 5 cells,
+#: single loops of up to about 80 bodies, most random spatial mechanisms with up to three
+#: loops)
 HDCA_LEAD = 0.8
 
 
@@ -61,7 +61,7 @@ def default_formulation(model: "Model") -> str:
     ``dense`` -- it projects onto the constraints and crosses singular configurations --
     until ``hdca`` (velocity-level closure with the positions projected after each step,
     O(n), crosses them too) is estimated to take at most :data:`HDCA_LEAD` of its time
-    (:func:`default_costs`: from four cells of a ladder, or a single loop of about 52
+    (:func:`default_costs`: from six cells of a ladder, or a single loop of about 84
     bodies).  A formulation that refuses the model (e.g. one that cannot honour
     its gear couplings) gives way to ``dense``, which honours them at any size.
     """

@@ -15,10 +15,10 @@ def test_trees_default_to_dca():
 
 
 def test_small_loops_default_to_dense_and_large_ones_to_hdca():
-    for spec in (gen.fourbar(), gen.double_loop(), gen.ladder(2), gen.closed_loop(32)):
+    for spec in (gen.fourbar(), gen.double_loop(), gen.ladder(2), gen.ladder(4), gen.closed_loop(32)):
         model = build_model(spec)
         assert model.ncut > 0 and default_formulation(model) == "dense", spec.name
-    for spec in (gen.ladder(4), gen.ladder(8), gen.ladder(16), gen.closed_loop(310)):
+    for spec in (gen.ladder(6), gen.ladder(8), gen.ladder(16), gen.closed_loop(310)):
         model = build_model(spec)
         assert model.ncut > 0 and default_formulation(model) == "hdca", spec.name
 
