@@ -56,7 +56,8 @@ def test_two_parameter_sweep_cancels_keeping_finished_cases_and_draws_an_image(m
     _choose(dlg.axis1, "joints[0].rate", 3.0, 9.0, 4)
     dlg.use2.setChecked(True)
     _choose(dlg.axis2, "forces[0].stiffness", 100.0, 400.0, 4)
-    dlg.t_end.setValue(2.0)
+    # long enough a case (about 0.1 s) that the cancel lands while most are still to run
+    dlg.t_end.setValue(30.0)
     dlg.workers.setValue(2)
     dlg.out_dir.setText(str(tmp_path / "out"))
     dlg.start()
