@@ -49,6 +49,11 @@ def source_key(root) -> str:
     return h.hexdigest()[:16]
 
 
+#: ``NUMBA_CACHE_LOCATOR_CLASSES``: the engine's locator (:mod:`.cache_locator`: numba's for
+#: ``NUMBA_CACHE_DIR``, its directories checked once), then numba's others in numba's order
+CACHE_LOCATORS = (f"{__name__}.cache_locator.EngineCacheLocator,"
+                  "InTreeCacheLocator,UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator")
+
 #: numba cache directories unused this long are removed when another one is created
 CACHE_KEEP_DAYS = 30
 
@@ -60,7 +65,9 @@ def _numba_cache_dir() -> None:
     inlines) a function from another module keeps the old code when that module
     changes, and silently runs it.  Keying the whole cache by a hash of the engine's
     sources rules that out.  An explicit ``NUMBA_CACHE_DIR`` is respected.  Stale
-    directories of other source versions are pruned after ``CACHE_KEEP_DAYS``."""
+    directories of other source versions are pruned after ``CACHE_KEEP_DAYS``.  numba
+    finds each kernel's directory there with :data:`CACHE_LOCATORS`' first locator,
+    unless ``NUMBA_CACHE_LOCATOR_CLASSES`` is set already."""
     import os
     import shutil
     import sys
@@ -72,6 +79,10 @@ def _numba_cache_dir() -> None:
         from .shipped_cache import choose_cpu
 
         choose_cpu()
+    if not os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
+        os.environ["NUMBA_CACHE_LOCATOR_CLASSES"] = CACHE_LOCATORS
+        if "numba" in sys.modules:  # imported before the engine: its config has been read already
+            sys.modules["numba"].config.CACHE_LOCATOR_CLASSES = CACHE_LOCATORS
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     try:

@@ -65,6 +65,49 @@ def test_stale_cache_directories_are_pruned(tmp_path):
     assert (base / source_key(ENGINE)).is_dir()
 
 
+
+def test_engine_kernels_are_found_by_the_engines_locator_in_either_import_order(tmp_path):
+    code = "{first}; from engine import spatial; print(type(spatial.quat_to_rot._cache._impl.locator).__name__)"
+    for first in ("import engine, numba", "import numba, engine"):
+        assert _cache_dir(code.format(first=first), XDG_CACHE_HOME=str(tmp_path)) == "EngineCacheLocator"
+    # a locator list the user sets is theirs
+    assert _cache_dir(code.format(first="import engine"), XDG_CACHE_HOME=str(tmp_path),
+                      NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator") == "UserProvidedCacheLocator"
+
+
+def test_the_engines_locator_puts_kernels_where_numbas_does_and_checks_each_directory_once(tmp_path, monkeypatch):
+    import tempfile
+
+    from numba.core import caching, config
+
+    from linkwork.engine import spatial
+    from linkwork.engine.cache_locator import EngineCacheLocator
+    from linkwork.engine.formulations import dense_linalg
+
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(EngineCacheLocator, "_writable", set())
+    made = []
+    real = tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: made.append(k.get("dir")) or real(*a, **k))
+    kernels = [spatial.quat_to_rot, spatial.rot_to_quat, dense_linalg.thin_svd]  # two directories
+    for k in kernels:
+        f = k.py_func
+        ours = EngineCacheLocator.from_function(f, f.__code__.co_filename)
+        numbas = caching.UserProvidedCacheLocator.from_function(f, f.__code__.co_filename)
+        assert ours.get_cache_path() == numbas.get_cache_path()
+        assert ours.get_source_stamp() == numbas.get_source_stamp()
+        assert ours.get_disambiguator() == numbas.get_disambiguator()
+    # numba's checked each of the three; the engine's its two directories once
+    assert len(made) == 3 + 2
+    assert len(set(made)) == 2
+    # a directory that cannot be written: not this locator's (numba then asks the next one)
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory would be")
+    monkeypatch.setattr(config, "CACHE_DIR", str(blocked))
+    f = spatial.quat_to_rot.py_func
+    assert EngineCacheLocator.from_function(f, f.__code__.co_filename) is None
+
+
 # a cached kernel calling a cached parallel kernel (engine.start_parallel_backend)
 _NESTED = '''
 import numpy as np
