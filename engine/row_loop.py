@@ -29,7 +29,8 @@ Which runs: a formulation that offers :meth:`~engine.formulations.base.Formulati
 * ``rk4`` (:class:`RowLoop`, :func:`~engine.row_kernels.rk4_rows`), and ``index3``'s steps
   in the same loop (its operations kernel, :mod:`.formulations.index3_rows`);
 * ``rk45`` and ``dop853`` where the steps are compiled
-  (:meth:`~engine.formulations.base.Formulation.rates_kernel`): ``dense`` on loops, and
+  (:meth:`~engine.formulations.base.Formulation.rates_kernel`): ``dense`` on loops (with
+  drivers too: each stage, projection and evaluation at its time in the kernel's clock), and
   ``dca`` and ``hdca`` on loops with the projection on (their kernels around
   :func:`~engine.formulations.tree_formulation.tree_operation`:
   :meth:`~engine.formulations.base.Formulation.adaptive_row_kernels`), restarted and

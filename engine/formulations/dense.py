@@ -386,10 +386,12 @@ class DenseFormulation(Formulation):
 
     def rates_kernel(self):
         """:meth:`.base.Formulation.rates_kernel`: the operations kernel's RHS, where
-        :meth:`rhs` is this class's own, without drivers (their clock is Python's)."""
+        :meth:`rhs` is this class's own.  The drivers' rows are the kernel's own, at the
+        time in its clock, which the compiled steps set to each stage's time as :meth:`rhs`
+        sets ``t``."""
         from .erk_kernel import OPERATION, Rates
 
-        if ("rhs" in vars(self) or type(self).rhs is not DenseFormulation.rhs or self.model.nd
+        if ("rhs" in vars(self) or type(self).rhs is not DenseFormulation.rhs
                 or self._k.kernel is not solve.entry):
             return None
         return Rates(self._k, OPERATION, self, self.work.clock, solve.RHS)

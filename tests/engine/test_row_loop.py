@@ -102,8 +102,8 @@ def test_random_loops_give_the_same_rows(seed, monkeypatch):
 
 
 #: test_differential_drivers' cases that run (the others' drivers are on joints their loops
-#: lock: the run stops at t = 0, before any interval): a constant rate (0, 3, 6), a harmonic
-#: law (1, 4, 7, 13), a table (11, 17, 20); trees, one loop, two; 11 fails at t = 0.83 s
+#: lock: the run stops at t = 0, before any interval): tables on trees (0, 3, 6), constant
+#: rates on one loop (1, 4, 7, 13), harmonic laws on two (11, 17, 20); 11 fails at t = 0.83 s
 DRIVEN_SEEDS = (0, 1, 3, 4, 6, 7, 11, 13, 17, 20)
 
 
@@ -144,9 +144,10 @@ def test_a_block_hands_over_in_chunks_and_a_cancel_stops_it(monkeypatch):
 
 
 def test_what_the_row_loop_leaves_to_python():
-    """Adaptive integrators but rk45 and dop853 where their steps are compiled (dense, dca
-    and hdca on loops with the projection on, dca and hdca on trees), scipy's others;
-    every formulation's rk4 rows on loops, gears and drivers are its own."""
+    """Adaptive integrators but rk45 and dop853 where their steps are compiled (dense on
+    loops, with drivers too, dca and hdca on loops with the projection on, dca and hdca on
+    trees), scipy's others; every formulation's rk4 rows on loops, gears and drivers are
+    its own."""
     model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
     for form in ("dense", "dca", "hdca", "rcr", "embedding"):
         assert Simulation(model, Settings(formulation=form, t_end=0.1)).row_loop() is not None
@@ -171,6 +172,8 @@ def test_what_the_row_loop_leaves_to_python():
     assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="rcr", t_end=0.1)).row_loop() is not None
     assert Simulation(model, Settings(formulation="dca", integrator="rk45", t_end=0.1)).row_loop() is None
+    loop = Simulation(model, Settings(formulation="dense", integrator="dop853", t_end=0.1)).row_loop()
+    assert type(loop).__name__ == "AdaptiveRowLoop"
     model = load_model(examples_dir() / "geared-arm.mech.json")
     assert Simulation(model, Settings(formulation="embedding", t_end=0.1)).row_loop() is not None
 
@@ -256,6 +259,30 @@ def test_dense_adaptive_rows_are_the_pipelines_bit_for_bit(integrator, name, mon
     s = file_defaults(model, "dense").replace(formulation="dense", integrator=integrator, rtol=1e-8, atol=1e-8,
                                               t_end=2.0)
     rows, error, stats, _ = _same(model, s, monkeypatch)
+    assert error is None and rows.shape[0] == 201
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+@pytest.mark.parametrize("seed", DRIVEN_SEEDS)
+def test_dense_adaptive_rows_with_a_driver_are_the_pipelines_bit_for_bit(integrator, seed, monkeypatch):
+    """dense's rk45 and dop853 rows with a driver (random mechanisms: tables on trees,
+    constant rates on one loop, harmonic laws on two; one fails at t = 0.83 s): each stage, the
+    projection and the evaluation at its own time, the drivers' columns, residuals and
+    work -- the same rows and failures as Python's compiled steps make."""
+    from .test_differential_drivers import driven_mechanism
+
+    model = build_model(driven_mechanism(2000 + seed, 3 + seed % 4, seed % 3))
+    s = Settings(formulation="dense", integrator=integrator, rtol=1e-8, atol=1e-8, t_end=1.0, dt=0.01)
+    rows, error, _, _ = _same(model, s, monkeypatch)
+    assert rows.shape[0] > 50 and np.isfinite(rows[:, -1]).all() and rows[-1, -1] != 0.0  # energy.driver_work
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+def test_the_driven_slider_crank_adaptive_rows_are_the_pipelines_bit_for_bit(integrator, monkeypatch):
+    model = load_model(examples_dir() / "slider-crank-driven.mech.json")
+    s = file_defaults(model, "dense").replace(formulation="dense", integrator=integrator, rtol=1e-8, atol=1e-8,
+                                              t_end=2.0)
+    rows, error, _, _ = _same(model, s, monkeypatch)
     assert error is None and rows.shape[0] == 201
 
 

@@ -39,7 +39,11 @@ def test_compiled_steps_are_scipys_steps(method, name, example):
     round-off (summed in another order than scipy's BLAS) is ~1e-16 / rtol of it, and
     the proposal carries that times 1/(order+1).  From there two runs take equally good
     steps of slightly different lengths (:func:`test_a_whole_run_through_compiled_steps_agrees_with_scipys`)."""
-    form, y0 = _form(name, example)
+    _steps_agree(method, *_form(name, example))
+
+
+def _steps_agree(method, form, y0):
+    """:func:`test_compiled_steps_are_scipys_steps` for ``form`` from ``y0``."""
     rates = form.rates_kernel()
     assert rates is not None
     for rtol, cap in ((1e-9, np.inf), (1e-5, 0.004)):
@@ -66,6 +70,19 @@ def test_compiled_steps_are_scipys_steps(method, name, example):
             np.testing.assert_allclose(ours.dense_output()(mid), ref.dense_output()(mid), rtol=0, atol=1e-14 * scale)
 
 
+@pytest.mark.parametrize("method", ["rk45", "dop853"])
+@pytest.mark.parametrize("seed", [0, 20])
+def test_compiled_steps_of_dense_with_a_driver_are_scipys_steps(method, seed):
+    """``dense`` with a driver whose rate changes with time (a table on a tree, a harmonic
+    law on two loops): the compiled steps evaluate each stage at its own time, as scipy's
+    steps call ``rhs(t, y)`` (with every stage at time 0 this fails)."""
+    from ..test_differential_drivers import driven_mechanism
+
+    model = build_model(driven_mechanism(2000 + seed, 3 + seed % 4, seed % 3))
+    assert model.nd == 1
+    form = REGISTRY["dense"](model, Settings(formulation="dense"))
+    _steps_agree(method, form, form.initial_state())
+
 def test_a_step_that_meets_a_non_finite_right_hand_side_raises_the_formulations_error():
     """A mechanism flung so fast that its rates overflow: the compiled step stops and the
     formulation's own error is raised, as scipy's solver would have seen it from rhs."""
@@ -91,7 +108,21 @@ def test_a_whole_run_through_compiled_steps_agrees_with_scipys(name, example, in
     folds -- and scipy's run reads them from the last right-hand side's solve, made
     before the filter width was updated for the next step, where the compiled steps
     solve again at the output instant; they are not compared here.)"""
-    model = load_model(examples_dir() / f"{example}.mech.json")
+    _whole_runs_agree(load_model(examples_dir() / f"{example}.mech.json"), name, integrator, monkeypatch)
+
+
+@pytest.mark.parametrize("integrator", ["rk45", "dop853"])
+@pytest.mark.parametrize("seed", [0, 20])
+def test_a_driven_run_through_compiled_steps_agrees_with_scipys(seed, integrator, monkeypatch):
+    """The same for ``dense`` with a driver: a table on a tree, a harmonic law on two loops."""
+    from ..test_differential_drivers import driven_mechanism
+
+    _whole_runs_agree(build_model(driven_mechanism(2000 + seed, 3 + seed % 4, seed % 3)), "dense", integrator,
+                      monkeypatch)
+
+
+def _whole_runs_agree(model, name, integrator, monkeypatch):
+    """:func:`test_a_whole_run_through_compiled_steps_agrees_with_scipys` on ``model``."""
 
     def run(flag, rtol=1e-9):
         monkeypatch.setenv("LINKWORK_COMPILED_STEPS", flag)
@@ -110,9 +141,12 @@ def test_a_whole_run_through_compiled_steps_agrees_with_scipys(name, example, in
 
 
 def test_formulations_without_a_compiled_right_hand_side_keep_scipys_solver():
-    """Drivers (their clock is Python's), ``rcr`` (its right-hand side is Python between
-    two kernels): no rates kernel, and the run is scipy's."""
+    """A tree formulation's drivers (their efforts by superposition at the time Python's
+    ``rhs`` sets), ``rcr`` (its right-hand side is Python between two kernels): no rates
+    kernel, and the run is scipy's.  ``dense``'s drivers are rows of its operations kernel,
+    at the time each compiled stage sets: it has one."""
     driven = load_model(examples_dir() / "slider-crank-driven.mech.json")
-    assert REGISTRY["dense"](driven, Settings(formulation="dense")).rates_kernel() is None
+    assert REGISTRY["dca"](driven, Settings(formulation="dca")).rates_kernel() is None
+    assert REGISTRY["dense"](driven, Settings(formulation="dense")).rates_kernel() is not None
     chain = build_model(gen.chain(4))
     assert REGISTRY["rcr"](chain, Settings(formulation="rcr")).rates_kernel() is None
