@@ -13,7 +13,6 @@ included, after a warm-up run of the same settings (as ``linkwork bench --whole-
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import platform
 
@@ -22,7 +21,7 @@ from linkwork.engine.model import load_model
 from linkwork.engine.paths import examples_dir
 from linkwork.engine.simulation import file_defaults
 
-from rk45_ratio import T_END, TOL, _wall
+from rk45_ratio import T_END, TOL, _wall, report
 
 RUNS = "slider-crank-driven:dense"
 #: the two ways a run is made, by ``LINKWORK_COMPILED_STEPS``
@@ -68,15 +67,10 @@ def main(argv=None) -> int:
         sc, co = (best[(name, form, integrator, w)] * 1e3 / T_END for w in WAYS)
         lines.append(f"| {name} | {form} | {integrator} | {counts['scipy'][0]} / {counts['compiled'][0]} "
                      f"| {counts['compiled'][1]} | {sc:.2f} | {co:.2f} | {sc / co:.1f} |")
-    table = "\n".join(lines)
-    print(table)
-    if a.out:
-        stamp = datetime.datetime.now().isoformat(timespec="minutes")
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(f"# Compiled steps and rows against scipy's solver ({stamp})\n\n"
-                    f"`python benchmarks/compiled_steps.py --runs {a.runs} --integrators {a.integrators} "
-                    f"--rounds {a.rounds}` on {platform.machine()}, {T_END:g} s of each example at rtol = atol = "
-                    f"{TOL:g}; best of {a.rounds} rounds, the two ways interleaved run by run.\n\n{table}\n")
+    report(lines, a.out, "Compiled steps and rows against scipy's solver",
+           f"`python benchmarks/compiled_steps.py --runs {a.runs} --integrators {a.integrators} --rounds {a.rounds}` "
+           f"on {platform.machine()}, {T_END:g} s of each example at rtol = atol = {TOL:g}; best of {a.rounds} "
+           "rounds, the two ways interleaved run by run.")
     return 0
 
 

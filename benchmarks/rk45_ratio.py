@@ -63,16 +63,22 @@ def main(argv=None) -> int:
     for name, _model, _pair, form in cases:
         r4, r45 = (best[(name, k)] * 1e3 / T_END for k in ("rk4", "rk45"))
         lines.append(f"| {name} | {form} | {r4:.2f} | {r45:.2f} | {r45 / r4:.2f} |")
+    report(lines, a.out, "rk45 against rk4, interleaved",
+           f"`python benchmarks/rk45_ratio.py --rounds {a.rounds}` on {platform.machine()}, {T_END:g} s of each "
+           f"example at its defaults, rk45 at rtol = atol = {TOL:g}; best of {a.rounds} rounds, the runs "
+           "interleaved.")
+    return 0
+
+
+def report(lines: list[str], out: str | None, title: str, how: str) -> None:
+    """Print the Markdown table ``lines``; with ``out``, also write it there under
+    ``title`` (dated now) and ``how`` it was measured."""
     table = "\n".join(lines)
     print(table)
-    if a.out:
+    if out:
         stamp = datetime.datetime.now().isoformat(timespec="minutes")
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(f"# rk45 against rk4, interleaved ({stamp})\n\n"
-                    f"`python benchmarks/rk45_ratio.py --rounds {a.rounds}` on {platform.machine()}, "
-                    f"{T_END:g} s of each example at its defaults, rk45 at rtol = atol = {TOL:g}; "
-                    f"best of {a.rounds} rounds, the runs interleaved.\n\n{table}\n")
-    return 0
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(f"# {title} ({stamp})\n\n{how}\n\n{table}\n")
 
 
 if __name__ == "__main__":
