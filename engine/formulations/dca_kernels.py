@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..cache_locator import variant
 from ..constraints import ConArrays
 from ..forces import ForceArrays, tree_applied_forces
 from ..kinematics import KinArrays, fk_positions, fk_velocities, motion_subspace, ode_rates
@@ -49,6 +50,7 @@ def _evaluator(direct: bool):
     branch before typing it), for a tree that is one grounded region on one thread."""
 
     @njit(cache=True, nogil=True, _nrt=False)
+    @variant("region" if direct else "tree")
     def evaluate(desc, proto, y, out):
         """One DCA evaluation: every pass, in one call (docs/derivations.md, "DCA").
 

@@ -108,6 +108,32 @@ def test_the_engines_locator_puts_kernels_where_numbas_does_and_checks_each_dire
     assert EngineCacheLocator.from_function(f, f.__code__.co_filename) is None
 
 
+
+def test_no_two_kernels_share_a_cache_index():
+    """numba names a kernel's cache files after its source file, qualified name and first
+    line. Two kernels a factory makes from one ``def`` would share them, and two
+    processes compiling the two at once can leave one's index entry pointing at the
+    other's machine code: each factory tags its kernels (``cache_locator.variant``)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    for info in pkgutil.walk_packages(engine.__path__, engine.__name__ + "."):
+        if not info.name.endswith(".__main__"):  # a command, which runs when imported
+            importlib.import_module(info.name)
+    names: dict = {}
+    for mod in list(sys.modules.values()):
+        if not getattr(mod, "__name__", "").startswith(engine.__name__):
+            continue
+        for v in vars(mod).values():
+            if isinstance(v, Dispatcher) and v._cache is not None and hasattr(v._cache, "_impl"):
+                f = v.py_func
+                names.setdefault((f.__code__.co_filename, f.__qualname__, f.__code__.co_firstlineno), set()).add(id(v))
+    assert len(names) > 200
+    assert {k: len(v) for k, v in names.items() if len(v) > 1} == {}
+
+
 # a cached kernel calling a cached parallel kernel (engine.start_parallel_backend)
 _NESTED = '''
 import numpy as np

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ...cache_locator import variant
 from .merge import (merge_bias, merge_bias_one, merge_down, merge_down_one, merge_matrices, merge_matrices_leaf3,
                     merge_matrices_one)
 from .regions import region_biases, region_down, region_matrices
@@ -49,6 +50,7 @@ def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
     matrix pass takes :func:`merge_matrices_leaf3` where it applies."""
 
     @njit(cache=True, nogil=True, _nrt=False)
+    @variant(f"nd{nd}")
     def matrices_over(merges, k0, k1, ix, tw, eps, sgn, tol, hy):
         """The matrix pass over ``merges[k0:k1]``, in order (a region by its head)."""
         for k in range(k0, k1):
@@ -69,6 +71,7 @@ def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
                 merge_matrices(m, ix, tw, eps, sgn, tol)
 
     @njit(cache=True, nogil=True, _nrt=False)
+    @variant(f"nd{nd}")
     def biases_over(merges, k0, k1, ix, tw, g0, sgn, hy):
         """The bias pass over ``merges[k0:k1]``, in order."""
         for k in range(k0, k1):
@@ -85,6 +88,7 @@ def _loops(nd: int, regions: bool, leaf_blocks: bool = False):
                 merge_bias(m, ix, tw, g0, sgn)
 
     @njit(cache=True, nogil=True, _nrt=False)
+    @variant(f"nd{nd}")
     def down_over(merges, k0, k1, ix, Fh, G, sel, lam, Y, y0, hy):
         """The disassembly over ``merges[k0:k1]``, in reverse order: the six arrays of
         ``TreeWork`` it reads or writes, not the tuple (:func:`_passes`)."""
@@ -131,6 +135,7 @@ def _passes(nd: int):
     # body and again in the serial loop (docs/compile-time.md, "What a cold compile costs, and why").
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
+    @variant(f"nd{nd}")
     def assemble_matrices(ix, tw, eps, sgn, tol, hy=None):
         """Matrix pass, leaves to root (Phi of the leaves already filled): the independent
         subtrees in one parallel region, then the few merges above them.  ``sgn`` = +1 when
@@ -149,6 +154,7 @@ def _passes(nd: int):
             _matrices_over7(top_merges, sub_start[0], top_merges.shape[0], ix, tw, eps, sgn, tol, hy)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
+    @variant(f"nd{nd}")
     def assemble_biases(ix, tw, g0, sgn, hy=None):
         """Bias pass, leaves to root (the leaves' bv already filled), for the rows' constant
         terms ``g0`` (dca, hdca: ``tw.g0``; index-3's solves bring their own)."""
@@ -165,6 +171,7 @@ def _passes(nd: int):
             _biases_over7(top_merges, sub_start[0], top_merges.shape[0], ix, tw, g0, sgn, hy)
 
     @njit(cache=True, nogil=True, _nrt=False, parallel=True)
+    @variant(f"nd{nd}")
     def disassemble(ix, tw, hy=None):
         """Root to leaves: every joint's multipliers and every handle's force."""
         sub_start, sub_merges, top_merges = ix.sub_start, ix.sub_merges, ix.top_merges
