@@ -83,6 +83,7 @@ def test_compiled_steps_of_dense_with_a_driver_are_scipys_steps(method, seed):
     form = REGISTRY["dense"](model, Settings(formulation="dense"))
     _steps_agree(method, form, form.initial_state())
 
+
 def test_a_step_that_meets_a_non_finite_right_hand_side_raises_the_formulations_error():
     """A mechanism flung so fast that its rates overflow: the compiled step stops and the
     formulation's own error is raised, as scipy's solver would have seen it from rhs."""
