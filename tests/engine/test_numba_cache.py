@@ -65,7 +65,6 @@ def test_stale_cache_directories_are_pruned(tmp_path):
     assert (base / source_key(ENGINE)).is_dir()
 
 
-
 def test_engine_kernels_are_found_by_the_engines_locator_in_either_import_order(tmp_path):
     code = "{first}; from engine import spatial; print(type(spatial.quat_to_rot._cache._impl.locator).__name__)"
     for first in ("import engine, numba", "import numba, engine"):
@@ -106,7 +105,6 @@ def test_the_engines_locator_puts_kernels_where_numbas_does_and_checks_each_dire
     monkeypatch.setattr(config, "CACHE_DIR", str(blocked))
     f = spatial.quat_to_rot.py_func
     assert EngineCacheLocator.from_function(f, f.__code__.co_filename) is None
-
 
 
 def test_no_two_kernels_share_a_cache_index():
