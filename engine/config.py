@@ -61,6 +61,11 @@ DENSE_FILTER_RTOL = 1e-4
 #: 1e5 evaluations for 0.1 s.  With mu = 1e-6 s_max such directions carry no
 #: force, and live ones are exact to (mu/s)^8 (< 1e-16 for s > 1e-4 s_max).
 DENSE_BASE_FILTER_RTOL = 1e-6
+#: ... and where the loops only pass near a singular configuration, crossing none, the
+#: widened filter changes the force of the nearly vanishing direction by (mu/s)^8 relative
+#: (docs/derivations.md, "What the widened filter costs a near pass"): a run reports the
+#: smallest measure at which it was widened when that change exceeds this.
+DENSE_NEAR_PASS_REPORT = 1e-10
 #: Singular values below this fraction of the largest are redundancies, not a
 #: nearby singular configuration (exact rank loss shows at round-off level).
 REDUNDANT_RTOL = 1e-12

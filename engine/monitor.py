@@ -480,7 +480,8 @@ def summary(stats: dict, short: bool = False) -> str:
         if stats.get("conservative"):
             parts.append(f"energy drift {stats.get('energy_drift_relative', 0.0):.0e} of peak KE")
         if "min_loop_conditioning" in stats:
-            parts.append(f"loop conditioning ≥ {stats['min_loop_conditioning']:.1g}")
+            parts.append(f"loop conditioning ≥ {stats['min_loop_conditioning']:.1g}"
+                         + (" (filtered)" if "filtered_loop_conditioning" in stats else ""))
         if stats.get("retries"):
             parts.append(f"{stats['retries']} retries")
         return " · ".join(parts)
@@ -493,6 +494,11 @@ def summary(stats: dict, short: bool = False) -> str:
     if "min_loop_conditioning" in stats:
         parts.append(f"loop conditioning >= {stats['min_loop_conditioning']:.2g} "
                      f"(closest at t = {stats['t_closest_approach']:.3g} s)")
+    if "filtered_loop_conditioning" in stats:
+        parts.append(f"loop solve filtered down to {stats['filtered_loop_conditioning']:.2g} at t = "
+                     f"{stats['t_filtered']:.3g} s (exact if a singular configuration is crossed there; if the loops "
+                     f"only pass near one, the force along its direction is off by up to {stats['near_pass_error']:.1g} "
+                     "of itself, which dca, hdca and index3 avoid)")
     parts.append(f"{stats.get('retries', 0)} retries")
     return ", ".join(parts)
 

@@ -359,6 +359,22 @@ class DenseFormulation(Formulation):
         """
         self._call(solve.WATCH, np.ascontiguousarray(y, dtype=float), clock=(t,))
 
+    def stats(self) -> dict:
+        """:meth:`.base.Formulation.stats`, and where the filter was widened at a measure low
+        enough for a near pass to be off by more than ``DENSE_NEAR_PASS_REPORT``: that
+        measure (``filtered_loop_conditioning``), its time (``t_filtered``) and the
+        relative change ``(mu/s)^8`` of the force it would have made (``near_pass_error``,
+        at most 1) -- exact where a singular configuration is crossed there, not where the
+        loops only pass near one (docs/derivations.md, "What the widened filter costs a
+        near pass")."""
+        out = super().stats()
+        s = float(self.work.watch[data.FILTERED])
+        change = min((config.DENSE_FILTER_RTOL / s) ** 8, 1.0) if s > 0.0 else 1.0
+        if change > config.DENSE_NEAR_PASS_REPORT:
+            out.update(filtered_loop_conditioning=s, t_filtered=float(self.work.watch[data.T_FILTERED]),
+                       near_pass_error=change)
+        return out
+
     def health(self) -> dict:
         """The singularity measure of the last accepted step (:meth:`watch_singular` computes it
         for its own step control; nothing is recomputed here)."""

@@ -18,8 +18,9 @@ from .dense_kernels import CrbaScratch, JointRowScratch, LoopRows, ReactionModel
 from .dense_linalg import ThinSVD, svd_work
 
 #: :attr:`DenseWork.watch` slots: the filter width in use, whether a previous measure
-#: exists, its time and value, the measure's rate (> 0 while approaching), crossing (1.0)
-MU_REL, HAS_PREV, T_PREV, S_PREV, RATE, NEAR = range(6)
+#: exists, its time and value, the measure's rate (> 0 while approaching), crossing (1.0),
+#: the smallest measure at which the filter was widened (inf: never) and its time
+MU_REL, HAS_PREV, T_PREV, S_PREV, RATE, NEAR, FILTERED, T_FILTERED = range(8)
 #: :attr:`DenseWork.stats` slots: the last solve's acceleration residual and its scale,
 #: the time of a failure, right-hand sides evaluated by the kernels
 RESIDUAL, RESIDUAL_SCALE, T_FAILED, RHS_COUNT = range(4)
@@ -114,7 +115,7 @@ class DenseWork(NamedTuple):
     b: np.ndarray  # (ncr,) right-hand side of a least-squares solve
     z: np.ndarray  # (nv,) its solution
     rank: np.ndarray  # (1,) int64: the closure's rank, decided once
-    watch: np.ndarray  # (6,) the singularity watch (MU_REL ...)
+    watch: np.ndarray  # (8,) the singularity watch (MU_REL ...)
     stats: np.ndarray  # (4,) RESIDUAL ...
     sv: ThinSVD  # of Kt
     acc_out: np.ndarray  # (nb, 6) classical accelerations of an evaluation
@@ -139,8 +140,9 @@ def dense_work(nb: int, nj: int, nq: int, nv: int, nc: int, ng: int) -> DenseWor
     Kabs = np.zeros((nc, nv))
     gamma = np.zeros(ncr)
     phi = np.zeros(ncr)
-    watch = np.zeros(6)
+    watch = np.zeros(8)
     watch[MU_REL] = config.DENSE_BASE_FILTER_RTOL
+    watch[FILTERED] = np.inf
     return DenseWork(
         x=np.zeros((nb, 3)), R=np.zeros((nb, 3, 3)), P=np.zeros((nj, 3)), S=np.zeros((nv, 6)),
         V=np.zeros((nb, 6)), c=np.zeros((nb, 6)), A=np.zeros((nb, 6)), A_bias=np.zeros((nb, 6)),

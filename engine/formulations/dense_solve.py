@@ -30,7 +30,8 @@ from ..kinematics import (
     project_columns, qdot_from_v, subtree_sums,
 )
 from ..model import SPHERICAL
-from .dense_data import HAS_PREV, MU_REL, NEAR, RATE, RESIDUAL, RESIDUAL_SCALE, RHS_COUNT, S_PREV, T_FAILED, T_PREV
+from .dense_data import (FILTERED, HAS_PREV, MU_REL, NEAR, RATE, RESIDUAL, RESIDUAL_SCALE, RHS_COUNT, S_PREV, T_FAILED,
+                         T_FILTERED, T_PREV)
 from .dense_kernels import Frames, body_terms, crba, loop_rows, multiplier_reactions
 from .dense_linalg import backward, cholesky, filter_factors, filtered_solve, forward, roundoff_floor, thin_svd, whiten
 from .workspace import unpack
@@ -453,6 +454,11 @@ def _watch(w, t, s):
     wt[S_PREV] = s
     wt[RATE] = rate
     near = s < config.SINGULAR_WINDOW and abs(rate) > 0.0 and s / abs(rate) < config.CROSSING_TIME
+    # the smallest measure at either end of a step taken with the filter widened: where, on
+    # a pass near a singular configuration that crosses none, it is exact only to (mu/s)^8
+    if (near or wt[NEAR] != 0.0) and s < wt[FILTERED]:
+        wt[FILTERED] = s
+        wt[T_FILTERED] = t
     wt[NEAR] = 1.0 if near else 0.0
     wt[MU_REL] = config.DENSE_FILTER_RTOL if near else config.DENSE_BASE_FILTER_RTOL
 

@@ -214,3 +214,30 @@ def test_the_differential_test_catches_a_wrong_formulation(monkeypatch):
     with pytest.raises(AssertionError, match="silent disagreement"):
         _differential(model, counts, "planted", forms=("dca",))
     assert counts["silent disagreements"] == 1 and counts["runs"] == 1
+
+
+def test_a_near_pass_is_exact_in_dca_and_hdca_and_reported_by_dense():
+    """Seed 859's loops pass within 2.3e-4 of a singular configuration and cross none
+    (docs/derivations.md, "What the widened filter costs a near pass"; its whole study:
+    benchmarks/near_pass.py).  ``dca`` and ``hdca``, which have no filter, agree with each
+    other to the integrator's tolerance.  ``dense``'s filter for crossings, widened as the
+    measure falls, bends its motion there (3e-5 m at 1 s), and the run says so: the
+    smallest measure at which it was widened, when, and the force's relative change
+    ``(mu/s)^8`` of about 1e-3 -- in its statistics and its health line."""
+    from linkwork.engine.monitor import summary
+
+    model = build_model(mechanism(859, 8, 2))
+    tree = [_run(model, form) for form in ("dca", "hdca")]
+    assert all(err is None for _, err in tree)
+    assert np.abs(tree[0][0] - tree[1][0]).max() < 1e-8
+    sim = Simulation(model, Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10, t_end=T_END))
+    rows, err = run_to_end(sim)
+    assert err is None
+    st = sim.stats
+    assert 2e-4 < st["filtered_loop_conditioning"] < 3e-4 and 0.40 <= st["t_filtered"] <= 0.44
+    assert 1e-4 < st["near_pass_error"] < 1e-2
+    assert "loop solve filtered down to 0.00023 at t = 0.42 s" in summary(st)
+    # and a mechanism whose loops keep clear of singular configurations reports nothing
+    clear = Simulation(build_model(mechanism(2, 6, 2)), Settings(formulation="dense", t_end=0.2))
+    run_to_end(clear)
+    assert "filtered_loop_conditioning" not in clear.stats and "filtered" not in summary(clear.stats)

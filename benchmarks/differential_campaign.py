@@ -1,0 +1,83 @@
+"""The differential comparison of ``tests/engine/test_differential.py`` on seeds the tests
+do not run: every formulation named against ``dense`` (both dop853 at rtol = atol =
+1e-10, 1 s; ``index3`` at dt = 1e-4 with its second-order check), each mechanism built
+by the test's own :func:`~tests.engine.test_differential.mechanism`.
+
+Prints one line per mechanism and every case that is neither an agreement nor an exit-3
+stop whose rows agree before it, then the counts.  A "silent disagreement" (both ran to
+the end, exit 0, different motions) names the two formulations, not the one at fault:
+``benchmarks/near_pass.py`` is how one such case was settled.
+
+    python benchmarks/differential_campaign.py --seeds 500-1499 --bodies 4-12
+    python benchmarks/differential_campaign.py --seeds 2000-2149 --bodies 4-7 --formulations index3
+
+Seed ``s`` has ``bodies[0] + s % (bodies[1] - bodies[0] + 1)`` bodies and ``s // 4 % 4``
+loops (the tests' long campaign: seeds 0-299, 4-7 bodies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from linkwork.engine.errors import SettingsError  # noqa: E402
+from linkwork.engine.formulations import REGISTRY  # noqa: E402
+from linkwork.engine.model import build_model  # noqa: E402
+from tests.engine import test_differential as diff  # noqa: E402
+
+
+def _span(text: str) -> tuple[int, int]:
+    a, _, b = text.partition("-")
+    return int(a), int(b or a)
+
+
+def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: collections.Counter) -> None:
+    """One mechanism: each of ``forms`` against dense, the verdicts added to ``counts``."""
+    model = build_model(diff.mechanism(seed, n_bodies, loops))
+    ref, ref_err = diff._run(model, "dense")
+    for form in forms:
+        if not REGISTRY[form].supports(model)[0]:
+            counts["refused"] += 1
+            continue
+        try:
+            pos, err = diff._run(model, form)
+        except SettingsError:
+            counts["refused"] += 1
+            continue
+        verdict, dev = diff.verdict(ref, ref_err, pos, err)
+        if form == "index3" and verdict == "silent disagreement":
+            verdict, dev = diff._second_order(model, ref, pos, dev, counts)
+        counts[verdict] += 1
+        if verdict not in ("agree", "exit 3"):
+            print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} {verdict}, {dev:.2e} m from dense"
+                  f"{'' if err is None else '; ' + err}", flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", default="500-1499", help="first-last [500-1499]")
+    p.add_argument("--bodies", default="4-12", help="fewest-most bodies [4-12]")
+    p.add_argument("--formulations", default="dca,hdca,rcr,embedding", help="compared with dense [dca,hdca,rcr,embedding]")
+    a = p.parse_args(argv)
+    s0, s1 = _span(a.seeds)
+    b0, b1 = _span(a.bodies)
+    forms = a.formulations.split(",")
+    counts: collections.Counter = collections.Counter()
+    t0 = time.perf_counter()
+    for seed in range(s0, s1 + 1):
+        n_bodies, loops = b0 + seed % (b1 - b0 + 1), seed // 4 % 4
+        compare(seed, n_bodies, loops, forms, counts)
+        print(f"seed {seed}: {n_bodies} bodies, {loops} loops", flush=True)
+    print(f"{s1 - s0 + 1} mechanisms, {time.perf_counter() - t0:.0f} s: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
