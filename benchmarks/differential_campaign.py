@@ -26,8 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from linkwork.engine.errors import SettingsError  # noqa: E402
-from linkwork.engine.formulations import REGISTRY  # noqa: E402
 from linkwork.engine.model import build_model  # noqa: E402
 from tests.engine import test_differential as diff  # noqa: E402
 
@@ -38,25 +36,16 @@ def _span(text: str) -> tuple[int, int]:
 
 
 def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: collections.Counter) -> None:
-    """One mechanism: each of ``forms`` against dense, the verdicts added to ``counts``."""
+    """One mechanism: each of ``forms`` against dense (the tests' :func:`compare_with_dense`);
+    prints what is neither an agreement, nor a stop whose rows agree before it, nor the
+    refusal of a gear."""
     model = build_model(diff.mechanism(seed, n_bodies, loops))
-    ref, ref_err = diff._run(model, "dense")
-    for form in forms:
-        if not REGISTRY[form].supports(model)[0]:
-            counts["refused"] += 1
-            continue
-        try:
-            pos, err = diff._run(model, form)
-        except SettingsError:
-            counts["refused"] += 1
-            continue
-        verdict, dev = diff.verdict(ref, ref_err, pos, err)
-        if form == "index3" and verdict == "silent disagreement":
-            verdict, dev = diff._second_order(model, ref, pos, dev, counts)
-        counts[verdict] += 1
-        if verdict not in ("agree", "exit 3"):
-            print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} {verdict}, {dev:.2e} m from dense"
-                  f"{'' if err is None else '; ' + err}", flush=True)
+    for form, what, dev, err, why in diff.compare_with_dense(model, counts, forms):
+        if what == "refused" and not (model.ng and "formulations that can" in why):
+            print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} refused it: {why}", flush=True)
+        elif what not in ("agree", "exit 3", "refused", "refused its settings"):
+            print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} {what}, {dev:.2e} m from dense"
+                  f"{'' if err is None else '; ' + str(err)}", flush=True)
 
 
 def main(argv=None) -> int:

@@ -94,20 +94,26 @@ def geared_mechanism(seed: int, n_bodies: int, loops: int):
     raise AssertionError(f"no geared mechanism from seed {seed}")
 
 
-def _run(model, form, dt=INDEX3_DT):
-    """Positions at the output instants (every 0.01 s) and the error, if any.  index3 has
-    only its second-order trapezoidal rule: it runs at ``dt`` and is read every 0.01 s."""
+def run_positions(model, form, dt=INDEX3_DT, tol=1e-10):
+    """(body positions at the output instants, every 0.01 s; the error, if any; the
+    simulation).  dop853 at rtol = atol = ``tol``; index3 has only its second-order
+    trapezoidal rule: it runs at ``dt`` and is read every 0.01 s."""
     if form == "index3":
         settings = Settings(formulation=form, dt=dt, t_end=T_END)
     else:
-        settings = Settings(formulation=form, integrator="dop853", rtol=1e-10, atol=1e-10, t_end=T_END)
+        settings = Settings(formulation=form, integrator="dop853", rtol=tol, atol=tol, t_end=T_END)
     sim = Simulation(model, settings)
     rows, err = run_to_end(sim)
     if form == "index3":
         rows = rows[::int(round(0.01 / dt))]
     idx = [i for i, c in enumerate(sim.columns)
            if c.rsplit(".", 1)[0] in model.body_names and c.rsplit(".", 1)[1] in ("x", "y", "z")]
-    return rows[:, idx], err
+    return rows[:, idx], err, sim
+
+
+def _run(model, form, dt=INDEX3_DT):
+    """:func:`run_positions` without the simulation."""
+    return run_positions(model, form, dt)[:2]
 
 
 def verdict(ref, ref_err, pos, err) -> tuple[str, float]:
@@ -142,8 +148,11 @@ def _second_order(model, ref, pos, dev, counts) -> tuple[str, float]:
     return "silent disagreement", max(dev, dev_half)
 
 
-def _differential(model, counts, label, forms=tuple(REGISTRY)):
-    """Every formulation of ``forms`` that takes ``model`` against dense; counts what happened."""
+def compare_with_dense(model, counts, forms=tuple(REGISTRY)):
+    """Every formulation of ``forms`` against dense on ``model``: yields ``(formulation,
+    verdict, deviation, error, why refused)`` per formulation -- :func:`verdict`'s, or
+    "refused" (``supports``: why) or "refused its settings" -- and counts what happened
+    into ``counts``."""
     for key in ("runs", "agree", "exit 3", "refused", "silent disagreements"):
         counts[key] += 0
     counts["mechanisms"] += 1
@@ -153,20 +162,31 @@ def _differential(model, counts, label, forms=tuple(REGISTRY)):
             continue
         ok, why = REGISTRY[form].supports(model)
         if not ok:
-            assert model.ng and "formulations that can" in why  # gears only
             counts["refused"] += 1
+            yield form, "refused", 0.0, None, why
             continue
         try:
             pos, err = _run(model, form)
-        except SettingsError:
+        except SettingsError as exc:
             counts["refused"] += 1
+            yield form, "refused its settings", 0.0, None, str(exc)
             continue
         counts["runs"] += 1
         what, dev = verdict(ref, ref_err, pos, err)
         if form == "index3" and what == "silent disagreement" and len(pos) == len(ref):
             what, dev = _second_order(model, ref, pos, dev, counts)
         counts["silent disagreements" if what == "silent disagreement" else what] += 1
-        assert what in ("agree", "exit 3"), (label, form, what, dev, err)
+        yield form, what, dev, err, None
+
+
+def _differential(model, counts, label, forms=tuple(REGISTRY)):
+    """:func:`compare_with_dense`, each formulation required to agree or stop, and to refuse
+    only a gear."""
+    for form, what, dev, err, why in compare_with_dense(model, counts, forms):
+        if what == "refused":
+            assert model.ng and "formulations that can" in why  # gears only
+        elif what != "refused its settings":
+            assert what in ("agree", "exit 3"), (label, form, what, dev, err)
 
 
 @pytest.mark.slow
@@ -230,8 +250,7 @@ def test_a_near_pass_is_exact_in_dca_and_hdca_and_reported_by_dense():
     tree = [_run(model, form) for form in ("dca", "hdca")]
     assert all(err is None for _, err in tree)
     assert np.abs(tree[0][0] - tree[1][0]).max() < 1e-8
-    sim = Simulation(model, Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10, t_end=T_END))
-    rows, err = run_to_end(sim)
+    _, err, sim = run_positions(model, "dense")
     assert err is None
     st = sim.stats
     assert 2e-4 < st["filtered_loop_conditioning"] < 3e-4 and 0.40 <= st["t_filtered"] <= 0.44
