@@ -498,7 +498,7 @@ def summary(stats: dict, short: bool = False) -> str:
         parts.append(f"loop solve filtered down to {stats['filtered_loop_conditioning']:.2g} at t = "
                      f"{stats['t_filtered']:.3g} s (exact if a singular configuration is crossed there; if the loops "
                      f"only pass near one, the force along its direction is off by up to {stats['near_pass_error']:.1g} "
-                     "of itself, which dca, hdca and index3 avoid)")
+                     "of itself, which dca and hdca avoid)")
     parts.append(f"{stats.get('retries', 0)} retries")
     return ", ".join(parts)
 
