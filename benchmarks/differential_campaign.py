@@ -12,7 +12,8 @@ the end, exit 0, different motions) names the two formulations, not the one at f
     python benchmarks/differential_campaign.py --seeds 2000-2149 --bodies 4-7 --formulations index3
 
 Seed ``s`` has ``bodies[0] + s % (bodies[1] - bodies[0] + 1)`` bodies and ``s // 4 % 4``
-loops (the tests' long campaign: seeds 0-299, 4-7 bodies).
+loops (the tests' long campaign: seeds 0-299, 4-7 bodies), or with ``--loops``
+``loops[0] + s % (loops[1] - loops[0] + 1)``.
 """
 
 from __future__ import annotations
@@ -52,15 +53,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="500-1499", help="first-last [500-1499]")
     p.add_argument("--bodies", default="4-12", help="fewest-most bodies [4-12]")
+    p.add_argument("--loops", default=None, help="fewest-most loops [the tests': seed // 4 % 4]")
     p.add_argument("--formulations", default="dca,hdca,rcr,embedding", help="compared with dense [dca,hdca,rcr,embedding]")
     a = p.parse_args(argv)
     s0, s1 = _span(a.seeds)
     b0, b1 = _span(a.bodies)
+    l0, l1 = _span(a.loops or "0")
     forms = a.formulations.split(",")
     counts: collections.Counter = collections.Counter()
     t0 = time.perf_counter()
     for seed in range(s0, s1 + 1):
-        n_bodies, loops = b0 + seed % (b1 - b0 + 1), seed // 4 % 4
+        n_bodies = b0 + seed % (b1 - b0 + 1)
+        loops = seed // 4 % 4 if a.loops is None else l0 + seed % (l1 - l0 + 1)
         compare(seed, n_bodies, loops, forms, counts)
         print(f"seed {seed}: {n_bodies} bodies, {loops} loops", flush=True)
     print(f"{s1 - s0 + 1} mechanisms, {time.perf_counter() - t0:.0f} s: "
