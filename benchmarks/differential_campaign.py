@@ -42,7 +42,7 @@ def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: coll
     refusal of a gear."""
     model = build_model(diff.mechanism(seed, n_bodies, loops))
     for form, what, dev, err, why in diff.compare_with_dense(model, counts, forms):
-        if what == "refused" and not (model.ng and "formulations that can" in why):
+        if what == "refused" and not diff.refuses_a_gear(model, why):
             print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} refused it: {why}", flush=True)
         elif what not in ("agree", "exit 3", "refused", "refused its settings"):
             print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} {what}, {dev:.2e} m from dense"

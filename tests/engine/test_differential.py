@@ -179,12 +179,18 @@ def compare_with_dense(model, counts, forms=tuple(REGISTRY)):
         yield form, what, dev, err, None
 
 
+def refuses_a_gear(model, why: str) -> bool:
+    """Whether a formulation's refusal ``why`` of ``model`` is of its gear, the one thing a
+    formulation may refuse here (only dense and embedding honour gears)."""
+    return bool(model.ng) and "formulations that can" in why
+
+
 def _differential(model, counts, label, forms=tuple(REGISTRY)):
     """:func:`compare_with_dense`, each formulation required to agree or stop, and to refuse
     only a gear."""
     for form, what, dev, err, why in compare_with_dense(model, counts, forms):
         if what == "refused":
-            assert model.ng and "formulations that can" in why  # gears only
+            assert refuses_a_gear(model, why), (label, form, why)
         elif what != "refused its settings":
             assert what in ("agree", "exit 3"), (label, form, what, dev, err)
 
