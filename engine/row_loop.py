@@ -161,6 +161,8 @@ class RowLoop:
             if kernels is None:
                 return 0
             self._bind(kernels)
+        if self.kernels.defer is not None and self.kernels.defer():
+            return 0
         self._sized(y)
         mon = self.monitor
         if mon is not None and not mon.to_row_loop(self.mon, self.hist, self.fixed_step):

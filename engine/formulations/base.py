@@ -210,6 +210,10 @@ class RowKernels(NamedTuple):
     #: kernels that ``step`` calls by their tables (addresses of their workspaces' arrays),
     #: held here while the row loop runs: a table does not keep the arrays it points to
     keep: tuple = ()
+    #: () -> whether the kernels would leave the next interval to Python at its first step
+    #: (``rcr`` tracking a near-singular pass): the row loop then does not open a block
+    #: for it; None: not known ahead
+    defer: object = None
 
 
 @dataclass

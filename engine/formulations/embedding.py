@@ -190,7 +190,7 @@ def embedding_partition(model: Model, q: np.ndarray, structure, aggregates, gear
         if independent is not None:
             dep = [c for c in cols if c not in set(independent[a])]
         elif r:
-            _, _, piv = scipy.linalg.qr(Y, pivoting=True, mode="economic")
+            _, piv = scipy.linalg.qr(Y, pivoting=True, mode="r")
             dep = [cols[k] for k in piv[:r]]
         else:
             dep = []
@@ -335,6 +335,8 @@ class EmbeddingFormulation(RCRFormulation):
             self.emb0 = emb
         self._pending = emb
         return emb.part
+
+    _search_at = _partition_at  # its search lays the partition out
 
     def use_independent(self, independent) -> None:
         """Adopt an explicit choice of independent velocities at t = 0 (one list of tree

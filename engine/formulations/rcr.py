@@ -47,8 +47,8 @@ from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, ch
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
-from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, build_partition, loop_rank,
-                            loop_singularity, loop_structure, singular_crossing)
+from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
+                            loop_rank, loop_singularity, loop_structure, search_partition, singular_crossing)
 from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .superposition import UNRESPONSIVE, superposed_kernel
@@ -179,6 +179,11 @@ class RCRFormulation(Formulation):
     def _partition_at(self, q: np.ndarray) -> Partition:
         """The independent/dependent split chosen at configuration ``q``."""
         return build_partition(self.model, q, self.structure, self.loop_jacobian)
+
+    def _search_at(self, q: np.ndarray) -> PartitionSearch | Partition:
+        """The partition monitor's search at ``q``: its choice's ``key()`` and
+        ``conditioning``, laid out by ``partition()`` where the monitor switches to it."""
+        return search_partition(self.model, q, self.structure, self.loop_jacobian)
 
     def _use(self, part: Partition) -> bool:
         """Adopt ``part``: with the arrays and kernels it had where it was used before and
@@ -422,10 +427,11 @@ class RCRFormulation(Formulation):
             self._sing_samples = []
         if self.block_conditioning >= self._search_below[0]:
             return y
-        new = self._partition_at(q)
+        found = self._search_at(q)
         old_cond = self.block_conditioning
         self._search_below[0] = max(old_cond / SWITCH_GAIN, SEARCH_FLOOR * SWITCH_RTOL)  # kept: see _searches
-        if new.key() != self.part.key() and new.conditioning > SWITCH_GAIN * old_cond:
+        if found.key() != self.part.key() and found.conditioning > SWITCH_GAIN * old_cond:
+            new = found.partition()
             self.switches += 1
             if len(self.switch_log) < 20:
                 self.switch_log.append(f"t = {t:.4g} s: independent speeds {self.part.independent.tolist()} -> "
@@ -522,7 +528,7 @@ class RCRFormulation(Formulation):
 
         return RowKernels(positions, dynamics, check, arrays, health, split=True, tick=tick, own=own, before=before,
                           after=after, reuse=True, split_post=post, valid=lambda: self._binding is binding,
-                          efforts=efforts, time=self._time)
+                          efforts=efforts, time=self._time, defer=lambda: bool(self._sing_samples))
 
     def _hold_table(self) -> tuple:
         """:meth:`_hold_drivers` as :func:`.rcr_rows.close_post` calls it: ``dense``'s

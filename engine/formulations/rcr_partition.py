@@ -13,6 +13,7 @@ cluster's other loops into one block.  A :class:`Partition` carries the choice, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -24,6 +25,7 @@ from ..model import Model
 from .rcr_articulated import body_terms
 from .rcr_kernels import positions_and_blocks
 from .rcr_layout import PartitionLayout, cut_rows_of, partition_layout
+from .rcr_mobility import joint_space_inertia, whitened_singular_values
 from .base import StateKernel
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
@@ -49,6 +51,10 @@ class Partition:
 
     def key(self):
         return tuple(self.dependent.tolist())
+
+    def partition(self) -> "Partition":
+        """Itself (a search's result laid out: :meth:`PartitionSearch.partition`)."""
+        return self
 
 
 def _lca(parent, a, b):
@@ -125,7 +131,8 @@ class LoopJacobian:
     composite-rigid-body sum about the origin.  Called at every partition search and every
     sample of the mobility measure (not in the step), so its layout and workspace are
     made, and the workspace packed, once per model and loop structure; each call returns
-    new arrays."""
+    new arrays.  The last configuration's pair is kept: a search follows the mobility
+    sample at the same state."""
 
     def __init__(self, model: Model, structure):
         m = self.model = model
@@ -147,28 +154,26 @@ class LoopJacobian:
                   for b in range(rstart.shape[0] - 1)]
         self._places = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
         self._I6, self._p6, self._zero = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6)), np.zeros((m.nb, 6))
+        self._F = np.empty((6, max(int(m.nv_j[: m.nb].max()), 1) if m.nb else 1))  # joint_space_inertia's scratch
+        self._last: tuple | None = None  # (q, K, M) of the last call
 
     def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        last = self._last
+        if last is not None and np.array_equal(q, last[0]):  # a search right after a mobility sample
+            return last[1].copy(), last[2].copy()
+        Kmat, M = self._at(q)
+        self._last = (q.copy(), Kmat.copy(), M.copy())
+        return Kmat, M
+
+    def _at(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         m = self.model
         self._kernel(q)
         Kmat = np.zeros((self.ncr, m.nv))
         Kmat.flat[self._places] = self.Kval[: self._places.shape[0]]
         I6 = self._I6
         body_terms(m.mass, m.inertia, self.x, self.R, self._zero, self._zero, I6, self._p6)
-        for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
-            if m.parent[i] >= 0:
-                I6[m.parent[i]] += I6[i]
-        S6 = self.S6
-        M = np.zeros((m.nv, m.nv))
-        for i in range(m.nb):
-            ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
-            F = I6[i] @ S6[ci].T  # (6, n_i)
-            j = i
-            while j >= 0:
-                cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
-                M[cj, ci] = S6[cj] @ F
-                M[ci, cj] = M[cj, ci].T
-                j = int(m.parent[j])
+        M = np.empty((m.nv, m.nv))
+        joint_space_inertia(m.parent, m.v_adr, m.nv_j, I6, self.S6, self._F, M)  # composite inertias
         return Kmat, M
 
 
@@ -190,6 +195,12 @@ def _cond(A):
 
 
 def build_partition(model: Model, q: np.ndarray, structure=None, jacobian: LoopJacobian | None = None) -> Partition:
+    """The :class:`Partition` :func:`search_partition` chooses at configuration ``q``."""
+    return search_partition(model, q, structure, jacobian).partition()
+
+
+def search_partition(model: Model, q: np.ndarray, structure=None,
+                     jacobian: LoopJacobian | None = None) -> PartitionSearch:
     """Choose the independent speeds of every loop cluster at configuration ``q``.
 
     Loops are taken in the order of their cut joints (for a ladder: cell after cell).
@@ -210,6 +221,7 @@ def build_partition(model: Model, q: np.ndarray, structure=None, jacobian: LoopJ
     Ks = Kmat * colscale[None, :] if Kmat.size else Kmat
     row_adr, _ = cut_rows_of(m)
     scale = float(np.abs(Ks).max()) if Ks.size else 1.0
+    conds = _BlockConditioning(Ks)
     merged = 0
     choice = []
     for loops in clusters:
@@ -225,7 +237,7 @@ def build_partition(model: Model, q: np.ndarray, structure=None, jacobian: LoopJ
                 A_all = Ks[np.ix_(rows, cols)] if cols else np.zeros((len(rows), 0))
                 r_all = numeric_rank(np.linalg.svd(A_all, compute_uv=False), scale) if A_all.size else 0
                 if free:
-                    _, Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="economic")
+                    Rq, piv = scipy.linalg.qr(Ks[np.ix_(rows, free)], pivoting=True, mode="r")
                     r_free = int((np.abs(np.diag(Rq)) > config.RANK_RTOL * scale).sum())
                 else:
                     r_free, piv = 0, np.zeros(0, dtype=int)
@@ -242,14 +254,16 @@ def build_partition(model: Model, q: np.ndarray, structure=None, jacobian: LoopJ
             cols = bodies_cols
             A = Ks[np.ix_(rows, cols)]
             r_all = numeric_rank(np.linalg.svd(A, compute_uv=False), scale) if A.size else 0
-            _, _, piv = scipy.linalg.qr(A, pivoting=True, mode="economic")
+            _, piv = scipy.linalg.qr(A, pivoting=True, mode="r")
             dep = [cols[k] for k in piv[:r_all]]
             return [(rows, cols, dep)], [c for c in cols if c not in dep]
 
         def worst(blocks):
-            return min((_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep), default=1.0)
+            return min((conds(rows, dep) for rows, _, dep in blocks if dep), default=1.0)
 
-        candidates = [c for c in (greedy(sorted(loops)), greedy(sorted(loops, reverse=True))) if c is not None]
+        # one loop: backward is forward
+        orders = (sorted(loops),) if len(loops) == 1 else (sorted(loops), sorted(loops, reverse=True))
+        candidates = [c for c in map(greedy, orders) if c is not None]
         best = None
         for cand in candidates:
             wc = worst(cand[0])
@@ -258,23 +272,70 @@ def build_partition(model: Model, q: np.ndarray, structure=None, jacobian: LoopJ
                 break
             if best is None or wc > best[2]:
                 best = (*cand, wc)
-        if best is None or best[2] < SWITCH_RTOL:
+        # one loop with a candidate: the merged block is that loop's block again
+        if best is None or (best[2] < SWITCH_RTOL and len(loops) > 1):
             mb = merged_block()
             wm = worst(mb[0])
             if best is None or wm > best[2]:
                 merged += 1
                 best = (*mb, wm)
         choice.append((best[0], best[1]))
-    return partition_from_choice(m, structure, choice, Ks, colscale, merged)
+    return PartitionSearch(m, structure, choice, Ks, colscale, merged, conds)
 
 
-def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=0) -> Partition:
+class _BlockConditioning:
+    """``_cond`` of the block of the scaled loop Jacobian ``Ks`` at ``rows`` and dependent
+    columns ``dep``, each block's once: a search weighs its candidates by the blocks that
+    :func:`partition_from_choice` then reports."""
+
+    def __init__(self, Ks: np.ndarray):
+        self.Ks, self.known = Ks, {}
+
+    def __call__(self, rows, dep) -> float:
+        key = (tuple(rows), tuple(dep))
+        c = self.known.get(key)
+        if c is None:
+            c = self.known[key] = _cond(self.Ks[np.ix_(rows, dep)])
+        return c
+
+
+class PartitionSearch(NamedTuple):
+    """What :func:`search_partition` chose, before the kernels' layout of it is made: the
+    partition monitor compares it with the partition in use (:meth:`key`,
+    :attr:`conditioning`) and lays it out (:meth:`partition`) only where it switches."""
+
+    model: Model
+    structure: tuple
+    choice: list  # per cluster: blocks of (rows, columns, dependent columns), and the independent speeds
+    Ks: np.ndarray  # the scaled loop Jacobian
+    colscale: np.ndarray
+    merged: int
+    conds: _BlockConditioning
+
+    def key(self) -> tuple:
+        """:meth:`Partition.key`: the dependent speeds, ascending."""
+        return tuple(sorted(c for blocks, _ in self.choice for _, _, dep in blocks for c in dep))
+
+    @property
+    def conditioning(self) -> float:
+        """:attr:`Partition.conditioning`: the smallest of its blocks'."""
+        c = [self.conds(rows, dep) for blocks, _ in self.choice for rows, _, dep in blocks if dep]
+        return min(c) if c else 1.0
+
+    def partition(self) -> Partition:
+        return partition_from_choice(self.model, self.structure, self.choice, self.Ks, self.colscale, self.merged,
+                                     self.conds)
+
+
+def partition_from_choice(model: Model, structure, choice, Ks, colscale, merged=0, conds=None) -> Partition:
     """A :class:`Partition` from ``choice`` (per cluster: blocks of (rows, columns,
-    dependent columns), and the independent speeds), scaled loop Jacobian ``Ks``."""
+    dependent columns), and the independent speeds), scaled loop Jacobian ``Ks``
+    (``conds``: a :class:`_BlockConditioning` of it, with the blocks a search has weighed)."""
     m = model
     lx = partition_layout(m, structure, choice)
     blocks = [b for blk, _ in choice for b in blk]
-    conds = [_cond(Ks[np.ix_(rows, dep)]) for rows, _, dep in blocks if dep]
+    measure = conds if conds is not None else _BlockConditioning(Ks)
+    conds = [measure(rows, dep) for rows, _, dep in blocks if dep]
     dep_global = np.array(sorted(c for _, _, dep in blocks for c in dep), dtype=np.int64)
     d = np.diff(lx.cl_istart)
     return Partition(lx=lx, colscale=colscale, independent=lx.ind_cols, dependent=dep_global,
@@ -287,7 +348,10 @@ def _whitened_singular_values(model: Model, q: np.ndarray, structure, jacobian=N
     Kmat, M = numeric_loop_jacobian(model, q, structure, jacobian)
     if not Kmat.size:
         return np.zeros(0)
-    L = np.linalg.cholesky(M)
+    s = whitened_singular_values(Kmat, M)
+    if s.size or not M.size:
+        return s
+    L = np.linalg.cholesky(M)  # not positive definite: numpy says so
     return np.linalg.svd(scipy.linalg.solve_triangular(L, Kmat.T, lower=True).T, compute_uv=False)
 
 
