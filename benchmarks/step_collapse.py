@@ -7,7 +7,10 @@ formulation and error-controlled integrator, the smallest accepted step relative
 output interval and the longest run of steps under ``STALL_RATIO``, with the guard
 counting but never stopping a run (everything else as in a normal run, monitor on):
 
-    python benchmarks/step_collapse.py [--t-end 2] [--only parallelogram-fourbar] [--forms dca,hdca]
+    LINKWORK_COMPILED_ROWS=0 python benchmarks/step_collapse.py [--t-end 2] [--only parallelogram-fourbar] [--forms dca,hdca] [--ratio 1e-5]
+
+The counter is the Python pipeline's (``LINKWORK_COMPILED_ROWS=0``: the compiled rows carry
+the guard's count but not the longest run); ``--ratio`` measures another ``STALL_RATIO``.
 
 A run that stops for another reason (exit 3 from the monitor, rcr's change of mobility)
 shows the time it reached.
@@ -40,7 +43,7 @@ class _Counting(integrators._Stall):
 
     def __init__(self, steps, dt, method):
         super().__init__(steps, dt, method)
-        self.limit = 1 << 62
+        self.limit = self.crawl_limit = 1 << 62
         self.longest = 0
         self.min_ratio = float("inf")
         self.steps = 0
@@ -79,13 +82,16 @@ def main(argv=None) -> int:
     ap.add_argument("--t-end", type=float, default=2.0)
     ap.add_argument("--only", default="", help="comma-separated example names (without .mech.json)")
     ap.add_argument("--forms", default=",".join(FORMS))
+    ap.add_argument("--ratio", type=float, default=config.STALL_RATIO, help="the guard's STALL_RATIO to count under")
     args = ap.parse_args(argv)
+    config.STALL_RATIO = args.ratio
     integrators._Stall = _Counting  # the simulation builds its guard through this name
     names = [n for n in args.only.split(",") if n]
     paths = sorted(examples_dir().glob("*.mech.json"))
     if names:
         paths = [p for p in paths if p.name.removesuffix(".mech.json") in names]
-    print(f"guard: {config.STALL_STEPS} steps in a row under {config.STALL_RATIO:g} of the output interval; "
+    limit = config.CRAWL_STEPS if config.STALL_RATIO >= config.CRAWL_RATIO else config.STALL_STEPS
+    print(f"guard: {limit} steps in a row under {config.STALL_RATIO:g} of the output interval; "
           f"t_end = {args.t_end:g} s, monitor on")
     print(f"| example | formulation | solver | steps | smallest step / dt | longest run under the ratio | "
           f"result | wall [s] |")
@@ -106,7 +112,7 @@ def main(argv=None) -> int:
             print(f"no run {what}")
             continue
         print(f"longest run of steps under the ratio in a run that {what}: {worst[key][0]} ({worst[key][1]}); "
-              f"the guard stops at {config.STALL_STEPS}")
+              f"the guard stops at {limit}")
     return 0
 
 

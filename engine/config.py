@@ -156,6 +156,19 @@ MONITOR_MAX_REFINE = 4
 #: so a collapse is final.
 STALL_RATIO = 1e-6
 STALL_STEPS = 1000
+#: Crawl (adaptive solvers, while the monitor acts): CRAWL_STEPS accepted steps in a row, each
+#: shorter than CRAWL_RATIO of the output interval, end the run with exit 3 as a collapse does.
+#: A right-hand side that is rough at the tolerances' scale -- ``hdca`` where a merge's rows
+#: are only just independent (docs/formulations.md, "hdca") -- holds the steps where their
+#: error estimate is round-off: on the differential tests' ``mechanism(4058, 6, 2)`` with rk45
+#: at 1e-10, steps of 1.5e-8 s (1.5e-6 of dt = 0.01) that never collapse further, 8e-5 s of
+#: motion per second of wall time: a 1 s run would take hours; with the guard, exit 3 at
+#: 2.1e-4 s after 5 s.  The limit: at most one output interval of such steps.  Every bundled
+#: example under every ODE formulation with dop853 at 1e-10 and rk45 at 1e-8 over 2 s: at
+#: most 211 steps in a row under 1e-4 of dt (dca, dop853, the parallelogram four-bar at its
+#: folds; benchmarks/results/step_collapse.md).
+CRAWL_RATIO = 1e-4
+CRAWL_STEPS = 10_000
 
 #: Fixed-step integrators (rk4, index3's trapezoidal rule) under the monitor: an output
 #: interval the monitor accepted only at a finer step, or an energy drift (conservative

@@ -21,7 +21,9 @@ and yields the new state at the same instant.  Plain iteration accepts everythin
 Stalls (adaptive solvers, when the pipeline's monitor acts): ``stall_steps`` accepted
 steps in a row, each shorter than ``config.STALL_RATIO`` of the output interval, raise
 :class:`StepCollapse` -- the solver is resolving a near-impulse that Linkwork's smooth
-models cannot contain (docs/formulations.md, "Singular configurations").
+models cannot contain (docs/formulations.md, "Singular configurations"); so do
+``config.CRAWL_STEPS`` in a row each shorter than ``config.CRAWL_RATIO`` of it -- a
+right-hand side rough at the tolerances' scale, which the solver follows at a crawl.
 """
 
 from __future__ import annotations
@@ -156,33 +158,40 @@ def stepper_attempts(form, t0: float, t1: float, y: np.ndarray, refinement: Refi
 
 class StepCollapse(SimulationError):
     """An adaptive solver's accepted steps collapsed far below the output interval and
-    stayed there (``steps`` in a row, the last ``h`` seconds long)."""
+    stayed there (``steps`` in a row, each shorter than ``ratio`` of it, the last ``h``
+    seconds long)."""
 
-    def __init__(self, t: float, method: str, h: float, steps: int, dt: float):
+    def __init__(self, t: float, method: str, h: float, steps: int, dt: float, ratio: float | None = None):
         self.h = float(h)
         self.steps = int(steps)
+        ratio = config.STALL_RATIO if ratio is None else ratio
         super().__init__(t, f"{method}'s steps collapsed to {h:.2g} s ({steps} accepted steps in a row shorter "
-                            f"than {config.STALL_RATIO:g} of the output interval {dt:g} s)")
+                            f"than {ratio:g} of the output interval {dt:g} s)")
 
 
 class _Stall:
-    """Counts consecutive accepted steps shorter than ``config.STALL_RATIO * dt``."""
+    """Counts consecutive accepted steps shorter than ``config.STALL_RATIO * dt`` (a
+    collapse: ``steps`` of them end the run) and shorter than ``config.CRAWL_RATIO * dt``
+    (a crawl: ``config.CRAWL_STEPS`` of them do)."""
 
     def __init__(self, steps: int, dt: float, method: str):
         self.limit = int(steps)
         self.h_small = config.STALL_RATIO * dt
+        self.crawl_limit = int(config.CRAWL_STEPS)
+        self.h_crawl = config.CRAWL_RATIO * dt
         self.dt = dt
         self.method = method
         self.run = 0
+        self.crawl = 0
 
     def step(self, solver) -> None:
         h = abs(solver.t - solver.t_old)
-        if h >= self.h_small:
-            self.run = 0
-            return
-        self.run += 1
+        self.run = 0 if h >= self.h_small else self.run + 1
+        self.crawl = 0 if h >= self.h_crawl else self.crawl + 1
         if self.run >= self.limit:
             raise StepCollapse(solver.t, self.method, h, self.run, self.dt)
+        if self.crawl >= self.crawl_limit:
+            raise StepCollapse(solver.t, self.method, h, self.crawl, self.dt, config.CRAWL_RATIO)
 
 
 def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step, max_step=np.inf):

@@ -112,7 +112,7 @@ class StepArrays(NamedTuple):
     fy: np.ndarray  # (n,) the right-hand side at y
     K: np.ndarray  # (extended stages, n) the stages
     work: np.ndarray  # (3, n) scratch
-    stall: np.ndarray  # (3,) the stall guard: shortest step not counted, limit, count
+    stall: np.ndarray  # (6,) the stall guard: shortest step not counted, limit, count -- a collapse's, a crawl's
 
 
 class DenseArrays(NamedTuple):
@@ -184,17 +184,22 @@ def _row(kept, calls, ra, run, y, t, out, active):
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _guarded_step(f, f_desc, clock, solver):
     """One accepted step of the solver (:class:`StepArrays`; its right-hand side ``f``),
-    then the stall guard's count (``solver.stall``: shortest step not counted, limit,
-    count) as :class:`engine.integrators._Stall` keeps it; whether both went well."""
+    then the stall guard's two counts (``solver.stall``: a collapse's, then a crawl's
+    shortest step not counted, limit and count) as :class:`engine.integrators._Stall`
+    keeps them; whether the step and both went well."""
     sol, stall = solver.sol, solver.stall
     if erk_step(f, f_desc, clock, solver.coef, sol, solver.y, solver.y_old, solver.fy, solver.K,
                 solver.work) > FINISHED:
         return False
-    if sol[T] - sol[T_OLD] >= stall[0]:
-        stall[2] = 0.0
-        return True
-    stall[2] += 1.0
-    return stall[2] < stall[1]
+    h = sol[T] - sol[T_OLD]
+    ok = True
+    for g in (0, 3):
+        if h >= stall[g]:
+            stall[g + 2] = 0.0
+        else:
+            stall[g + 2] += 1.0
+            ok = ok and stall[g + 2] < stall[g + 1]
+    return ok
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -302,8 +307,9 @@ def erk_rows(calls, ra, run, y, rows, solver):
        its first step ``min(span[6], t1 - t0)``, the last interval's proposal, or chosen
        where ``span[6]`` is 0; the run's constants ``const``), its steps (:func:`~.formulations.erk_kernel.erk_step`),
        each after the singularity watch (operation ``span[2]``: the step bound's), the
-       stall guard's count of short steps in ``stall`` = (shortest step not counted,
-       limit, count); then the post-step (operation ``span[3]``) and the size check;
+       stall guard's counts of short steps in ``stall`` = (shortest step not counted,
+       limit, count) for a collapse and for a crawl; then the post-step (operation
+       ``span[3]``) and the size check;
     2. the evaluation (operation ``span[4]``), the check kernel ``c``, the recorder's row
        ``r`` and the monitor's verdict, as :func:`rk4_rows`.
 
@@ -311,7 +317,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
     finds the loops near a singular configuration (the step bound then limits steps and
     projections follow each one: Python's), the steps collapse or fail, an evaluation
     fails, the monitor speaks -- with ``y``, the recorder's continuity, the
-    formulation's own state, the proposal ``span[6]`` and the stall count as they were.
+    formulation's own state, the proposal ``span[6]`` and the stall counts as they were.
     Returns ``(rows made, right-hand sides evaluated)``."""
     f, f_desc = calls.step
     times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
@@ -324,7 +330,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
     n = y.shape[0]
     for k in range(k0, k1):
         _keep(ra, y)
-        h_keep, run_keep = span[6], stall[2]
+        h_keep, run_keep, crawl_keep = span[6], stall[2], stall[5]
         t0, t1 = times[k - 1], times[k]
         erk_reset(sol, const, t0, t1, np.inf, min(span[6], t1 - t0) if span[6] > 0.0 else 0.0)
         for i in range(n):
@@ -353,7 +359,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
         kept = _row(kept, calls, ra, run, y, t1, rows[k - k0], active)
         if not kept:
             _restore(ra, y)
-            span[6], stall[2] = h_keep, run_keep
+            span[6], stall[2], stall[5] = h_keep, run_keep, crawl_keep
             return k - k0, count
         span[6] = sol[H_ABS]
     return k1 - k0, count
@@ -383,7 +389,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
     output instant ``t``:
 
     1. the solver's steps (:func:`~.formulations.erk_kernel.erk_step`, the stall guard's
-       count in ``stall`` as :func:`erk_rows` keeps it) while it is short of ``t`` by more
+       counts in ``stall`` as :func:`erk_rows` keeps them) while it is short of ``t`` by more
        than ``1e-12 max(1, |t|)``;
     2. the state at ``t`` into ``y``: the solver's own where it is there (or finished
        short of it), else the last step's interpolant
@@ -394,7 +400,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
 
     Stops before the first instant where anything has something to say, with the solver
     (scalars, state, stages, interpolant), ``y`` (the state at the last row made), the
-    recorder's continuity, the formulation's own state and the stall count as they were.
+    recorder's continuity, the formulation's own state and the stall counts as they were.
     Returns ``(rows made, right-hand sides evaluated)``."""
     f, f_desc = calls.step
     times, span, clock, no_rates = run.times, run.span, run.clock, run.no_rates
@@ -410,7 +416,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
     for k in range(k0, k1):
         _keep(ra, y)
         _solver_copy(back, live)
-        run_keep = stall[2]
+        run_keep, crawl_keep = stall[2], stall[5]
         t = times[k]
         tol = 1e-12 * max(1.0, abs(t))
         kept = True
@@ -433,6 +439,6 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
             count = sol[NFEV] - nfev0
             _restore(ra, y)
             _solver_copy(live, back)
-            stall[2] = run_keep
+            stall[2], stall[5] = run_keep, crawl_keep
             return k - k0, count
     return k1 - k0, sol[NFEV] - nfev0

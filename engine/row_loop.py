@@ -244,7 +244,7 @@ class AdaptiveRowLoop(RowLoop):
         self.const = solver_constants(settings.integrator, rates.kind, rates.op, settings.rtol, settings.atol)
         self.sol = self.const.copy()
         self.span[2], self.span[3], self.span[4] = solve.WATCH, solve.POST_STEP, solve.EVALUATE
-        self.stall = np.array([0.0, np.inf, 0.0])
+        self.stall = np.array([0.0, np.inf, 0.0, 0.0, np.inf, 0.0])
         self._solver = None  # StepArrays, sized to the state
 
     def _sized(self, y: np.ndarray) -> None:
@@ -287,16 +287,16 @@ def _dense_arrays(Q: np.ndarray, y: np.ndarray, K: np.ndarray) -> DenseArrays:
 
 def _stall_in(arrays: np.ndarray, stall) -> None:
     """The integrator's stall guard (:class:`engine.integrators._Stall`; None: off) into
-    the row kernels' (shortest step not counted, limit, count)."""
+    the row kernels' (shortest step not counted, limit, count: a collapse's, a crawl's)."""
     if stall is not None:
-        arrays[:] = stall.h_small, stall.limit, stall.run
+        arrays[:] = stall.h_small, stall.limit, stall.run, stall.h_crawl, stall.crawl_limit, stall.crawl
     else:
-        arrays[:] = 0.0, np.inf, 0.0
+        arrays[:] = 0.0, np.inf, 0.0, 0.0, np.inf, 0.0
 
 
 def _stall_out(arrays: np.ndarray, stall) -> None:
     if stall is not None:
-        stall.run = int(arrays[2])
+        stall.run, stall.crawl = int(arrays[2]), int(arrays[5])
 
 
 class DenseRowLoop(RowLoop):
@@ -309,7 +309,7 @@ class DenseRowLoop(RowLoop):
     def __init__(self, form, kernels, recorder, monitor, settings, refinement):
         super().__init__(form, kernels, recorder, monitor, settings, refinement, False)
         self.method = settings.integrator
-        self.stall = np.array([0.0, np.inf, 0.0])
+        self.stall = np.array([0.0, np.inf, 0.0, 0.0, np.inf, 0.0])
         self._y = np.zeros(0)
         self._solver = None  # (the CompiledRK, its StepArrays, DenseArrays)
 

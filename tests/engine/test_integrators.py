@@ -74,3 +74,23 @@ def test_without_the_guard_the_same_run_goes_on():
     assert form.nfev > 2 * 6 * config.STALL_STEPS
     with pytest.raises(StepCollapse):
         _integrate(_Ode(form.f), "rk45", 1.00003, 1e-10)
+
+
+def _rough(t, y):
+    """1 plus a deterministic jitter of 0.1, a different value at every t: a right-hand
+    side rough at the scale of rtol = 1e-10, which rk45 follows with steps near 1e-7 s."""
+    return np.array([1.0 + 0.1 * ((np.sin(t * 1e7) * 43758.5453) % 1.0 - 0.5)])
+
+
+def test_a_rough_right_hand_side_stops_with_a_crawl_not_a_collapse():
+    """Steps that settle at 1e-5 of the output interval, above the collapse's ratio, would
+    take 1e5 steps an output interval: CRAWL_STEPS of them in a row stop the run, within
+    one output interval."""
+    form = _Ode(_rough)
+    with pytest.raises(StepCollapse) as info:
+        _integrate(form, "rk45", 0.01, 1e-10)
+    err = info.value
+    assert err.steps == config.CRAWL_STEPS
+    assert config.STALL_RATIO * 0.01 <= err.h < config.CRAWL_RATIO * 0.01
+    assert err.t < config.CRAWL_STEPS * config.CRAWL_RATIO * 0.01
+    assert "steps collapsed" in err.reason and f"{config.CRAWL_RATIO:g}" in err.reason

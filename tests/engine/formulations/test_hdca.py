@@ -197,3 +197,23 @@ def test_mirror_pairs_refuses_an_asymmetric_start():
     form = _hdca(model)
     with pytest.raises(ValueError, match="no mirror image"):
         mirror_pairs(model, form.evaluate(0.0, form.initial_state()).x)
+
+
+def test_where_a_merges_rows_are_only_just_independent_an_adaptive_run_stops_instead_of_crawling():
+    """The differential tests' ``mechanism(4058, 6, 2)``: one merge's last pivot is 1.9e-11
+    of its largest, just above the pivot tolerance, and hdca's momentum rates change by
+    1e-3 to 1e-1 for a 1e-14 change of the state (docs/formulations.md, "hdca"). rk45 at
+    1e-10 holds its steps near 1.5e-8 s, 1.5e-6 of the output interval: above the
+    collapse's ratio, a run of hours. The crawl guard ends it with exit 3 within the first
+    output interval, in the compiled rows (which hand the interval to Python) as in Python."""
+    from linkwork.engine import config
+    from linkwork.engine.errors import SimulationError
+
+    from ..test_differential import mechanism
+
+    sim = Simulation(build_model(mechanism(4058, 6, 2)),
+                     Settings(formulation="hdca", integrator="rk45", rtol=1e-10, atol=1e-10, t_end=0.01))
+    with pytest.raises(SimulationError, match=f"steps collapsed .* shorter than {config.CRAWL_RATIO:g} of") as info:
+        sim.run_all()
+    assert info.value.t < 0.01
+    assert sim.stats["rhs_evaluations"] < 30 * config.CRAWL_STEPS
