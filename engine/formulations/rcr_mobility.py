@@ -55,7 +55,7 @@ def joint_space_inertia(parent, v_adr, nv_j, I6, S6, F, M):
             j = parent[j]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=True)
 def whitened_singular_values(K, M):
     """The singular values, largest first, of ``K L^-T`` with ``M = L L^T``: the loop
     Jacobian ``K`` (rows, nv) in mass-whitened speeds.  Empty where ``M`` is not positive
