@@ -1,5 +1,6 @@
-"""The partition monitor's compiled arithmetic (:mod:`linkwork.engine.formulations.rcr_mobility`)
-and what the row loop does while it tracks a near-singular pass."""
+"""The partition monitor's arithmetic (:mod:`linkwork.engine.formulations.rcr_mobility`,
+:mod:`linkwork.engine.formulations.rcr_partition`) and what the row loop does while it
+tracks a near-singular pass."""
 
 import numpy as np
 import pytest
@@ -44,8 +45,9 @@ def _kinetic_energy(model, q, v) -> float:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_the_loop_jacobians_mass_matrix_gives_the_bodies_kinetic_energy(spec):
-    """``joint_space_inertia`` (through :class:`LoopJacobian`): 1/2 v^T M v is the bodies'
-    kinetic energy at random configurations and speeds."""
+    """:class:`LoopJacobian`'s mass matrix, whose diagonal whitens the searches' and the
+    mobility measure's loop Jacobian: 1/2 v^T M v is the bodies' kinetic energy at random
+    configurations and speeds."""
     model = build_model(spec)
     jac = LoopJacobian(model, loop_structure(model))
     rng = np.random.default_rng(2)
