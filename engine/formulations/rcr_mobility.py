@@ -3,9 +3,10 @@ singular values of the mass-whitened loop Jacobian that the mobility measure and
 rank are read from.
 
 Near a singular configuration ``rcr`` samples the mobility measure after every output
-interval and searches for a partition where a block's conditioning falls; in numpy each
-sample cost some 60 us of small-array calls on a four-bar, more than the interval's
-right-hand sides."""
+interval and searches for a partition where a block's conditioning falls; numpy's
+Cholesky, triangular solve and SVD cost some 40 us a sample on a four-bar, more than the
+interval's right-hand sides.  The mass matrix stays numpy's (:class:`.rcr_partition.LoopJacobian`):
+compiled sums differ from BLAS's in the last bits, and the partition's whitening with them."""
 
 from __future__ import annotations
 
