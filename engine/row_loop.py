@@ -68,6 +68,10 @@ def enabled() -> bool:
 #: the wall time a block of rows may take, at most (the live plots', pause's and cancel's pace)
 BLOCK_SECONDS = 0.02
 
+#: the row kernels' stall guard switched off: (shortest step not counted, limit, count) for
+#: a collapse and for a crawl (:func:`~engine.row_kernels.erk_rows`)
+_STALL_OFF = (0.0, np.inf, 0.0) * 2
+
 
 class RowLoop:
     """:func:`rk4_rows` bound to one run: the formulation's kernels
@@ -244,7 +248,7 @@ class AdaptiveRowLoop(RowLoop):
         self.const = solver_constants(settings.integrator, rates.kind, rates.op, settings.rtol, settings.atol)
         self.sol = self.const.copy()
         self.span[2], self.span[3], self.span[4] = solve.WATCH, solve.POST_STEP, solve.EVALUATE
-        self.stall = np.array([0.0, np.inf, 0.0, 0.0, np.inf, 0.0])
+        self.stall = np.array(_STALL_OFF)
         self._solver = None  # StepArrays, sized to the state
 
     def _sized(self, y: np.ndarray) -> None:
@@ -291,7 +295,7 @@ def _stall_in(arrays: np.ndarray, stall) -> None:
     if stall is not None:
         arrays[:] = stall.h_small, stall.limit, stall.run, stall.h_crawl, stall.crawl_limit, stall.crawl
     else:
-        arrays[:] = 0.0, np.inf, 0.0, 0.0, np.inf, 0.0
+        arrays[:] = _STALL_OFF
 
 
 def _stall_out(arrays: np.ndarray, stall) -> None:
@@ -309,7 +313,7 @@ class DenseRowLoop(RowLoop):
     def __init__(self, form, kernels, recorder, monitor, settings, refinement):
         super().__init__(form, kernels, recorder, monitor, settings, refinement, False)
         self.method = settings.integrator
-        self.stall = np.array([0.0, np.inf, 0.0, 0.0, np.inf, 0.0])
+        self.stall = np.array(_STALL_OFF)
         self._y = np.zeros(0)
         self._solver = None  # (the CompiledRK, its StepArrays, DenseArrays)
 
