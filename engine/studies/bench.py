@@ -37,7 +37,7 @@ from pathlib import Path
 from .ladder_cost import ladders
 from .monitor_cost import monitor_cost
 from .startup import startup
-from .timing import cpu_name, time_call
+from .timing import cpu_name, rhs_call, time_call
 
 
 def _chain_model(n: int, kind: str):
@@ -66,7 +66,7 @@ def time_formulation(name: str, n: int, kind: str, threads: int) -> float:
 
     form, y = chain_formulation(name, n, kind, threads)
     numba.set_num_threads(threads)
-    return time_call(lambda: form.rhs(0.0, y))
+    return time_call(rhs_call(form, 0.0, y))
 
 
 def time_pinocchio(n: int, kind: str) -> float | None:

@@ -5,7 +5,7 @@ joints dropped, timed in one run on one thread (``linkwork bench --ladders`` and
 
 from __future__ import annotations
 
-from .timing import time_call
+from .timing import rhs_call, time_call
 
 LADDER_CELLS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -32,7 +32,7 @@ def time_ladder(name: str, cells: int) -> float:
     numba.set_num_threads(1)
     form = Simulation(model, Settings(formulation=formulation, threads=1)).formulation
     y = form.initial_state()
-    return time_call(lambda: form.rhs(0.0, y))
+    return time_call(rhs_call(form, 0.0, y))
 
 
 def ladders(forms: list[str]) -> dict:

@@ -42,7 +42,7 @@ import numpy as np
 
 from .closure_points import closure_points, unsupported_cuts
 from .peers import AGREE_RTOL, body_accelerations, pinocchio_tree, relative_difference
-from .timing import time_interleaved
+from .timing import rhs_call, time_interleaved
 
 #: the Pinocchio solvers; the second is shown but not judged (module docstring)
 PEERS = ("pinocchio lcaba", "pinocchio constraintDynamics")
@@ -157,7 +157,7 @@ def measure(name: str, forms: list[str]) -> dict:
             continue
         y = form.initial_state()
         row["agreement"][f] = relative_difference(form.evaluate(0.0, y).acc, ev.acc)
-        calls[f] = lambda form=form, y=y: form.rhs(0.0, y)
+        calls[f] = rhs_call(form, 0.0, y)
     row["time_s"] = time_interleaved(calls)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     return row

@@ -32,7 +32,7 @@ import numpy as np
 
 from .mujoco_model import build as build_mujoco
 from .mujoco_model import world_frames
-from .timing import time_interleaved
+from .timing import rhs_call, time_interleaved
 
 #: largest estimated pinocchio Data (10 n_v^3 doubles measured: 0.54 GB at n_v = 192)
 PINOCCHIO_MAX_BYTES = 1.5e9
@@ -223,7 +223,7 @@ def measure(n: int, kind: str, forms: list[str], max_pin_bytes: float = PINOCCHI
         y = form.initial_state()
         accs[f] = form.evaluate(0.0, y).acc
         row["agreement"][f] = relative_difference(accs[f], acc_ref)
-        calls[f] = lambda form=form, y=y: form.rhs(0.0, y)
+        calls[f] = rhs_call(form, 0.0, y)
     # every entry of the row timed in turns, so that a slow window of the shared machine
     # does not fall on one of them only
     row["time_s"].update(time_interleaved(calls))
