@@ -168,13 +168,29 @@ class StepCollapse(SimulationError):
         super().__init__(t, f"{method}'s steps collapsed to {h:.2g} s ({steps} accepted steps in a row shorter "
                             f"than {ratio:g} of the output interval {dt:g} s)")
 
+    @classmethod
+    def averaged(cls, t: float, method: str, advance: float, steps: int, dt: float) -> "StepCollapse":
+        """A crawl by turns: ``steps`` accepted steps in a row that together advanced
+        ``advance`` seconds, less than ``config.CRAWL_RATIO`` of the output interval
+        ``dt`` on average, though some of them were longer."""
+        exc = cls.__new__(cls)
+        exc.h = float(advance) / max(int(steps), 1)
+        exc.steps = int(steps)
+        SimulationError.__init__(exc, t, f"{method}'s steps averaged {exc.h:.2g} s ({steps} accepted steps in a row "
+                                         f"advanced {advance:.2g} s, less than {config.CRAWL_RATIO:g} of the output "
+                                         f"interval {dt:g} s per step)")
+        return exc
+
 
 class _Stall:
     """Counts consecutive accepted steps shorter than ``config.STALL_RATIO * dt`` (a
     collapse: ``steps`` of them end the run) and shorter than ``config.CRAWL_RATIO * dt``
-    (a crawl: ``config.CRAWL_STEPS`` of them do)."""
+    (a crawl: ``config.CRAWL_STEPS`` of them do); and takes the steps in blocks of
+    ``config.CRAWL_STEPS`` from ``t0`` on: a block that advanced less than
+    ``config.CRAWL_STEPS * config.CRAWL_RATIO * dt`` is a crawl too, one whose short steps
+    are broken by a longer one now and then (which resets the count in a row)."""
 
-    def __init__(self, steps: int, dt: float, method: str):
+    def __init__(self, steps: int, dt: float, method: str, t0: float = 0.0):
         self.limit = int(steps)
         self.h_small = config.STALL_RATIO * dt
         self.crawl_limit = int(config.CRAWL_STEPS)
@@ -183,6 +199,8 @@ class _Stall:
         self.method = method
         self.run = 0
         self.crawl = 0
+        self.block = 0  # accepted steps since block_t0
+        self.block_t0 = float(t0)
 
     def step(self, solver) -> None:
         h = abs(solver.t - solver.t_old)
@@ -192,6 +210,12 @@ class _Stall:
             raise StepCollapse(solver.t, self.method, h, self.run, self.dt)
         if self.crawl >= self.crawl_limit:
             raise StepCollapse(solver.t, self.method, h, self.crawl, self.dt, config.CRAWL_RATIO)
+        self.block += 1
+        if self.block >= self.crawl_limit:
+            advance = abs(solver.t - self.block_t0)
+            if advance < self.crawl_limit * self.h_crawl:
+                raise StepCollapse.averaged(solver.t, self.method, advance, self.block, self.dt)
+            self.block, self.block_t0 = 0, float(solver.t)
 
 
 def _make(cls, method, fun, t0, y, t_bound, rtol, atol, first_step, max_step=np.inf):
@@ -275,7 +299,7 @@ def scipy_ode(form, method: str, y0: np.ndarray, dt: float, t_end: float, rtol: 
     else:
         cls = getattr(scipy.integrate, SCIPY_METHODS[method])
     ts = output_times(dt, t_end)
-    stall = None if not stall_steps else _Stall(stall_steps, dt, method)
+    stall = None if not stall_steps else _Stall(stall_steps, dt, method, ts[0])
     yield ts[0], y0
     bound = form.step_bound
     if form.projects:

@@ -398,8 +398,8 @@ class Monitor:
                    f"the loop solve there. {self.form.singular_remedy}")
         else:
             msg = (f"{exc.reason}: the accelerations change faster than the solver can follow (a stiff "
-                   f"mechanism, or a right-hand side that is not smooth){self._closest()}. Try an implicit "
-                   "integrator (--integrator radau or bdf) or looser tolerances (--rtol, --atol).")
+                   f"mechanism, or a right-hand side that is not smooth){self._closest()}. "
+                   f"{self.form.rough_remedy}")
         return SimulationError(exc.t, msg.rstrip())
 
     def _mobility_now(self) -> float | None:

@@ -184,9 +184,10 @@ def _row(kept, calls, ra, run, y, t, out, active):
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
 def _guarded_step(f, f_desc, clock, solver):
     """One accepted step of the solver (:class:`StepArrays`; its right-hand side ``f``),
-    then the stall guard's two counts (``solver.stall``: a collapse's, then a crawl's
-    shortest step not counted, limit and count) as :class:`engine.integrators._Stall`
-    keeps them; whether the step and both went well."""
+    then the stall guard's counts (``solver.stall``: a collapse's, then a crawl's
+    shortest step not counted, limit and count; then the crawl's block, its steps and
+    start) as :class:`engine.integrators._Stall` keeps them; whether the step and all
+    went well."""
     sol, stall = solver.sol, solver.stall
     if erk_step(f, f_desc, clock, solver.coef, sol, solver.y, solver.y_old, solver.fy, solver.K,
                 solver.work) > FINISHED:
@@ -199,6 +200,13 @@ def _guarded_step(f, f_desc, clock, solver):
         else:
             stall[g + 2] += 1.0
             ok = ok and stall[g + 2] < stall[g + 1]
+    if ok:  # the crawl's blocks: (steps in the block, its start) after the two counts
+        stall[6] += 1.0
+        if stall[6] >= stall[4]:
+            if abs(sol[T] - stall[7]) < stall[4] * stall[3]:
+                return False
+            stall[6] = 0.0
+            stall[7] = sol[T]
     return ok
 
 
@@ -330,7 +338,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
     n = y.shape[0]
     for k in range(k0, k1):
         _keep(ra, y)
-        h_keep, run_keep, crawl_keep = span[6], stall[2], stall[5]
+        h_keep, run_keep, crawl_keep, block_keep = span[6], stall[2], stall[5], (stall[6], stall[7])
         t0, t1 = times[k - 1], times[k]
         erk_reset(sol, const, t0, t1, np.inf, min(span[6], t1 - t0) if span[6] > 0.0 else 0.0)
         for i in range(n):
@@ -360,6 +368,7 @@ def erk_rows(calls, ra, run, y, rows, solver):
         if not kept:
             _restore(ra, y)
             span[6], stall[2], stall[5] = h_keep, run_keep, crawl_keep
+            stall[6], stall[7] = block_keep
             return k - k0, count
         span[6] = sol[H_ABS]
     return k1 - k0, count
@@ -416,7 +425,7 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
     for k in range(k0, k1):
         _keep(ra, y)
         _solver_copy(back, live)
-        run_keep, crawl_keep = stall[2], stall[5]
+        run_keep, crawl_keep, block_keep = stall[2], stall[5], (stall[6], stall[7])
         t = times[k]
         tol = 1e-12 * max(1.0, abs(t))
         kept = True
@@ -440,5 +449,6 @@ def erk_dense_rows(calls, ra, run, y, rows, solver, dense):
             _restore(ra, y)
             _solver_copy(live, back)
             stall[2], stall[5] = run_keep, crawl_keep
+            stall[6], stall[7] = block_keep
             return k - k0, count
     return k1 - k0, sol[NFEV] - nfev0

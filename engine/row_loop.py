@@ -69,8 +69,9 @@ def enabled() -> bool:
 BLOCK_SECONDS = 0.02
 
 #: the row kernels' stall guard switched off: (shortest step not counted, limit, count) for
-#: a collapse and for a crawl (:func:`~engine.row_kernels.erk_rows`)
-_STALL_OFF = (0.0, np.inf, 0.0) * 2
+#: a collapse and for a crawl, then the crawl's block (steps, start)
+#: (:func:`~engine.row_kernels.erk_rows`)
+_STALL_OFF = (0.0, np.inf, 0.0) * 2 + (0.0, 0.0)
 
 
 class RowLoop:
@@ -291,16 +292,19 @@ def _dense_arrays(Q: np.ndarray, y: np.ndarray, K: np.ndarray) -> DenseArrays:
 
 def _stall_in(arrays: np.ndarray, stall) -> None:
     """The integrator's stall guard (:class:`engine.integrators._Stall`; None: off) into
-    the row kernels' (shortest step not counted, limit, count: a collapse's, a crawl's)."""
+    the row kernels' (shortest step not counted, limit, count: a collapse's, a crawl's;
+    then the crawl's block: steps, start)."""
     if stall is not None:
-        arrays[:] = stall.h_small, stall.limit, stall.run, stall.h_crawl, stall.crawl_limit, stall.crawl
+        arrays[:] = (stall.h_small, stall.limit, stall.run, stall.h_crawl, stall.crawl_limit, stall.crawl,
+                     stall.block, stall.block_t0)
     else:
         arrays[:] = _STALL_OFF
 
 
 def _stall_out(arrays: np.ndarray, stall) -> None:
     if stall is not None:
-        stall.run, stall.crawl = int(arrays[2]), int(arrays[5])
+        stall.run, stall.crawl, stall.block, stall.block_t0 = (int(arrays[2]), int(arrays[5]), int(arrays[6]),
+                                                               float(arrays[7]))
 
 
 class DenseRowLoop(RowLoop):

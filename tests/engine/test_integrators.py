@@ -94,3 +94,26 @@ def test_a_rough_right_hand_side_stops_with_a_crawl_not_a_collapse():
     assert config.STALL_RATIO * 0.01 <= err.h < config.CRAWL_RATIO * 0.01
     assert err.t < config.CRAWL_STEPS * config.CRAWL_RATIO * 0.01
     assert "steps collapsed" in err.reason and f"{config.CRAWL_RATIO:g}" in err.reason
+
+
+def _gappy(t, y):
+    """:func:`_rough` but for a smooth gap of 5e-6 s every 2e-5 s, where rk45 lengthens its
+    steps past CRAWL_RATIO of the output interval a few times before the rough part
+    shortens them again."""
+    rough = (t % 2e-5) < 1.5e-5
+    return np.array([1.0 + (0.1 * ((np.sin(t * 1e7) * 43758.5453) % 1.0 - 0.5) if rough else 0.0)])
+
+
+def test_short_steps_broken_now_and_then_by_a_longer_one_stop_as_a_crawl():
+    """Steps near 1e-7 s with a longer one every few dozen: the count of short steps in a
+    row starts again at each longer one and never reaches CRAWL_STEPS (at most some 200
+    here), but CRAWL_STEPS steps that advance less than CRAWL_STEPS * CRAWL_RATIO output
+    intervals stop the run all the same (some 400,000 steps for the 0.05 s asked)."""
+    form = _Ode(_gappy)
+    with pytest.raises(StepCollapse) as info:
+        _integrate(form, "rk45", 0.05, 1e-10)
+    err = info.value
+    assert err.steps == config.CRAWL_STEPS
+    assert err.t < config.CRAWL_STEPS * config.CRAWL_RATIO * 0.01
+    assert err.h < config.CRAWL_RATIO * 0.01  # the average step
+    assert "steps averaged" in err.reason and f"{config.CRAWL_RATIO:g}" in err.reason

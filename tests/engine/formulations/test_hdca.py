@@ -217,3 +217,36 @@ def test_where_a_merges_rows_are_only_just_independent_an_adaptive_run_stops_ins
         sim.run_all()
     assert info.value.t < 0.01
     assert sim.stats["rhs_evaluations"] < 30 * config.CRAWL_STEPS
+
+
+def test_where_short_steps_are_broken_by_longer_ones_the_compiled_rows_stop_the_crawl_too():
+    """The same mechanism with rk45 at 1e-8: steps near 1e-6 s, CRAWL_RATIO of the output
+    interval, some just below it and some above, so no CRAWL_STEPS short steps come in a
+    row: minutes per simulated second, each output interval inside one compiled call.
+    The crawl's blocks (CRAWL_STEPS steps that advance less than CRAWL_STEPS *
+    CRAWL_RATIO output intervals) end it with exit 3 within 0.1 s, and it is the
+    compiled rows' count that hands the interval to Python, where the same step raises.
+    Run in a thread: the compiled rows without the blocks would not come back."""
+    import threading
+
+    from linkwork.engine.errors import SimulationError
+
+    from ..test_differential import mechanism
+
+    sim = Simulation(build_model(mechanism(4058, 6, 2)),
+                     Settings(formulation="hdca", integrator="rk45", rtol=1e-8, atol=1e-8, t_end=0.1))
+    assert sim.row_loop() is not None
+    out = {}
+
+    def run():
+        try:
+            sim.run_all()
+        except SimulationError as exc:
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(300.0)
+    assert not worker.is_alive(), "the run crawled on"
+    err = out["error"]
+    assert "steps averaged" in err.reason and err.t < 0.1
