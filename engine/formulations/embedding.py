@@ -257,11 +257,11 @@ def _positions(desc, proto, q):
     table and it is ``_nrt=False``, as rcr's right-hand-side kernels; the callees that
     allocate are ``_nrt=True``."""
     (mk, ca, lx, jr_k, jr_row, jr_q, jr_val, jr_q0, drive, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale,
-     Kval, Qf, tau, pos) = unpack(desc, proto)
+     Kval, Qf, tau, pos, lowest) = unpack(desc, proto)
     _drive_rows(drive, jr_q0)
     K.position_rows(mk, ca, lx, nb, nv_j, q, K.Poses(x, R, P, S, S6), V0, K.CutRows(GA, GB, g0, phi), Kval, pos)
     K.joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval)
-    return K.block_qr(lx, colscale, Kval, Qf, tau)
+    return K.lowest_so_far(lowest, K.block_qr(lx, colscale, Kval, Qf, tau))
 
 
 class EmbeddingFormulation(RCRFormulation):

@@ -47,7 +47,7 @@ from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, ch
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
-from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
+from .rcr_partition import (SWITCH_FALL, SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
                             loop_rank, loop_singularity, loop_structure, search_partition, singular_crossing)
 from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
@@ -59,6 +59,9 @@ SWITCH_GAIN = 2.0
 #: the lowest the partition monitor's threshold falls below SWITCH_RTOL
 #: (:meth:`RCRFormulation._searches`), as a fraction of it
 SEARCH_FLOOR = 0.1
+#: the most halvings of an rk4 step near a dead point of the partition
+#: (:meth:`RCRFormulation._rk4_guarded`)
+DEAD_POINT_DEPTH = 4
 #: an adaptive step where the block conditioning falls: at most this fraction of the time
 #: in which it would reach zero at its rate since the last accepted state
 #: (:meth:`RCRFormulation.step_bound`)
@@ -156,8 +159,14 @@ class RCRFormulation(Formulation):
         self.switches = 0
         self.switch_log: list[str] = []
         self.block_conditioning = 1.0
-        # [the block conditioning below which the monitor looks for a better partition, SWITCH_RTOL]
-        self._search_below = np.array([SWITCH_RTOL, SWITCH_RTOL])
+        # [the block conditioning below which the monitor looks for a better partition, SWITCH_RTOL,
+        #  the block conditioning at the last accepted state (0: none since the partition's adoption)]
+        self._search_below = np.array([SWITCH_RTOL, SWITCH_RTOL, 0.0])
+        self._falling = False  # the conditioning fell by more than SWITCH_FALL in the last step (_searches)
+        self._step_began = 0.0  # the conditioning where the rk4 step being taken in parts began (_rk4_guarded)
+        #: the lowest block conditioning the positions kernel has returned since it was last
+        #: reset to inf (K.lowest_so_far): what a step's stages saw
+        self.stages_lowest = np.array([np.inf])
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
         self._last_conditioning = None  # (t, block conditioning, partition) at the last step_bound
         self.switch_conditioning = 1.0  # the block conditioning the last switch left
@@ -199,6 +208,8 @@ class RCRFormulation(Formulation):
             self._kept.leave(self, self.part, self._binding)
         self.part = part
         self._search_below[0] = SWITCH_RTOL
+        self._search_below[2] = 0.0
+        self._step_began = 0.0
         binding = self._kept.take(self, part)
         if binding is not None:
             self._binding = binding
@@ -262,7 +273,7 @@ class RCRFormulation(Formulation):
         return StateKernel(self._positions_entry, (self.mk, self.ca, p.lx, *self._position_rows(), m.nb, m.nv_j,
                                                    self.x, self.R, self.P, self.S, self.S6, self.V0, self.GA, self.GB,
                                                    self.g0, self.phi, p.colscale, self.Kval, self.Qf, self.tau,
-                                                   self.pos))
+                                                   self.pos, self.stages_lowest))
 
     def _position_rows(self) -> tuple:
         """What the positions kernel takes between ``lx`` and ``nb``: :attr:`jr` (embedding
@@ -312,29 +323,60 @@ class RCRFormulation(Formulation):
         return out
 
     def _rk4_switching(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
-        """The generic rk4 loop (:meth:`.base.Formulation.rk4_steps`), except for a step
-        in which the partition's block conditioning fell by more than SWITCH_GAIN and
-        after which the partition monitor switched partitions: that step ran towards, or
-        across, a dead point of the old partition, where its dependent speeds' map has a
-        pole and the step's error is far beyond rk4's (rk4 at dt = 0.01 on the
-        differential tests' ``mechanism(31390, 19, 5)``: a dead point crossed between
-        0.82 and 0.83 s, 0.23 m off after 1 s, against 2.4e-7 m with ``dense``).  It is
-        taken again, from the state it started at, with the new partition, where that one
-        is better conditioned there than the old one was at the step's end (4.2e-5 m
-        after 1 s).  A switch after a slower fall keeps its step."""
+        """The generic rk4 loop (:meth:`.base.Formulation.rk4_steps`), its steps taken by
+        :meth:`_rk4_guarded`, which knows the dead points of a partition."""
         h = (t1 - t0) / n
         nq = self.model.nq
         for i in range(n):
             ti = t1 if i == n - 1 else t0 + (i + 1) * h
             # the closed state's conditioning: the last post_step's, or the interval's start
-            part, began = self.part, self.block_conditioning if i else self._positions(y[:nq])
-            y1 = self.post_step(ti, rk4_step(self.rhs, t0 + i * h, y, h))
-            if self.part is not part and SWITCH_GAIN * self.switch_conditioning < began:
-                if self._positions(y[:nq]) >= self.switch_conditioning:
-                    y1 = self.post_step(ti, rk4_step(self.rhs, t0 + i * h, y, h))
-            y = y1
+            began = self.block_conditioning if i else self._positions(y[:nq])
+            try:
+                y = self._rk4_guarded(t0 + i * h, h, ti, y, began, 0)
+            finally:
+                self._step_began = 0.0
             self.watch_singular(ti, y)
         return y
+
+    def _rk4_guarded(self, t: float, h: float, t_end: float, y: np.ndarray, began: float, depth: int) -> np.ndarray:
+        """One rk4 step of ``h`` from ``(t, y)``, closed at ``t_end`` by :meth:`post_step`;
+        ``began``: the block conditioning at ``y``.  At a dead point of the partition (a
+        block singular; not the mechanism) the map from independent to dependent speeds
+        has a pole, and a step near or across one is wrong far beyond rk4's error:
+
+        - where the step's stages saw the conditioning fall by more than SWITCH_FALL below
+          ``began`` (under SWITCH_RTOL), the step is taken as two halves instead, down to
+          DEAD_POINT_DEPTH halvings, so that the partition monitor looks between them and
+          switches before the dead point, a fall counted from the whole step's start
+          (``mechanism(40244, 13, 5)`` at dt = 0.01: a block's 0.064 dips to about 0.01
+          and back within 13 ms, between two accepted states; 0.73 m off after 1 s without
+          the halves, 8.4e-3 m with them: the block's approach costs accuracy before its
+          conditioning shows it);
+        - a step after which the monitor switched, the conditioning having fallen by more
+          than SWITCH_FALL, is taken again from ``y`` with the new partition, where that
+          one is better conditioned there than the old one was at the step's end
+          (``mechanism(31390, 19, 5)``: 0.23 m off after 1 s without the second try,
+          4.2e-5 m with it, against dense's 2.4e-7 m at the same step).
+
+        A step with neither is the generic loop's, bit for bit."""
+        nq = self.model.nq
+        lowest = self.stages_lowest
+        lowest[0] = np.inf
+        part = self.part
+        y1 = rk4_step(self.rhs, t, y, h)
+        low = lowest[0]
+        if depth < DEAD_POINT_DEPTH and low < SWITCH_RTOL and SWITCH_FALL * low < began:
+            if depth == 0:  # its parts' falls count from here: a half step's fall is smaller
+                self._step_began = began
+            half = h / 2
+            ym = self._rk4_guarded(t, half, t + half, y, began, depth + 1)
+            return self._rk4_guarded(t + half, half, t_end, ym, self.block_conditioning, depth + 1)
+        y1 = self.post_step(t_end, y1)
+        if self.part is not part and SWITCH_FALL * self.switch_conditioning < began:
+            if self._positions(y[:nq]) >= self.switch_conditioning:
+                y1 = self.post_step(t_end, rk4_step(self.rhs, t, y, h))
+        lowest[0] = np.inf
+        return y1
 
     def rhs(self, t, y):
         self.nfev += 1
@@ -452,12 +494,20 @@ class RCRFormulation(Formulation):
         again where the conditioning has fallen by that factor, not after every step.  A
         conditioning back at SWITCH_RTOL, or a switch, restores it.  Every choice of
         dependent speeds is singular at a change of mobility, so the conditioning falls
-        there, and the searches that follow track the mobility measure.
-        :func:`.rcr_rows.close_post` applies the same rule."""
+        there, and the searches that follow track the mobility measure.  A conditioning
+        under SWITCH_RTOL that fell by more than SWITCH_FALL since the last accepted state
+        is searched whatever the threshold: it may be heading for a dead point of the
+        partition within the next step (``mechanism(40116, 15, 2)`` at rk4's dt = 0.01:
+        0.025 to 0.0125 in one step, a dead point inside the next, whose end reads 0.024
+        again).  :func:`.rcr_rows.close_post` applies the same rule."""
         below = self._search_below
-        if self.block_conditioning >= below[1]:
+        cond = self.block_conditioning
+        if cond >= below[1]:
             below[0] = below[1]
-        return self.block_conditioning < below[0] or bool(self._sing_samples)
+        # from the last accepted state, or from the start of the rk4 step being taken in parts
+        self._falling = cond < below[1] and SWITCH_FALL * cond < max(below[2], self._step_began)
+        below[2] = cond
+        return cond < below[0] or self._falling or bool(self._sing_samples)
 
     def _repartition(self, t, y, close=True):
         """A block has become ill-conditioned, or the loops are near a singular configuration.
@@ -479,12 +529,15 @@ class RCRFormulation(Formulation):
                        "singular configurations")
         else:
             self._sing_samples = []
-        if self.block_conditioning >= self._search_below[0]:
+        if self.block_conditioning >= self._search_below[0] and not self._falling:
             return y
         found = self._search_at(q)
         old_cond = self.block_conditioning
-        self._search_below[0] = max(old_cond / SWITCH_GAIN, SEARCH_FLOOR * SWITCH_RTOL)  # kept: see _searches
-        if found.key() != self.part.key() and found.conditioning > SWITCH_GAIN * old_cond:
+        if old_cond < self._search_below[0]:
+            self._search_below[0] = max(old_cond / SWITCH_GAIN, SEARCH_FLOOR * SWITCH_RTOL)  # kept: see _searches
+        # falling fast, the partition is left for any better one: the one it has may die within a step
+        gain = 1.0 if self._falling else SWITCH_GAIN
+        if found.key() != self.part.key() and found.conditioning > gain * old_cond:
             new = found.partition()
             self.switches += 1
             self.switch_conditioning = old_cond
@@ -559,8 +612,8 @@ class RCRFormulation(Formulation):
             post = StateKernel(close_post, (
                 self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
                 self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
-                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below, singular, tick,
-                self._hold_table()))
+                float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below,
+                self.stages_lowest, singular, tick, self._hold_table()))
         own = (self._search_below,) if post is not None else ()
         # the drivers' efforts: the superposition's torques (rcr), or minus their rows' multipliers (embedding)
         efforts = (self.effort, 1.0) if self._superpose else (lam[lam.shape[0] - self.ndr:], -1.0) if self.ndr else None

@@ -250,9 +250,20 @@ def positions_and_blocks(desc, proto, q):
     ``_nrt=True`` and free it before they return.  (Not one kernel: numba would compile
     ``dynamics``'s code a second time into it, 4.4 s more cold compile, +31 % for rcr's
     own kernels.)"""
-    (mk, ca, lx, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf, tau, pos) = unpack(desc, proto)
+    (mk, ca, lx, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf, tau, pos,
+     lowest) = unpack(desc, proto)
     position_rows(mk, ca, lx, nb, nv_j, q, Poses(x, R, P, S, S6), V0, CutRows(GA, GB, g0, phi), Kval, pos)
-    return block_qr(lx, colscale, Kval, Qf, tau)
+    return lowest_so_far(lowest, block_qr(lx, colscale, Kval, Qf, tau))
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def lowest_so_far(lowest, cond):
+    """``cond``, kept in ``lowest[0]`` where it is the lowest since that was last reset
+    (``inf``): what the right-hand side's stages saw between two closed states, for
+    :func:`.rcr_rows.close_post` and :meth:`.rcr.RCRFormulation._rk4_switching`."""
+    if cond < lowest[0]:
+        lowest[0] = cond
+    return cond
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -31,6 +31,10 @@ from .base import StateKernel
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
 #: makes the monitor look for a better partition (and a partition is chosen so that none does)
 SWITCH_RTOL = 0.1
+#: a block conditioning that fell by more than this factor since the last accepted state
+#: (under SWITCH_RTOL) is falling fast: the partition monitor searches, and takes any
+#: better partition (:meth:`.rcr.RCRFormulation._searches`, :func:`.rcr_rows.close_post`)
+SWITCH_FALL = 1.5
 
 
 @dataclass
@@ -147,7 +151,7 @@ class LoopJacobian:
         self._kernel = StateKernel(positions_and_blocks, (
             kin_arrays(m), con_arrays(m), lx, m.nb, m.nv_j, self.x, self.R, P, np.zeros((m.nv, 6)), self.S6,
             np.zeros((m.nb, 6)), np.zeros((ncr, 6)), np.zeros((ncr, 6)), np.zeros(ncr), np.zeros(ncr), np.ones(m.nv),
-            self.Kval, np.zeros(1), np.zeros(2), np.zeros(m.nv, dtype=np.int64)))
+            self.Kval, np.zeros(1), np.zeros(2), np.zeros(m.nv, dtype=np.int64), np.zeros(1)))
         # each block's entries of Kval (row-major, the blocks one after another) and their place in K
         rstart, rows, cstart, cols = lx.blk_rstart, lx.blk_rows, lx.blk_cstart, lx.blk_cols
         places = [(rows[rstart[b]:rstart[b + 1], None] * m.nv + cols[None, cstart[b]:cstart[b + 1]]).ravel()

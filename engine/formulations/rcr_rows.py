@@ -22,6 +22,7 @@ from .base import TICK_FAILED
 from .dense_linalg import svd_work, thin_svd
 from .rcr_articulated import body_terms
 from .rcr_kernels import block_conditioning, close_velocities, newton_step
+from .rcr_partition import SWITCH_FALL
 from .rk4_kernel import call_by_table_bool, call_positions_by_table, call_void
 from .stabilise import projector_project, projector_residual
 from .workspace import unpack
@@ -36,11 +37,14 @@ def close_post(desc, proto, y, out):
     quaternions again, eq. (34) for the dependent speeds; then, where ``hold`` has a
     projector, the drivers held (:func:`_hold`).  Where Python would do more -- raise
     (Newton not converged), or re-choose the partition (a block conditioning under the
-    threshold ``search[0]``, or ``singular[0]``: Python's monitor is tracking a
-    near-singular pass) -- it sets ``tick[TICK_FAILED]`` and the row loop leaves the
-    interval to Python.  ``search``: [the partition monitor's threshold, SWITCH_RTOL], as
+    threshold ``search[0]``, or a step whose stages or end, ``lowest[0]`` since the last
+    step's end (:func:`.rcr_kernels.lowest_so_far`, reset here), fell by more than
+    ``SWITCH_FALL`` below the last step's end, or ``singular[0]``: Python's monitor is
+    tracking a near-singular pass) -- it sets ``tick[TICK_FAILED]`` and the row loop
+    leaves the interval to Python.  ``search``: [the partition monitor's threshold,
+    SWITCH_RTOL, the conditioning at the last step's end], as
     :meth:`.rcr.RCRFormulation._searches` keeps it."""
-    (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, search, singular,
+    (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, search, lowest, singular,
      tick, hold) = unpack(desc, proto)
     q, v = y[:nq], y[nq:]
     normalize_quaternions(mk, q)
@@ -60,7 +64,13 @@ def close_post(desc, proto, y, out):
         close_velocities(lx, blocks, v, nu, w)
         if cond >= search[1]:
             search[0] = search[1]
-        if cond < search[0] or singular[0] != 0.0:
+        # the step's stages and closure (``lowest``), or its end, fell by more than SWITCH_FALL:
+        # a dead point of the partition near or inside the step, which Python takes in parts
+        low = lowest[0]
+        lowest[0] = np.inf
+        falling = low < search[1] and SWITCH_FALL * low < search[2]
+        search[2] = cond
+        if cond < search[0] or falling or singular[0] != 0.0:
             tick[TICK_FAILED] = 1.0
             return False
     return hold[0] == 0 or _hold(hold, q, v, tol, max_iter, tick)

@@ -101,6 +101,19 @@ def test_random_loops_give_the_same_rows(seed, monkeypatch):
         assert "min_loop_conditioning" in stats
 
 
+@pytest.mark.parametrize("form", ["rcr", "embedding"])
+@pytest.mark.parametrize("seed, n_bodies, loops", [(31390, 19, 5), (40244, 13, 5), (40387, 13, 3)])
+def test_steps_near_a_dead_point_of_the_partition_give_the_same_rows(form, seed, n_bodies, loops, monkeypatch):
+    """The differential tests' mechanisms with a dead point of rcr's partition between two
+    output instants: the compiled rows hand the step to Python where its stages' block
+    conditioning fell (close_post's ``lowest``), and Python takes it in parts
+    (RCRFormulation._rk4_guarded) -- the same rows either way."""
+    from .test_differential import mechanism
+
+    model = build_model(mechanism(seed, n_bodies, loops))
+    _same(model, Settings(formulation=form, t_end=1.0), monkeypatch)
+
+
 #: test_differential_drivers' cases that run (the others' drivers are on joints their loops
 #: lock: the run stops at t = 0, before any interval): tables on trees (0, 3, 6), constant
 #: rates on one loop (1, 4, 7, 13), harmonic laws on two (11, 17, 20); 11 fails at t = 0.83 s
