@@ -43,32 +43,21 @@ from ..kinematics import (
 from ..model import Model
 from . import dense_solve
 from . import rcr_kernels as K
-from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent, rk4_step
+from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
-from .rcr_partition import (SWITCH_FALL, SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
-                            loop_rank, loop_singularity, loop_structure, search_partition, singular_crossing)
+from .rcr_monitor import PartitionMonitor
+from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
+                            loop_rank, loop_singularity, loop_structure, search_partition)
 from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .superposition import UNRESPONSIVE, superposed_kernel
 from .workspace import NCOL, unpack
 
-#: a new partition is adopted only if its conditioning beats the current one by this
-SWITCH_GAIN = 2.0
-#: the lowest the partition monitor's threshold falls below SWITCH_RTOL
-#: (:meth:`RCRFormulation._searches`), as a fraction of it
-SEARCH_FLOOR = 0.1
-#: the most halvings of an rk4 step near a dead point of the partition
-#: (:meth:`RCRFormulation._rk4_guarded`)
-DEAD_POINT_DEPTH = 4
-#: an adaptive step where the block conditioning falls: at most this fraction of the time
-#: in which it would reach zero at its rate since the last accepted state
-#: (:meth:`RCRFormulation.step_bound`)
-DEAD_POINT_STEP = 0.5
 
 
-class RCRFormulation(Formulation):
+class RCRFormulation(PartitionMonitor, Formulation):
     name = "rcr"
     title = "recursive coordinate reduction (Anderson & Critchley), velocity level"
     kind = "ode"
@@ -322,62 +311,6 @@ class RCRFormulation(Formulation):
             raise SingularSystemError(t, self.not_finite)
         return out
 
-    def _rk4_switching(self, t0: float, t1: float, y: np.ndarray, n: int) -> np.ndarray:
-        """The generic rk4 loop (:meth:`.base.Formulation.rk4_steps`), its steps taken by
-        :meth:`_rk4_guarded`, which knows the dead points of a partition."""
-        h = (t1 - t0) / n
-        nq = self.model.nq
-        for i in range(n):
-            ti = t1 if i == n - 1 else t0 + (i + 1) * h
-            # the closed state's conditioning: the last post_step's, or the interval's start
-            began = self.block_conditioning if i else self._positions(y[:nq])
-            try:
-                y = self._rk4_guarded(t0 + i * h, h, ti, y, began, 0)
-            finally:
-                self._step_began = 0.0
-            self.watch_singular(ti, y)
-        return y
-
-    def _rk4_guarded(self, t: float, h: float, t_end: float, y: np.ndarray, began: float, depth: int) -> np.ndarray:
-        """One rk4 step of ``h`` from ``(t, y)``, closed at ``t_end`` by :meth:`post_step`;
-        ``began``: the block conditioning at ``y``.  At a dead point of the partition (a
-        block singular; not the mechanism) the map from independent to dependent speeds
-        has a pole, and a step near or across one is wrong far beyond rk4's error:
-
-        - where the step's stages saw the conditioning fall by more than SWITCH_FALL below
-          ``began`` (under SWITCH_RTOL), the step is taken as two halves instead, down to
-          DEAD_POINT_DEPTH halvings, so that the partition monitor looks between them and
-          switches before the dead point, a fall counted from the whole step's start
-          (``mechanism(40244, 13, 5)`` at dt = 0.01: a block's 0.064 dips to about 0.01
-          and back within 13 ms, between two accepted states; 0.73 m off after 1 s without
-          the halves, 8.4e-3 m with them: the block's approach costs accuracy before its
-          conditioning shows it);
-        - a step after which the monitor switched, the conditioning having fallen by more
-          than SWITCH_FALL, is taken again from ``y`` with the new partition, where that
-          one is better conditioned there than the old one was at the step's end
-          (``mechanism(31390, 19, 5)``: 0.23 m off after 1 s without the second try,
-          4.2e-5 m with it, against dense's 2.4e-7 m at the same step).
-
-        A step with neither is the generic loop's, bit for bit."""
-        nq = self.model.nq
-        lowest = self.stages_lowest
-        lowest[0] = np.inf
-        part = self.part
-        y1 = rk4_step(self.rhs, t, y, h)
-        low = lowest[0]
-        if depth < DEAD_POINT_DEPTH and low < SWITCH_RTOL and SWITCH_FALL * low < began:
-            if depth == 0:  # its parts' falls count from here: a half step's fall is smaller
-                self._step_began = began
-            half = h / 2
-            ym = self._rk4_guarded(t, half, t + half, y, began, depth + 1)
-            return self._rk4_guarded(t + half, half, t_end, ym, self.block_conditioning, depth + 1)
-        y1 = self.post_step(t_end, y1)
-        if self.part is not part and SWITCH_FALL * self.switch_conditioning < began:
-            if self._positions(y[:nq]) >= self.switch_conditioning:
-                y1 = self.post_step(t_end, rk4_step(self.rhs, t, y, h))
-        lowest[0] = np.inf
-        return y1
-
     def rhs(self, t, y):
         self.nfev += 1
         nq = self.model.nq
@@ -451,103 +384,6 @@ class RCRFormulation(Formulation):
             y = self._repartition(t, y)
         if self._superpose:
             y = self._hold_drivers(t, y)
-        return y
-
-    def step_bound(self, t, y):
-        """Adaptive integrators call this before every step: the partition monitor runs
-        on every accepted state, not only at output instants (a dead point of the
-        current partition can come within one output interval).
-
-        Where the partition's block conditioning is below SWITCH_RTOL and falling, the
-        step is bounded to DEAD_POINT_STEP of the time in which it would reach zero at
-        its rate since the last accepted state.  At a dead point of the partition the
-        dependent speeds' map (eq. 34) has a pole: a step across one is wrong by far
-        more than its error estimate says (dop853 at 1e-10 on the differential tests'
-        ``mechanism(31390, 19, 5)``: 1.3e-7 m in one step, a speed error that grew to
-        3.7e-5 m in 0.17 s), and the partition switch at the next accepted state comes
-        too late.  Bounded, the steps close in on the dead point, and the search at each
-        accepted state switches once another partition beats the falling one by
-        SWITCH_GAIN."""
-        if not self.ncr:
-            return None
-        part = self.part
-        cond = self.block_conditioning = self._positions(y[: self.model.nq])
-        if self._searches():
-            self._repartition(t, y, close=False)
-        last = self._last_conditioning
-        if self.part is not part:  # switched: the new partition's conditioning, next time
-            self._last_conditioning = None
-            return None
-        self._last_conditioning = (t, cond, part)
-        if last is None or last[2] is not part or not t > last[0] or cond >= SWITCH_RTOL:
-            return None
-        rate = (last[1] - cond) / (t - last[0])
-        return DEAD_POINT_STEP * cond / rate if rate > 0.0 else None
-
-    def _searches(self) -> bool:
-        """Whether the partition monitor looks at this state: the block conditioning
-        below the search threshold, or the loops near a singular configuration
-        (:meth:`_repartition`).  The threshold is SWITCH_RTOL until a search keeps the
-        partition (none beats it by SWITCH_GAIN); it is then the conditioning there over
-        SWITCH_GAIN (not below SEARCH_FLOOR * SWITCH_RTOL), so that a mechanism whose best
-        partition stays under SWITCH_RTOL -- a geared four-bar's 0.056 -- is searched
-        again where the conditioning has fallen by that factor, not after every step.  A
-        conditioning back at SWITCH_RTOL, or a switch, restores it.  Every choice of
-        dependent speeds is singular at a change of mobility, so the conditioning falls
-        there, and the searches that follow track the mobility measure.  A conditioning
-        under SWITCH_RTOL that fell by more than SWITCH_FALL since the last accepted state
-        is searched whatever the threshold: it may be heading for a dead point of the
-        partition within the next step (``mechanism(40116, 15, 2)`` at rk4's dt = 0.01:
-        0.025 to 0.0125 in one step, a dead point inside the next, whose end reads 0.024
-        again).  :func:`.rcr_rows.close_post` applies the same rule."""
-        below = self._search_below
-        cond = self.block_conditioning
-        if cond >= below[1]:
-            below[0] = below[1]
-        # from the last accepted state, or from the start of the rk4 step being taken in parts
-        self._falling = cond < below[1] and SWITCH_FALL * cond < max(below[2], self._step_began)
-        below[2] = cond
-        return cond < below[0] or self._falling or bool(self._sing_samples)
-
-    def _repartition(self, t, y, close=True):
-        """A block has become ill-conditioned, or the loops are near a singular configuration.
-        If the loops themselves reach one (every partition is singular there: a change of
-        mobility), stop; otherwise re-choose the independent speeds at this state (the state
-        layout is unchanged).  The mobility measure is tracked while it is below twice
-        SINGULAR_WINDOW; :func:`singular_crossing` tells a crossing from a near pass."""
-        m = self.model
-        q = y[: m.nq]
-        s = loop_singularity(m, q, self.structure, self.loop_rank, self.loop_jacobian)
-        if s < 2.0 * config.SINGULAR_WINDOW:
-            self._sing_samples = [p for p in self._sing_samples if 0.0 < t - p[0] <= 0.1][-8:] + [(t, s)]
-            crossing, low, tau = singular_crossing(self._sing_samples, t)
-            if crossing:
-                raise SimulationError(
-                    t, f"{self.name}: the loops reach a singular configuration (mobility measure {s:.2e}, "
-                       f"falling below {config.SINGULAR_STOP:g} within {tau:.2g} s): the mechanism may change branch there, "
-                       "which a choice of independent coordinates cannot decide; the dense formulation crosses "
-                       "singular configurations")
-        else:
-            self._sing_samples = []
-        if self.block_conditioning >= self._search_below[0] and not self._falling:
-            return y
-        found = self._search_at(q)
-        old_cond = self.block_conditioning
-        if old_cond < self._search_below[0]:
-            self._search_below[0] = max(old_cond / SWITCH_GAIN, SEARCH_FLOOR * SWITCH_RTOL)  # kept: see _searches
-        # falling fast, the partition is left for any better one: the one it has may die within a step
-        gain = 1.0 if self._falling else SWITCH_GAIN
-        if found.key() != self.part.key() and found.conditioning > gain * old_cond:
-            new = found.partition()
-            self.switches += 1
-            self.switch_conditioning = old_cond
-            if len(self.switch_log) < 20:
-                self.switch_log.append(f"t = {t:.4g} s: independent speeds {self.part.independent.tolist()} -> "
-                                       f"{new.independent.tolist()} (block conditioning {old_cond:.1e} -> "
-                                       f"{new.conditioning:.1e})")
-            self._use(new)
-            if close:
-                y = self._close(t, y)
         return y
 
     singular_remedy = ("rcr stops where the loops reach a singular configuration (a change of mobility); the "

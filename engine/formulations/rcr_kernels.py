@@ -260,7 +260,7 @@ def positions_and_blocks(desc, proto, q):
 def lowest_so_far(lowest, cond):
     """``cond``, kept in ``lowest[0]`` where it is the lowest since that was last reset
     (``inf``): what the right-hand side's stages saw between two closed states, for
-    :func:`.rcr_rows.close_post` and :meth:`.rcr.RCRFormulation._rk4_switching`."""
+    :func:`.rcr_rows.close_post` and :meth:`.rcr_monitor.PartitionMonitor._rk4_guarded`."""
     if cond < lowest[0]:
         lowest[0] = cond
     return cond

@@ -33,7 +33,7 @@ from .base import StateKernel
 SWITCH_RTOL = 0.1
 #: a block conditioning that fell by more than this factor since the last accepted state
 #: (under SWITCH_RTOL) is falling fast: the partition monitor searches, and takes any
-#: better partition (:meth:`.rcr.RCRFormulation._searches`, :func:`.rcr_rows.close_post`)
+#: better partition (:meth:`.rcr_monitor.PartitionMonitor._searches`, :func:`.rcr_rows.close_post`)
 SWITCH_FALL = 1.5
 
 

@@ -43,7 +43,7 @@ def close_post(desc, proto, y, out):
     tracking a near-singular pass) -- it sets ``tick[TICK_FAILED]`` and the row loop
     leaves the interval to Python.  ``search``: [the partition monitor's threshold,
     SWITCH_RTOL, the conditioning at the last step's end], as
-    :meth:`.rcr.RCRFormulation._searches` keeps it."""
+    :meth:`.rcr_monitor.PartitionMonitor._searches` keeps it."""
     (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, search, lowest, singular,
      tick, hold) = unpack(desc, proto)
     q, v = y[:nq], y[nq:]

@@ -107,7 +107,7 @@ def test_steps_near_a_dead_point_of_the_partition_give_the_same_rows(form, seed,
     """The differential tests' mechanisms with a dead point of rcr's partition between two
     output instants: the compiled rows hand the step to Python where its stages' block
     conditioning fell (close_post's ``lowest``), and Python takes it in parts
-    (RCRFormulation._rk4_guarded) -- the same rows either way."""
+    (PartitionMonitor._rk4_guarded) -- the same rows either way."""
     from .test_differential import mechanism
 
     model = build_model(mechanism(seed, n_bodies, loops))
