@@ -56,7 +56,6 @@ from .superposition import UNRESPONSIVE, superposed_kernel
 from .workspace import NCOL, unpack
 
 
-
 class RCRFormulation(PartitionMonitor, Formulation):
     name = "rcr"
     title = "recursive coordinate reduction (Anderson & Critchley), velocity level"

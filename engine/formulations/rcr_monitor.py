@@ -78,8 +78,8 @@ class PartitionMonitor:
         - a step after which the monitor switched, the conditioning having fallen by more
           than SWITCH_FALL, is taken again from ``y`` with the new partition, where that
           one is better conditioned there than the old one was at the step's end
-          (``mechanism(31390, 19, 5)``: 0.23 m off after 1 s without the second try,
-          4.2e-5 m with it, against dense's 2.4e-7 m at the same step).
+          (``mechanism(31390, 19, 5)`` without the halves: 0.23 m off after 1 s without
+          the second try, 4.2e-5 m with it; dense's error at the same step is 2.4e-7 m).
 
         A step with neither is the generic loop's, bit for bit."""
         nq = self.model.nq
@@ -115,7 +115,8 @@ class PartitionMonitor:
         3.7e-5 m in 0.17 s), and the partition switch at the next accepted state comes
         too late.  Bounded, the steps close in on the dead point, and the search at each
         accepted state switches once another partition beats the falling one by
-        SWITCH_GAIN."""
+        SWITCH_GAIN, or by any margin where it fell by more than SWITCH_FALL since the
+        last accepted state (:meth:`_searches`)."""
         if not self.ncr:
             return None
         part = self.part
