@@ -36,9 +36,7 @@ def positions(model, **settings) -> tuple[np.ndarray, object]:
     """(body positions at every output instant of a 1 s run, its error or None)."""
     sim = Simulation(model, Settings(t_end=1.0, **settings))
     rows, err = diff.run_to_end(sim)
-    idx = [i for i, c in enumerate(sim.columns)
-           if c.rsplit(".", 1)[0] in model.body_names and c.rsplit(".", 1)[1] in ("x", "y", "z")]
-    return rows[:, idx], err
+    return diff.body_positions(model, sim.columns, rows), err
 
 
 def deviations(model) -> dict | None:

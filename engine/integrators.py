@@ -161,25 +161,23 @@ class StepCollapse(SimulationError):
     stayed there (``steps`` in a row, each shorter than ``ratio`` of it, the last ``h``
     seconds long)."""
 
-    def __init__(self, t: float, method: str, h: float, steps: int, dt: float, ratio: float | None = None):
+    def __init__(self, t: float, method: str, h: float, steps: int, dt: float, ratio: float | None = None,
+                 reason: str | None = None):
         self.h = float(h)
         self.steps = int(steps)
         ratio = config.STALL_RATIO if ratio is None else ratio
-        super().__init__(t, f"{method}'s steps collapsed to {h:.2g} s ({steps} accepted steps in a row shorter "
-                            f"than {ratio:g} of the output interval {dt:g} s)")
+        super().__init__(t, reason or f"{method}'s steps collapsed to {h:.2g} s ({steps} accepted steps in a row "
+                                      f"shorter than {ratio:g} of the output interval {dt:g} s)")
 
     @classmethod
     def averaged(cls, t: float, method: str, advance: float, steps: int, dt: float) -> "StepCollapse":
         """A crawl by turns: ``steps`` accepted steps in a row that together advanced
         ``advance`` seconds, less than ``config.CRAWL_RATIO`` of the output interval
-        ``dt`` on average, though some of them were longer."""
-        exc = cls.__new__(cls)
-        exc.h = float(advance) / max(int(steps), 1)
-        exc.steps = int(steps)
-        SimulationError.__init__(exc, t, f"{method}'s steps averaged {exc.h:.2g} s ({steps} accepted steps in a row "
-                                         f"advanced {advance:.2g} s, less than {config.CRAWL_RATIO:g} of the output "
-                                         f"interval {dt:g} s per step)")
-        return exc
+        ``dt`` on average, though some of them were longer (``h``: their average)."""
+        h = float(advance) / max(int(steps), 1)
+        return cls(t, method, h, steps, dt, config.CRAWL_RATIO,
+                   f"{method}'s steps averaged {h:.2g} s ({steps} accepted steps in a row advanced {advance:.2g} s, "
+                   f"less than {config.CRAWL_RATIO:g} of the output interval {dt:g} s per step)")
 
 
 class _Stall:

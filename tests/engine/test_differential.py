@@ -94,6 +94,13 @@ def geared_mechanism(seed: int, n_bodies: int, loops: int):
     raise AssertionError(f"no geared mechanism from seed {seed}")
 
 
+def body_positions(model, columns, rows):
+    """The bodies' x, y, z columns of result ``rows`` whose columns are ``columns``."""
+    idx = [i for i, c in enumerate(columns)
+           if c.rsplit(".", 1)[0] in model.body_names and c.rsplit(".", 1)[1] in ("x", "y", "z")]
+    return rows[:, idx]
+
+
 def run_positions(model, form, dt=INDEX3_DT, tol=1e-10):
     """(body positions at the output instants, every 0.01 s; the error, if any; the
     simulation).  dop853 at rtol = atol = ``tol``; index3 has only its second-order
@@ -106,9 +113,7 @@ def run_positions(model, form, dt=INDEX3_DT, tol=1e-10):
     rows, err = run_to_end(sim)
     if form == "index3":
         rows = rows[::int(round(0.01 / dt))]
-    idx = [i for i, c in enumerate(sim.columns)
-           if c.rsplit(".", 1)[0] in model.body_names and c.rsplit(".", 1)[1] in ("x", "y", "z")]
-    return rows[:, idx], err, sim
+    return body_positions(model, sim.columns, rows), err, sim
 
 
 def _run(model, form, dt=INDEX3_DT):

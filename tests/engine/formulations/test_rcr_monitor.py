@@ -12,11 +12,11 @@ from linkwork.engine.simulation import Settings, Simulation
 
 def _positions_through(model, settings) -> tuple[np.ndarray, Simulation]:
     """The bodies' positions at every output instant of a run to its end, and the run."""
+    from ..test_differential import body_positions
+
     sim = Simulation(model, settings)
     cols, rows = sim.run_all()
-    idx = [i for i, c in enumerate(cols)
-           if c.rsplit(".", 1)[0] in model.body_names and c.rsplit(".", 1)[1] in ("x", "y", "z")]
-    return rows[:, idx], sim
+    return body_positions(model, cols, rows), sim
 
 
 def _dead_point_mechanism():

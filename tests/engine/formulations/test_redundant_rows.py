@@ -19,6 +19,8 @@ from linkwork.engine.formulations.tree import factor
 from linkwork.engine.model import build_model
 from linkwork.engine.simulation import Settings, Simulation, resolve_settings
 
+from ..test_differential import body_positions
+
 CASES = {"turntable": gen.turntable_fourbar, "spinning-arm": gen.spinning_arm_fourbar}
 TIGHT = dict(integrator="dop853", rtol=1e-10, atol=1e-10)
 
@@ -26,9 +28,7 @@ TIGHT = dict(integrator="dop853", rtol=1e-10, atol=1e-10)
 def _positions(model, **settings):
     sim = Simulation(model, Settings(**settings))
     cols, rows = sim.run_all()
-    idx = [i for i, c in enumerate(cols) if c.rsplit(".", 1)[0] in model.body_names
-           and c.rsplit(".", 1)[1] in ("x", "y", "z")]
-    return rows[:, idx], sim.stats
+    return body_positions(model, cols, rows), sim.stats
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
