@@ -43,14 +43,14 @@ from ..kinematics import (
 from ..model import Model
 from . import dense_solve
 from . import rcr_kernels as K
-from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent
+from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, check_consistent, rk4_step
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
 from .rcr_monitor import PartitionMonitor
 from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
                             loop_rank, loop_singularity, loop_structure, search_partition)
-from .rcr_rows import close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
+from .rcr_rows import close_loops, close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
 from .rk4_kernel import RK4SplitInterval, call_void, native_address
 from .superposition import UNRESPONSIVE, superposed_kernel
 from .workspace import NCOL, unpack
@@ -82,7 +82,9 @@ class RCRFormulation(PartitionMonitor, Formulation):
     _time: np.ndarray | None = None
     #: the attributes sized for, or bound to, one partition: kept per partition (_use)
     _per_partition = ("Kval", "Qf", "tau", "N", "Gam", "Ucl", "Dcl", "ucl", "_bound_kernels", "_multipliers_kernel",
-                      "_row_kernels", "_drive_status")
+                      "_row_kernels", "_drive_status", "_close_kernel")
+    #: (positions kernel, :func:`.rcr_rows.close_loops` bound with it): :meth:`_closer`
+    _close_kernel: tuple | None = None
     #: the superposition's status (superposition.superposed_dynamics), with its kernel
     _drive_status: np.ndarray | None = None
 
@@ -158,6 +160,8 @@ class RCRFormulation(PartitionMonitor, Formulation):
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
         self._last_conditioning = None  # (t, block conditioning, partition) at the last step_bound
         self.switch_conditioning = 1.0  # the block conditioning the last switch left
+        self._close_result = np.zeros(3)  # close_loops: block conditioning, residual, Newton steps
+        self._kept_ratio = None  # (partition, block conditioning / mobility measure) at the last search that kept it
         #: the loop Jacobian and mass matrix of partition searches and mobility samples
         self.loop_jacobian = LoopJacobian(m, self.structure) if self.ncr else None
         self.loop_rank = loop_rank(m, self.structure, self.loop_jacobian) if self.ncr else 0
@@ -292,22 +296,48 @@ class RCRFormulation(PartitionMonitor, Formulation):
         """``n`` rk4 steps from ``(t0, y)`` to ``t1`` in one kernel call where the mechanism
         has no loop to close after each step (:mod:`.rk4_kernel`, the same arithmetic bit
         for bit); the generic loop elsewhere."""
-        cls = type(self)
         if self.ncr:
             return self._rk4_switching(t0, t1, y, n)
+        fast = self._interval("_rk4_interval", self.model.nq > self.model.nv)
+        if fast is None:
+            return super().rk4_steps(t0, t1, y, n)
+        return self._run_interval(fast, t0, t1, y, n)
+
+    def _rk4_step(self, t: float, y: np.ndarray, h: float) -> np.ndarray:
+        """One rk4 step of ``h`` from ``(t, y)``, not closed (:meth:`post_step` closes it):
+        :func:`.base.rk4_step`'s arithmetic in one kernel call, or :func:`.base.rk4_step`
+        itself where :meth:`rk4_steps` takes the generic loop.  The kernel runs from 0 to
+        ``h`` (its step is then ``h`` to the bit; it reads no time without drivers)."""
+        fast = self._interval("_rk4_one_step", False)
+        if fast is None:
+            return rk4_step(self.rhs, t, y, h)
+        return self._run_interval(fast, 0.0, h, y, 1, t)
+
+    def _interval(self, key: str, quaternions: bool) -> RK4SplitInterval | None:
+        """rk4 steps without a closure between them in one call (:class:`.rk4_kernel.RK4SplitInterval`,
+        bound to this partition's kernels, kept as the attribute ``key``; renormalising the
+        quaternions after each step if ``quaternions``), or None where the right-hand side or the post-step is not this
+        class's, or drivers set the time, or the kernels run as Python."""
+        cls = type(self)
         if (self.model.nd or cls.rhs is not RCRFormulation.rhs
                 or cls.post_step is not RCRFormulation.post_step or "rhs" in vars(self)
                 or not hasattr(K.dynamics, "overloads")):
-            return super().rk4_steps(t0, t1, y, n)
-        fast = self.__dict__.get("_rk4_interval")
+            return None
+        fast = self.__dict__.get(key)
         kernels = self._kernels()
         if fast is None or (fast.positions, fast.dynamics) != kernels:
-            fast = self.__dict__["_rk4_interval"] = RK4SplitInterval(*kernels, self.mk, self.model.nq > self.model.nv)
+            fast = self.__dict__[key] = RK4SplitInterval(*kernels, self.mk, quaternions)
+        return fast
+
+    def _run_interval(self, fast: RK4SplitInterval, t0: float, t1: float, y: np.ndarray, n: int,
+                      origin: float = 0.0) -> np.ndarray:
+        """``fast`` from ``(t0, y)`` to ``t1`` in ``n`` steps; raises at ``origin + t`` where a
+        right-hand side at ``t`` was not finite."""
         out, count, t, cond = fast(t0, t1, y, n, self.model.nq)
         self.nfev += count
         self.block_conditioning = cond
         if t == t:
-            raise SingularSystemError(t, self.not_finite)
+            raise SingularSystemError(origin + t, self.not_finite)
         return out
 
     def rhs(self, t, y):
@@ -351,31 +381,60 @@ class RCRFormulation(PartitionMonitor, Formulation):
 
     def _close(self, t, y, check=True):
         """Newton on the loop equations for the dependent coordinates, then
-        eq. (34) for the dependent speeds (independent ones untouched)."""
-        m, p = self.model, self.part
+        eq. (34) for the dependent speeds (independent ones untouched): one call of
+        :func:`.rcr_rows.close_loops` (the steps :func:`.rcr_rows.close_post` takes in the
+        compiled row loop)."""
         self._drive(t)
         y = y.copy()
-        q, v = y[: m.nq], y[m.nq:]
-        normalize_quaternions(self.mk, q)
         if not self.ncr and not self.ndr:
+            normalize_quaternions(self.mk, y[: self.model.nq])
             return y
-        rhs = np.zeros(self.phi.shape[0])
-        blocks, work = self._blocks(), K.NewtonScratch(self.w, self.dq, rhs)
-        it = 0
-        while True:  # Newton on Phi(q) = 0 for the dependent coordinates
-            cond = self._positions(q)
-            tol = config.PROJECTION_TOL if it < config.PROJECTION_MAX_ITER else np.inf
-            res = K.newton_step(self.mk, p.lx, m.nb, m.nv_j, q, self.phi, blocks, work, tol)
-            if res <= tol:
-                break
-            it += 1
-        normalize_quaternions(self.mk, q)
+        result = self._close_result
+        closer = self._closer()
+        if closer is None:
+            self._close_python(y, result)
+        else:
+            closer(y, result)
+        cond, res, it = result
         self.block_conditioning = cond
         if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
             raise SimulationError(t, f"{self.name}: the loop equations cannot be closed from the independent "
-                                     f"coordinates (residual {res:.3g} after {it} Newton steps)")
-        K.close_velocities(p.lx, blocks, v, self.nu, self.w)
+                                     f"coordinates (residual {res:.3g} after {int(it)} Newton steps)")
         return y
+
+    def _closer(self) -> StateKernel | None:
+        """:func:`.rcr_rows.close_loops` bound to this partition's arrays (rebuilt with its
+        positions kernel); None where kernels run as Python (``NUMBA_DISABLE_JIT``)."""
+        if not hasattr(close_loops, "overloads"):
+            return None
+        positions = self._kernels()[0]
+        bound = self._close_kernel
+        if bound is None or bound[0] is not positions:
+            m = self.model
+            bound = self._close_kernel = (positions, StateKernel(close_loops, (
+                self.mk, np.int64(m.nq), (positions.native(1), positions.desc), self.part.lx, np.int64(m.nb),
+                m.nv_j, self.phi, self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])),
+                self.nu, self.w, float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER))))
+        return bound[1]
+
+    def _close_python(self, y, result):
+        """:func:`.rcr_rows.close_loops` where kernels run as Python: its positions kernel
+        is called by name, not by address."""
+        m, p = self.model, self.part
+        q, v = y[: m.nq], y[m.nq:]
+        normalize_quaternions(self.mk, q)
+        blocks, work = self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0]))
+        it = 0
+        while True:
+            cond = self._positions(q)
+            tol = config.PROJECTION_TOL if it < config.PROJECTION_MAX_ITER else np.inf
+            res = K.newton_step(self.mk, p.lx, m.nb, m.nv_j, q, self.phi, blocks, work, tol)
+            if res <= tol or cond != cond or it > config.PROJECTION_MAX_ITER:
+                break
+            it += 1
+        normalize_quaternions(self.mk, q)
+        K.close_velocities(p.lx, blocks, v, self.nu, self.w)
+        result[:] = cond, res, it
 
     def post_step(self, t, y):
         y = self._close(t, y)
@@ -492,8 +551,8 @@ class RCRFormulation(PartitionMonitor, Formulation):
         self._solve(t, q, y[m.nq:])
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
-        A = self.a.copy()  # about the origin -> about each COM: lin += alpha x c
-        A[:, :3] += np.cross(A[:, 3:], self.x)
+        A = np.empty_like(self.a)  # about the origin -> about each COM: lin += alpha x c
+        com_accelerations(self.a, self.x, A)
         if self.ncr:
             check_consistent(t, *self._closure_residual())
         reactions = self._reactions(A)

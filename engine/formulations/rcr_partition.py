@@ -25,7 +25,7 @@ from ..model import Model
 from .rcr_articulated import body_terms
 from .rcr_kernels import positions_and_blocks
 from .rcr_layout import PartitionLayout, cut_rows_of, partition_layout
-from .rcr_mobility import whitened_singular_values
+from .rcr_mobility import composite_mass_matrix, whitened_singular_values
 from .base import StateKernel
 
 #: a block whose scaled dependent columns have min |R_ii| / max |R_ii| below this
@@ -158,6 +158,7 @@ class LoopJacobian:
                   for b in range(rstart.shape[0] - 1)]
         self._places = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
         self._I6, self._p6, self._zero = np.zeros((m.nb, 6, 6)), np.zeros((m.nb, 6)), np.zeros((m.nb, 6))
+        self._F = np.zeros(6)
         self._last: tuple | None = None  # (q, K, M) of the last call
 
     def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -173,22 +174,9 @@ class LoopJacobian:
         self._kernel(q)
         Kmat = np.zeros((self.ncr, m.nv))
         Kmat.flat[self._places] = self.Kval[: self._places.shape[0]]
-        I6 = self._I6
-        body_terms(m.mass, m.inertia, self.x, self.R, self._zero, self._zero, I6, self._p6)
-        for i in range(m.nb - 1, -1, -1):  # composite inertias about the origin: plain sums
-            if m.parent[i] >= 0:
-                I6[m.parent[i]] += I6[i]
-        S6 = self.S6
-        M = np.zeros((m.nv, m.nv))
-        for i in range(m.nb):
-            ci = slice(m.v_adr[i], m.v_adr[i] + m.nv_j[i])
-            F = I6[i] @ S6[ci].T  # (6, n_i)
-            j = i
-            while j >= 0:
-                cj = slice(m.v_adr[j], m.v_adr[j] + m.nv_j[j])
-                M[cj, ci] = S6[cj] @ F
-                M[ci, cj] = M[cj, ci].T
-                j = int(m.parent[j])
+        body_terms(m.mass, m.inertia, self.x, self.R, self._zero, self._zero, self._I6, self._p6)
+        M = np.empty((m.nv, m.nv))
+        composite_mass_matrix(m.parent, m.v_adr, m.nv_j, self._I6, self.S6, M, self._F)
         return Kmat, M
 
 

@@ -1,8 +1,9 @@
 """``rcr``'s and ``embedding``'s output rows on mechanisms with loops, in compiled code: the
 step's loop closure (:func:`close_post`), the output instant's checks, multipliers and
 reactions (:func:`loop_check`), as :class:`.rcr.RCRFormulation` does them in Python --
-which calls the same kernels for the closure residual (:func:`closure_residual`) and the
-multipliers (:func:`loop_multipliers`), so the two make the same rows bit for bit
+which calls the same kernels for the closure (:func:`close_loops`: the Newton steps of
+:func:`close_post`), the closure residual (:func:`closure_residual`) and the multipliers
+(:func:`loop_multipliers`), so the two make the same rows bit for bit
 (tests/engine/test_row_loop.py).
 
 The multipliers: coordinate reduction never forms them; they follow from the generalized
@@ -49,15 +50,7 @@ def close_post(desc, proto, y, out):
     q, v = y[:nq], y[nq:]
     normalize_quaternions(mk, q)
     if phi.shape[0]:  # as RCRFormulation._close: nothing more without rows to close
-        it = 0
-        while True:
-            cond = call_positions_by_table(positions[0], positions[1], q)
-            lim = tol if it < max_iter else np.inf
-            res = newton_step(mk, lx, nb, nv_j, q, phi, blocks, work, lim)
-            if res <= lim or cond != cond or it > max_iter:
-                break
-            it += 1
-        normalize_quaternions(mk, q)
+        cond, res, it = _newton(mk, positions, lx, nb, nv_j, q, phi, blocks, work, tol, max_iter)
         if cond != cond or not (np.isfinite(res) and res < 1e3 * tol + 1e-9):
             tick[TICK_FAILED] = 1.0
             return False
@@ -74,6 +67,38 @@ def close_post(desc, proto, y, out):
             tick[TICK_FAILED] = 1.0
             return False
     return hold[0] == 0 or _hold(hold, q, v, tol, max_iter, tick)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _newton(mk, positions, lx, nb, nv_j, q, phi, blocks, work, tol, max_iter):
+    """Newton on the loop equations for the dependent coordinates of ``q`` (the positions
+    kernel by address before each step), then the quaternions renormalised: (the block
+    conditioning, the last residual, the steps beyond the first); after ``max_iter`` steps
+    the next is the last whatever its residual."""
+    it = 0
+    while True:
+        cond = call_positions_by_table(positions[0], positions[1], q)
+        lim = tol if it < max_iter else np.inf
+        res = newton_step(mk, lx, nb, nv_j, q, phi, blocks, work, lim)
+        if res <= lim or cond != cond or it > max_iter:
+            break
+        it += 1
+    normalize_quaternions(mk, q)
+    return cond, res, it
+
+
+@njit(cache=True, nogil=True, _nrt=True)
+def close_loops(desc, proto, y, result):
+    """:meth:`.rcr.RCRFormulation._close` in one call, in place on ``y``: the quaternions
+    renormalised, :func:`_newton`, eq. (34) for the dependent speeds; ``result`` gets (the
+    block conditioning, the residual, the Newton steps beyond the first), which Python
+    judges.  Needs rows to close."""
+    mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter = unpack(desc, proto)
+    q, v = y[:nq], y[nq:]
+    normalize_quaternions(mk, q)
+    cond, res, it = _newton(mk, positions, lx, nb, nv_j, q, phi, blocks, work, tol, max_iter)
+    close_velocities(lx, blocks, v, nu, w)
+    result[0], result[1], result[2] = cond, res, it
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -79,3 +79,27 @@ def test_a_conditioning_falling_fast_is_left_for_any_better_partition_before_its
     pos, sim = _positions_through(model, Settings(formulation="rcr", t_end=1.0))
     assert 0.42 < _switch_times(sim)[0] <= 0.43
     assert np.abs(pos - ref).max() < 1e-4
+
+
+@pytest.mark.parametrize("formulation", ["rcr", "embedding"])
+def test_near_a_singular_configuration_a_kept_partition_is_not_searched_again(formulation, monkeypatch):
+    """The parallelogram four-bar folding: its block conditioning falls at every step
+    from 0.55 s with the mobility measure (their ratio 0.78 throughout), and each search
+    there kept the partition.  One search is made where the tracking starts, then none
+    until the run stops at the singular configuration -- at the time it stopped when
+    every post-step searched (nine searches)."""
+    from linkwork.engine.errors import SimulationError
+    from linkwork.engine.model import load_model
+    from linkwork.engine.paths import examples_dir
+
+    model = load_model(examples_dir() / "parallelogram-fourbar.mech.json")
+    sim = Simulation(model, Settings(formulation=formulation, t_end=1.0))
+    searches = []
+    cls = type(sim.formulation)
+    search_at = cls._search_at
+    monkeypatch.setattr(cls, "_search_at", lambda self, q: searches.append(1) or search_at(self, q))
+    with pytest.raises(SimulationError, match="singular configuration") as failure:
+        sim.run_all()
+    assert failure.value.t == pytest.approx(0.596875, abs=1e-9)
+    assert len(searches) == 2  # the first under SWITCH_RTOL (not yet near), the first near
+    assert sim.stats["partition_switches"] == 0
