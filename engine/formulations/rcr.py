@@ -158,7 +158,7 @@ class RCRFormulation(PartitionMonitor, Formulation):
         #: reset to inf (K.lowest_so_far): what a step's stages saw
         self.stages_lowest = np.array([np.inf])
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
-        self._last_conditioning = None  # (t, block conditioning, partition) at the last step_bound
+        self._last_conditioning = None  # (t, each block's conditioning, partition) at the last step_bound
         self.switch_conditioning = 1.0  # the block conditioning the last switch left
         self._close_result = np.zeros(3)  # close_loops: block conditioning, residual, Newton steps
         self._kept_ratio = None  # (partition, block conditioning / mobility measure) at the last search that kept it
