@@ -110,6 +110,29 @@ def body_terms(mass, inertia, R, V, A, Fext, Fbias):
         Fbias[i, 5] = Jw_al[2] + w[0] * Jw_w[1] - w[1] * Jw_w[0] - Fext[i, 5]
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def composite_force(Ic, s, F):
+    """``F = Ic s``: the 6x6 composite inertia ``Ic`` times the motion subspace column
+    ``s``, the force the composite-rigid-body algorithm carries up the tree."""
+    for k in range(6):
+        acc = 0.0
+        for m_ in range(6):
+            acc += Ic[k, m_] * s[m_]
+        F[k] = acc
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def mass_entries(M, S, F, ci, v0, n):
+    """``M[cj, ci] = M[ci, cj] = S[cj] . F`` for the speeds ``cj = v0 .. v0 + n - 1`` (one
+    body's, where ``F`` is expressed as ``S`` is)."""
+    for cj in range(v0, v0 + n):
+        acc = 0.0
+        for k in range(6):
+            acc += S[cj, k] * F[k]
+        M[cj, ci] = acc
+        M[ci, cj] = acc
+
+
 @njit(cache=True, nogil=True, _nrt=True)
 def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M, sc):
     """Joint-space mass matrix by the composite-rigid-body algorithm (world frame);
@@ -175,19 +198,10 @@ def crba(parent, mass, inertia, R, x, P, S, v_adr, nv_j, M, sc):
     F, Fs, l = sc.F, sc.Fs, sc.l
     for i in range(nb):
         for ci in range(v_adr[i], v_adr[i] + nv_j[i]):
-            for k in range(6):
-                s = 0.0
-                for m_ in range(6):
-                    s += Ic[i, k, m_] * S[ci, m_]
-                F[k] = s
+            composite_force(Ic[i], S[ci], F)
             j = i
             while j >= 0:
-                for cj in range(v_adr[j], v_adr[j] + nv_j[j]):
-                    s = 0.0
-                    for k in range(6):
-                        s += S[cj, k] * F[k]
-                    M[cj, ci] = s
-                    M[ci, cj] = s
+                mass_entries(M, S, F, ci, v_adr[j], nv_j[j])
                 p = parent[j]
                 if p < 0:
                     break

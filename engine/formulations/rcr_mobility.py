@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .dense_kernels import cholesky_in_place
+from .dense_kernels import cholesky_in_place, composite_force, mass_entries
 from .dense_linalg import forward
 
 
@@ -38,7 +38,8 @@ def composite_mass_matrix(parent, v_adr, nv_j, I6, S6, M, F):
     the origin ``I6`` summed in place into composite ones (leaves first: a parent's index is
     below its children's), then ``M[a, b] = S_a . (I^c_i S_b)`` for every speed ``b`` of
     body ``i`` and every speed ``a`` of ``i`` and its ancestors, symmetric; ``S6`` (nv, 6):
-    the speeds' motion subspaces about the origin; ``F``: (6,) scratch."""
+    the speeds' motion subspaces about the origin; ``F``: (6,) scratch.  :func:`.dense_kernels.crba`
+    without the shifts between body frames."""
     nb = I6.shape[0]
     for i in range(nb - 1, -1, -1):
         p = parent[i]
@@ -51,17 +52,8 @@ def composite_mass_matrix(parent, v_adr, nv_j, I6, S6, M, F):
             M[a, b] = 0.0
     for i in range(nb):
         for kb in range(v_adr[i], v_adr[i] + nv_j[i]):
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += I6[i, r, c] * S6[kb, c]
-                F[r] = acc
+            composite_force(I6[i], S6[kb], F)
             j = i
-            while j >= 0:
-                for ka in range(v_adr[j], v_adr[j] + nv_j[j]):
-                    acc = 0.0
-                    for r in range(6):
-                        acc += S6[ka, r] * F[r]
-                    M[ka, kb] = acc
-                    M[kb, ka] = acc
+            while j >= 0:  # about the origin: F needs no shift from body to body
+                mass_entries(M, S6, F, kb, v_adr[j], nv_j[j])
                 j = parent[j]
