@@ -171,10 +171,12 @@ class RCRFormulation(PartitionMonitor, Formulation):
         self._use(self._partition_at(m.q_zero()))
 
     def __getstate__(self) -> dict:
-        """Copied or pickled without the row loop's kernels and the partitions kept: their
-        closures hold this object (the copy builds its own at their first use)."""
+        """Copied or pickled without the row loop's kernels, the closure kernel and the
+        partitions kept: their closures hold this object, and the closure kernel's table the
+        address of this object's positions table (the copy builds its own at their first use)."""
         state = self.__dict__.copy()
         state["_row_kernels"] = None
+        state["_close_kernel"] = None
         state["_kept"] = KeptPartitions(self._per_partition)
         return state
 

@@ -579,6 +579,27 @@ def test_a_copied_formulation_evaluates_into_its_own_arrays(name):
         f.rhs(0.0, y)
 
 
+@pytest.mark.parametrize("name", ["rcr", "embedding"])
+def test_a_copied_formulation_closes_its_loops_in_its_own_arrays(name):
+    """The same for the closure after a step (``_close``: Newton's steps and eq. (34) in
+    one kernel, whose table holds the address of the positions kernel's table)."""
+    import copy
+    import pickle
+
+    model = build_model(gen.ladder(2))
+    f = Simulation(model, Settings(formulation=name)).formulation
+    y = f.initial_state()
+    y[: model.nq] += 1e-3  # off the loops: Newton has steps to take
+    first = f._close(0.0, y)
+    x0 = f.x.copy()
+    for g in (copy.deepcopy(f), pickle.loads(pickle.dumps(f))):
+        f.x[:] = np.nan  # the original's workspace, poisoned
+        assert np.array_equal(g._close(0.0, y), first)
+        assert np.array_equal(g.x, x0)
+        assert np.isnan(f.x).all()
+        f._close(0.0, y)
+
+
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 @pytest.mark.parametrize("name", ["dense", "dca", "hdca", "index3", "rcr", "embedding"])
 def test_a_copied_formulation_compiles_nothing(name, how):
