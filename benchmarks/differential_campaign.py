@@ -1,7 +1,8 @@
 """The differential comparison of ``tests/engine/test_differential.py`` on seeds the tests
 do not run: every formulation named against ``dense`` (both dop853 at rtol = atol =
-1e-10, 1 s; ``index3`` at dt = 1e-4 with its second-order check), each mechanism built
-by the test's own :func:`~tests.engine.test_differential.mechanism`.
+1e-10, or rk45 with ``--integrator rk45``, 1 s; ``index3`` at dt = 1e-4 with its
+second-order check), each mechanism built by the test's own
+:func:`~tests.engine.test_differential.mechanism`.
 
 Prints one line per mechanism and every case that is neither an agreement nor an exit-3
 stop whose rows agree before it, then the counts.  A "silent disagreement" (both ran to
@@ -78,7 +79,10 @@ def main(argv=None) -> int:
     p.add_argument("--bodies", default="4-12", help="fewest-most bodies [4-12]")
     p.add_argument("--loops", default=None, help="fewest-most loops [the tests': seed // 4 % 4]")
     p.add_argument("--formulations", default="dca,hdca,rcr,embedding", help="compared with dense [dca,hdca,rcr,embedding]")
+    p.add_argument("--integrator", default="dop853", choices=("dop853", "rk45"),
+                   help="both sides' error-controlled integrator, at 1e-10 [dop853]")
     a = p.parse_args(argv)
+    diff.INTEGRATOR = a.integrator
     s0, s1 = _span(a.seeds)
     b0, b1 = _span(a.bodies)
     l0, l1 = _span(a.loops or "0")

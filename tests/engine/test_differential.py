@@ -101,14 +101,19 @@ def body_positions(model, columns, rows):
     return rows[:, idx]
 
 
+#: the error-controlled integrator of both sides (benchmarks/differential_campaign.py
+#: --integrator sets it)
+INTEGRATOR = "dop853"
+
+
 def run_positions(model, form, dt=INDEX3_DT, tol=1e-10):
     """(body positions at the output instants, every 0.01 s; the error, if any; the
-    simulation).  dop853 at rtol = atol = ``tol``; index3 has only its second-order
+    simulation).  INTEGRATOR at rtol = atol = ``tol``; index3 has only its second-order
     trapezoidal rule: it runs at ``dt`` and is read every 0.01 s."""
     if form == "index3":
         settings = Settings(formulation=form, dt=dt, t_end=T_END)
     else:
-        settings = Settings(formulation=form, integrator="dop853", rtol=tol, atol=tol, t_end=T_END)
+        settings = Settings(formulation=form, integrator=INTEGRATOR, rtol=tol, atol=tol, t_end=T_END)
     sim = Simulation(model, settings)
     rows, err = run_to_end(sim)
     if form == "index3":
