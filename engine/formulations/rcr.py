@@ -316,9 +316,10 @@ class RCRFormulation(PartitionMonitor, Formulation):
         return self._run_interval(fast, 0.0, h, y, 1, t)
 
     def _interval(self, key: str, quaternions: bool) -> RK4SplitInterval | None:
-        """rk4 steps without a closure between them in one call (:class:`.rk4_kernel.RK4SplitInterval`,
-        bound to this partition's kernels, kept as the attribute ``key``; renormalising the
-        quaternions after each step if ``quaternions``), or None where the right-hand side or the post-step is not this
+        """rk4 steps without a closure between them in one call
+        (:class:`.rk4_kernel.RK4SplitInterval`, bound to this partition's kernels, kept as
+        the attribute ``key``; the quaternions renormalised after each step if
+        ``quaternions``), or None where the right-hand side or the post-step is not this
         class's, or drivers set the time, or the kernels run as Python."""
         cls = type(self)
         if (self.model.nd or cls.rhs is not RCRFormulation.rhs
@@ -397,11 +398,11 @@ class RCRFormulation(PartitionMonitor, Formulation):
             self._close_python(y, result)
         else:
             closer(y, result)
-        cond, res, it = result
+        cond, res, it = float(result[0]), float(result[1]), int(result[2])
         self.block_conditioning = cond
         if check and not (np.isfinite(res) and res < 1e3 * config.PROJECTION_TOL + 1e-9):
             raise SimulationError(t, f"{self.name}: the loop equations cannot be closed from the independent "
-                                     f"coordinates (residual {res:.3g} after {int(it)} Newton steps)")
+                                     f"coordinates (residual {res:.3g} after {it} Newton steps)")
         return y
 
     def _closer(self) -> StateKernel | None:
