@@ -558,46 +558,36 @@ def test_state_kernel_calls_the_entry_point_only_for_the_state_type_it_was_compi
     assert sum(1 for dispatcher, _ in workspace._OVERLOADS if dispatcher is kernel) == 3
 
 
-@pytest.mark.parametrize("name", ["dca", "hdca", "rcr", "embedding"])
-def test_a_copied_formulation_evaluates_into_its_own_arrays(name):
+@pytest.mark.parametrize("name, call", [(n, "rhs") for n in ("dca", "hdca", "rcr", "embedding")]
+                         + [(n, "close") for n in ("rcr", "embedding")])
+def test_a_copied_formulation_evaluates_into_its_own_arrays(name, call):
     """The kernels' workspace table holds addresses (formulations.workspace): a deep copy
-    or a pickle of a formulation must evaluate into the copy's arrays, not the original's."""
+    or a pickle of a formulation must evaluate into the copy's arrays, not the original's
+    -- its right-hand side, and ``rcr``'s and ``embedding``'s closure after a step
+    (``_close``: Newton's steps and eq. (34) in one kernel, whose table holds the address
+    of the positions kernel's table)."""
     import copy
     import pickle
 
     model = build_model(gen.ladder(2))
     f = Simulation(model, Settings(formulation=name)).formulation
     y = f.initial_state()
-    y[model.nq:] += 0.1
-    first = f.rhs(0.0, y)
+    if call == "rhs":
+        y[model.nq:] += 0.1
+    else:
+        y[: model.nq] += 1e-3  # off the loops: Newton has steps to take
+
+    def go(form):
+        return form.rhs(0.0, y) if call == "rhs" else form._close(0.0, y)
+
+    first = go(f)
     x0 = f.x.copy()
     for g in (copy.deepcopy(f), pickle.loads(pickle.dumps(f))):
         f.x[:] = np.nan  # the original's workspace, poisoned
-        assert np.array_equal(g.rhs(0.0, y), first)
+        assert np.array_equal(go(g), first)
         assert np.array_equal(g.x, x0)
         assert np.isnan(f.x).all()
-        f.rhs(0.0, y)
-
-
-@pytest.mark.parametrize("name", ["rcr", "embedding"])
-def test_a_copied_formulation_closes_its_loops_in_its_own_arrays(name):
-    """The same for the closure after a step (``_close``: Newton's steps and eq. (34) in
-    one kernel, whose table holds the address of the positions kernel's table)."""
-    import copy
-    import pickle
-
-    model = build_model(gen.ladder(2))
-    f = Simulation(model, Settings(formulation=name)).formulation
-    y = f.initial_state()
-    y[: model.nq] += 1e-3  # off the loops: Newton has steps to take
-    first = f._close(0.0, y)
-    x0 = f.x.copy()
-    for g in (copy.deepcopy(f), pickle.loads(pickle.dumps(f))):
-        f.x[:] = np.nan  # the original's workspace, poisoned
-        assert np.array_equal(g._close(0.0, y), first)
-        assert np.array_equal(g.x, x0)
-        assert np.isnan(f.x).all()
-        f._close(0.0, y)
+        go(f)
 
 
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
