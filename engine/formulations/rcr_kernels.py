@@ -165,25 +165,50 @@ def block_qr(lx, colscale, Kval, Qf, tau):
     return block_conditioning(lx, tau)
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _one_block(dstart, tau, b):
+    """Block ``b``'s ``min |R_ii| / max |R_ii|`` from the R diagonals :func:`block_qr`
+    left in the second half of ``tau``; 1.0 for a block without dependent speeds."""
+    half = tau.shape[0] // 2
+    d0, nd = dstart[b], dstart[b + 1] - dstart[b]
+    if nd == 0:
+        return 1.0
+    rmax = 0.0
+    rmin = np.inf
+    for k in range(nd):
+        ak = abs(tau[half + d0 + k])
+        rmax = max(rmax, ak)
+        rmin = min(rmin, ak)
+    return rmin / rmax if rmax > 0.0 else 0.0
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def block_conditioning(lx, tau):
-    """The smallest ``min |R_ii| / max |R_ii|`` of any block, from the R diagonals
-    :func:`block_qr` left in the second half of ``tau`` (the conditioning the partition
-    monitor watches)."""
+    """The smallest ``min |R_ii| / max |R_ii|`` of any block (:func:`_one_block`): the
+    conditioning the partition monitor watches."""
     dstart = lx.blk_dstart
-    half = tau.shape[0] // 2
     worst = 1.0
     for b in range(dstart.shape[0] - 1):
-        d0, nd = dstart[b], dstart[b + 1] - dstart[b]
-        rmax = 0.0
-        rmin = np.inf
-        for k in range(nd):
-            ak = abs(tau[half + d0 + k])
-            rmax = max(rmax, ak)
-            rmin = min(rmin, ak)
-        if nd > 0:
-            worst = min(worst, rmin / rmax if rmax > 0.0 else 0.0)
+        worst = min(worst, _one_block(dstart, tau, b))
     return worst
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def dead_point_bound(dstart, tau, conds, last, dt, rtol, reach, fraction):
+    """Each block's conditioning (:func:`_one_block`) into ``conds``, and where ``last``
+    holds them ``dt`` > 0 seconds before (same length), the adaptive step bound of
+    :meth:`.rcr_monitor.PartitionMonitor.step_bound`: ``fraction`` of the least time in
+    which a falling block would reach zero at its rate, over the blocks under ``rtol``
+    or within ``reach`` such falls of zero; ``inf`` for none."""
+    bound = np.inf
+    for b in range(conds.shape[0]):
+        c = _one_block(dstart, tau, b)
+        conds[b] = c
+        if dt > 0.0 and last.shape[0] == conds.shape[0]:
+            drop = last[b] - c
+            if drop > 0.0 and (c < rtol or c < reach * drop):
+                bound = min(bound, fraction * c / (drop / dt))
+    return bound
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import config
 from ..errors import SimulationError
+from .rcr_kernels import dead_point_bound
 from .rcr_partition import SWITCH_FALL, SWITCH_RTOL, loop_singularity, singular_crossing
 
 #: a new partition is adopted only if its conditioning beats the current one by this
@@ -118,9 +119,15 @@ class PartitionMonitor:
         on every accepted state, not only at output instants (a dead point of the
         current partition can come within one output interval).
 
-        Where the partition's block conditioning is below SWITCH_RTOL and falling, the
-        step is bounded to DEAD_POINT_STEP of the time in which it would reach zero at
-        its rate since the last accepted state.  At a dead point of the partition the
+        Where one of the partition's blocks has a conditioning below SWITCH_RTOL and
+        falling, or falling so fast that it would reach zero within DEAD_POINT_RANGE steps
+        like the last, the step is bounded to DEAD_POINT_STEP of the time in which it
+        would reach zero at its rate since the last accepted state
+        (:func:`.rcr_kernels.dead_point_bound`).  Each block is watched, not only the
+        worst: a block dying fast can pass under the worst block's steady value and back
+        within one step (``mechanism(44213, 17, 6)`` under dop853 at 1e-10: a block held at
+        0.0135 hid one that fell from 0.80 and died at 0.82154 s; the run ended 1 s 9.6e-6
+        m from ``dense``).  At a dead point of the partition the
         dependent speeds' map (eq. 34) has a pole: a step across one is wrong by far
         more than its error estimate says (dop853 at 1e-10 on the differential tests'
         ``mechanism(31390, 19, 5)``: 1.3e-7 m in one step, a speed error that grew to
@@ -133,40 +140,18 @@ class PartitionMonitor:
             return None
         part = self.part
         self.block_conditioning = self._positions(y[: self.model.nq])
-        conds = self._block_conditionings()
+        last = self._last_conditioning
+        conds = np.empty(part.lx.blk_dstart.shape[0] - 1)
+        same = last is not None and last[2] is part and t > last[0]
+        bound = dead_point_bound(part.lx.blk_dstart, self.tau, conds, last[1] if same else conds,
+                                 t - last[0] if same else 0.0, SWITCH_RTOL, DEAD_POINT_RANGE, DEAD_POINT_STEP)
         if self._searches():
             self._repartition(t, y, close=False)
-        last = self._last_conditioning
         if self.part is not part:  # switched: the new partition's conditioning, next time
             self._last_conditioning = None
             return None
         self._last_conditioning = (t, conds, part)
-        if last is None or last[2] is not part or not t > last[0]:
-            return None
-        drop = last[1] - conds
-        falling = (drop > 0.0) & ((conds < SWITCH_RTOL) | (conds < DEAD_POINT_RANGE * drop))
-        if not falling.any():
-            return None
-        rate = drop[falling] / (t - last[0])
-        return DEAD_POINT_STEP * float((conds[falling] / rate).min())
-
-    def _block_conditionings(self) -> np.ndarray:
-        """Each block's ``min |R_ii| / max |R_ii|`` at the last evaluation (the R diagonals
-        :func:`.rcr_kernels.block_qr` leaves in the second half of ``tau``; blocks without
-        dependent speeds left out): ``block_conditioning`` is their smallest.  The step
-        bound watches each, not only the smallest: a block dying fast can pass under the
-        worst block's steady value and back within one step (``mechanism(44213, 17, 6)``
-        under dop853 at 1e-10: a block held at 0.0135 hid one that died at 0.82154 s; the
-        run ended 1 s 9.6e-6 m from ``dense``)."""
-        starts = self.part.lx.blk_dstart
-        nonempty = np.diff(starts) > 0
-        r = np.abs(self.tau[self.tau.shape[0] // 2:][: starts[-1]])
-        if not r.size:
-            return np.ones(0)
-        first = starts[:-1][nonempty]
-        rmax = np.maximum.reduceat(r, first)
-        rmin = np.minimum.reduceat(r, first)
-        return np.where(rmax > 0.0, rmin / np.where(rmax > 0.0, rmax, 1.0), 0.0)
+        return bound if bound < np.inf else None
 
     def _searches(self) -> bool:
         """Whether the partition monitor looks at this state: the block conditioning
