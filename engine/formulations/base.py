@@ -108,18 +108,19 @@ class StateKernel:
         return entry(self.desc, self.proto, *state)
 
 
-def check_consistent(t: float, residual: float, scale: float) -> None:
+def check_consistent(t: float, residual: float, scale: float, remedy: str = "") -> None:
     """Refuse to return a silently wrong answer at an output instant.
 
     ``residual`` is the largest acceleration-level closure residual left by the
     solve, ``scale`` the largest term of the same equations.  Redundant closure
     equations leave round-off; a mechanism locked or sitting at a singular
-    configuration with velocities that leave it leaves a finite residual.
+    configuration with velocities that leave it leaves a finite residual, and so does a
+    solve that dropped a row it needed (``remedy``: what the formulation says of that).
     """
     if not np.isfinite(residual) or residual > config.SINGULAR_RESIDUAL_RTOL * max(scale, 1.0):
         raise SingularSystemError(
             t, f"the loop-closure equations cannot be satisfied (acceleration residual {residual:.3g}); "
-               "the mechanism is locked or at a singular configuration")
+               f"the mechanism is locked or at a singular configuration{remedy}")
 
 
 def coupling_support(cls, model: Model) -> tuple[bool, str]:

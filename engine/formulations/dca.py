@@ -288,7 +288,7 @@ class DCAFormulation(TreeFormulation):
         m = self.model
         q, v = y[: m.nq], y[m.nq:]
         self._solve(t, y)
-        check_consistent(t, *self.closure_residual())
+        check_consistent(t, *self.closure_residual(), self.residual_remedy)
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
         reactions = self._reactions()

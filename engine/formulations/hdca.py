@@ -516,7 +516,7 @@ class HDCAFormulation(TreeFormulation):
         self._acceleration_pass()
         if m.ncut:
             check_consistent(t, *residual((lay.ix.row_adr, lay.ix.rows), m.pred, m.succ, self.x, self.P, self.A,
-                                           lay.G[0], lay.G[1], lay.g0, m.nj))
+                                           lay.G[0], lay.G[1], lay.g0, m.nj), self.residual_remedy)
         reactions = self._reactions()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,

@@ -86,6 +86,10 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
     closure rows), the singularity watch, springs, the position-level workspace,
     quaternion renormalisation and the projection onto the loops (:mod:`.stabilise`)."""
 
+    #: what :func:`.base.check_consistent` adds to its refusal
+    residual_remedy = (", or a merge of the assembly tree dropped a closure row there that is nearly, not exactly, "
+                       "dependent (docs/formulations.md, hdca, \"merge rows nearly, not exactly, dependent\"); the "
+                       "dense and rcr formulations do not merge")
     #: assemble the tree's articulated-body regions by the recursion in inertia form
     #: (:mod:`.tree.regions`, docs/derivations.md "The articulated-body regions"); False: merge by merge
     articulated_regions = True

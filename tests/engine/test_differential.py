@@ -270,7 +270,7 @@ def test_a_closure_row_a_merge_dropped_is_refused_at_an_output_instant():
                                            t_end=0.04))
     t, y = list(reference.states())[-1]
     assert t == pytest.approx(0.04)
-    with pytest.raises(SingularSystemError, match="acceleration residual"):
+    with pytest.raises(SingularSystemError, match="acceleration residual .* a merge of the assembly tree dropped"):
         dca.evaluate(t, y)
 
 
