@@ -120,22 +120,23 @@ class PartitionMonitor:
         current partition can come within one output interval).
 
         Where one of the partition's blocks has a conditioning below SWITCH_RTOL and
-        falling, or falling so fast that it would reach zero within DEAD_POINT_RANGE steps
-        like the last, the step is bounded to DEAD_POINT_STEP of the time in which it
-        would reach zero at its rate since the last accepted state
-        (:func:`.rcr_kernels.dead_point_bound`).  Each block is watched, not only the
+        falling, or falling so fast that it would reach zero within DEAD_POINT_RANGE
+        steps like the last, the step is bounded to DEAD_POINT_STEP of the time in which
+        it would reach zero at its rate since the last accepted state
+        (:func:`.rcr_kernels.dead_point_bound`). Each block is watched, not only the
         worst: a block dying fast can pass under the worst block's steady value and back
-        within one step (``mechanism(44213, 17, 6)`` under dop853 at 1e-10: a block held at
-        0.0135 hid one that fell from 0.80 and died at 0.82154 s; the run ended 1 s 9.6e-6
-        m from ``dense``).  At a dead point of the partition the
-        dependent speeds' map (eq. 34) has a pole: a step across one is wrong by far
-        more than its error estimate says (dop853 at 1e-10 on the differential tests'
+        within one step (``mechanism(44213, 17, 6)`` under dop853 at 1e-10: a block held
+        at 0.0135 hid one that fell from 0.80 and died at 0.82154 s; the run ended 1 s
+        9.6e-6 m from ``dense``). At a dead point of the partition the dependent speeds'
+        map (eq. 34) has a pole: a step across one is wrong by far more than its error
+        estimate says (dop853 at 1e-10 on the differential tests'
         ``mechanism(31390, 19, 5)``: 1.3e-7 m in one step, a speed error that grew to
-        3.7e-5 m in 0.17 s), and the partition switch at the next accepted state comes
-        too late.  Bounded, the steps close in on the dead point, and the search at each
-        accepted state switches once another partition beats the falling one by
-        SWITCH_GAIN, or by any margin where it fell by more than SWITCH_FALL since the
-        last accepted state (:meth:`_searches`)."""
+        3.7e-5 m in 0.17 s), and
+        the partition switch at the next accepted state comes too late. Bounded, the
+        steps close in on the dead point, and the search at each accepted state switches
+        once another partition beats the falling one by SWITCH_GAIN, or by any margin
+        where it fell by more than SWITCH_FALL since the last accepted state
+        (:meth:`_searches`)."""
         if not self.ncr:
             return None
         part = self.part
@@ -224,8 +225,7 @@ class PartitionMonitor:
                 self.switch_log.append(f"t = {t:.4g} s: independent speeds {self.part.independent.tolist()} -> "
                                        f"{new.independent.tolist()} (block conditioning {old_cond:.1e} -> "
                                        f"{new.conditioning:.1e})")
-            self._use(new)
-            self._kept_ratio = None
+            self._use(new)  # a ratio kept for the old partition no longer applies (kept[0] is not part)
             if close:
                 y = self._close(t, y)
         elif near:
