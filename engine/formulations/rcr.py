@@ -47,7 +47,7 @@ from .base import NO_RATES, Evaluation, Formulation, RowKernels, StateKernel, ch
 from .dense import _NO_SUBSPACE, reaction_model, reactions_from_multipliers
 from .dense_kernels import Frames, multiplier_reactions
 from .rcr_articulated import Articulated, ClusterFold, LoopMaps
-from .rcr_monitor import PartitionMonitor
+from .rcr_monitor import DEAD_POINT_RANGE, PartitionMonitor
 from .rcr_partition import (SWITCH_RTOL, KeptPartitions, LoopJacobian, Partition, PartitionSearch, build_partition,
                             loop_rank, loop_singularity, loop_structure, search_partition)
 from .rcr_rows import close_loops, close_post, closure_residual, com_accelerations, loop_check, loop_multipliers
@@ -158,6 +158,10 @@ class RCRFormulation(PartitionMonitor, Formulation):
         #: reset to inf (K.lowest_so_far): what a step's stages saw
         self.stages_lowest = np.array([np.inf])
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
+        #: each pivot's |R_kk| over its block's largest at the last accepted state (NaN: none
+        #: since the partition's adoption; K.dying_blocks)
+        self._block_ends = np.full(m.nv + 1, np.nan)
+        self._dying = False  # a pivot under SWITCH_RTOL would reach zero within DEAD_POINT_RANGE steps (_searches)
         self._last_conditioning = None  # (t, each block's conditioning, partition) at the last step_bound
         self.switch_conditioning = 1.0  # the block conditioning the last switch left
         self._close_result = np.zeros(3)  # close_loops: block conditioning, residual, Newton steps
@@ -204,6 +208,7 @@ class RCRFormulation(PartitionMonitor, Formulation):
         self._search_below[0] = SWITCH_RTOL
         self._search_below[2] = 0.0
         self._step_began = 0.0
+        self._block_ends[:] = np.nan
         binding = self._kept.take(self, part)
         if binding is not None:
             self._binding = binding
@@ -510,8 +515,8 @@ class RCRFormulation(PartitionMonitor, Formulation):
                 self.mk, np.int64(m.nq), (positions.native(1), positions.desc), lx, np.int64(m.nb), m.nv_j, self.phi,
                 self._blocks(), K.NewtonScratch(self.w, self.dq, np.zeros(self.phi.shape[0])), self.nu, self.w,
                 float(config.PROJECTION_TOL), np.int64(config.PROJECTION_MAX_ITER), self._search_below,
-                self.stages_lowest, singular, tick, self._hold_table()))
-        own = (self._search_below,) if post is not None else ()
+                self.stages_lowest, singular, tick, self._hold_table(), self._block_ends, float(DEAD_POINT_RANGE)))
+        own = (self._search_below, self._block_ends) if post is not None else ()
         # the drivers' efforts: the superposition's torques (rcr), or minus their rows' multipliers (embedding)
         efforts = (self.effort, 1.0) if self._superpose else (lam[lam.shape[0] - self.ndr:], -1.0) if self.ndr else None
         if not self.ncr and not self.njr:

@@ -211,6 +211,37 @@ def dead_point_bound(dstart, tau, conds, last, dt, rtol, reach, fraction):
     return bound
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _block_max(dstart, tau, b, half):
+    """Block ``b``'s largest ``|R_ii|`` (the R diagonals :func:`block_qr` left in ``tau``)."""
+    rmax = 0.0
+    for k in range(dstart[b], dstart[b + 1]):
+        rmax = max(rmax, abs(tau[half + k]))
+    return rmax
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def dying_blocks(dstart, tau, ends, rtol, reach):
+    """The partition monitor's watch of each pivot at an accepted state: each dependent
+    speed's ``|R_kk|`` over its block's largest now, against ``ends``, its value at the last
+    accepted state (NaN: unknown).  A block dies where one of its pivots reaches zero,
+    which its smallest pivot (:func:`_one_block`) hides while another stays lower (a
+    ladder of loops: one block held at 0.0025 while another fell from 0.05 to a dead point
+    between two accepted states).  Returns whether a pivot under ``rtol`` would reach zero
+    within ``reach`` steps like the last; ``ends`` gets the values now."""
+    dying = False
+    half = tau.shape[0] // 2
+    for b in range(dstart.shape[0] - 1):
+        rmax = _block_max(dstart, tau, b, half)
+        for k in range(dstart[b], min(dstart[b + 1], ends.shape[0])):
+            c = abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
+            drop = ends[k] - c
+            ends[k] = c
+            if c < rtol and drop > 0.0 and c < reach * drop:
+                dying = True
+    return dying
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _solve_blocks(lx, cl, blocks, x, gam, w):
     """Dependent speeds of cluster ``cl`` in ``x`` from the others, block after block in

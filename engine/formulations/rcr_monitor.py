@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import config
 from ..errors import SimulationError
-from .rcr_kernels import dead_point_bound
+from .rcr_kernels import dead_point_bound, dying_blocks
 from .rcr_partition import SWITCH_FALL, SWITCH_RTOL, loop_singularity, singular_crossing
 
 #: a new partition is adopted only if its conditioning beats the current one by this
@@ -66,13 +66,21 @@ class PartitionMonitor:
         for i in range(n):
             ti = t1 if i == n - 1 else t0 + (i + 1) * h
             # the closed state's conditioning: the last post_step's, or the interval's start
-            began = self.block_conditioning if i else self._positions(y[:nq])
+            began = self.block_conditioning if i else self._blocks_at(y[:nq])
             try:
                 y = self._rk4_guarded(t0 + i * h, h, ti, y, began, 0)
             finally:
                 self._step_began = 0.0
             self.watch_singular(ti, y)
         return y
+
+    def _blocks_at(self, q: np.ndarray) -> float:
+        """The block conditioning at ``q``, and each block's as the last accepted state's
+        (:meth:`_searches` watches each block's fall from there)."""
+        cond = self._positions(q)
+        self._block_ends[:] = np.nan
+        dying_blocks(self.part.lx.blk_dstart, self.tau, self._block_ends, SWITCH_RTOL, DEAD_POINT_RANGE)
+        return cond
 
     def _rk4_guarded(self, t: float, h: float, t_end: float, y: np.ndarray, began: float, depth: int) -> np.ndarray:
         """One rk4 step of ``h`` from ``(t, y)``, closed at ``t_end`` by :meth:`post_step`;
@@ -177,6 +185,9 @@ class PartitionMonitor:
         # from the last accepted state, or from the start of the rk4 step being taken in parts
         self._falling = cond < below[1] and SWITCH_FALL * cond < max(below[2], self._step_began)
         below[2] = cond
+        self._dying = bool(dying_blocks(self.part.lx.blk_dstart, self.tau, self._block_ends, SWITCH_RTOL,
+                                        DEAD_POINT_RANGE))
+        self._falling = self._falling or self._dying
         return cond < below[0] or self._falling or bool(self._sing_samples)
 
     def _repartition(self, t, y, close=True):
@@ -205,8 +216,9 @@ class PartitionMonitor:
             self._kept_ratio = None
         if self.block_conditioning >= self._search_below[0] and not self._falling:
             return y
-        old_cond = self.block_conditioning
-        ratio = old_cond / s if s > 0.0 else 0.0
+        # a partition with a pivot about to die is worth no more than that pivot soon will be
+        old_cond = 0.0 if self._dying else self.block_conditioning
+        ratio = self.block_conditioning / s if s > 0.0 else 0.0
         kept = self._kept_ratio
         if near and kept is not None and kept[0] is self.part and RATIO_DRIFT * ratio >= kept[1]:
             # the fall is the mechanism's own, toward a singular configuration: not searched again

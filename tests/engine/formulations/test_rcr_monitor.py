@@ -85,16 +85,35 @@ def test_a_conditioning_falling_fast_is_left_for_any_better_partition_before_its
     the next step, whose end reads 0.024 again -- no accepted state shows the dead point.
     The search at 0.43 s found 0.017, not SWITCH_GAIN better, so the partition was kept
     and the run ended 1 s 2.5 m from a converged dense run, with exit 0.  Falling by more
-    than SWITCH_FALL in one step, the partition is now left for any better one: 5.3e-5 m,
-    rcr's rk4 error."""
+    than SWITCH_FALL in one step, the partition was left for any better one at 0.43 s:
+    5.3e-5 m.  Its pivot at 0.42 s would reach zero within DEAD_POINT_RANGE steps like the
+    last, so it is now left there, a step earlier: 3.7e-6 m."""
     from ..test_differential import mechanism
 
     model = build_model(mechanism(40116, 15, 2))
     ref, _ = _positions_through(model, Settings(formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12,
                                                  t_end=1.0))
     pos, sim = _positions_through(model, Settings(formulation="rcr", t_end=1.0))
-    assert 0.42 < _switch_times(sim)[0] <= 0.43
-    assert np.abs(pos - ref).max() < 1e-4
+    assert 0.41 < _switch_times(sim)[0] <= 0.42
+    assert np.abs(pos - ref).max() < 1e-5
+
+
+def test_a_block_dying_behind_a_lower_one_is_left_before_its_dead_point():
+    """The differential tests' mechanism(40013, 16, 4) (geared: embedding, not rcr) at rk4's
+    dt = 0.01: one block of the partition holds at 0.0025 throughout, while the other falls
+    from 0.05 at 0.60 s to a dead point at 0.6415 s and rises again -- the worst block, what
+    the monitor read, never fell.  The run ended 1 s 9.0e-2 m from a converged dense run,
+    with exit 0 (dense's own rk4 error: 3.9e-8 m).  Each pivot is now watched: the falling
+    one, heading for zero within DEAD_POINT_RANGE steps, makes the partition worth nothing,
+    and it is left for the one the search offers: 1.7e-4 m."""
+    from ..test_differential import mechanism
+
+    model = build_model(mechanism(40013, 16, 4))
+    ref, _ = _positions_through(model, Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10,
+                                                 t_end=1.0))
+    pos, sim = _positions_through(model, Settings(formulation="embedding", t_end=1.0))
+    assert 0.63 <= _switch_times(sim)[0] <= 0.64
+    assert np.abs(pos - ref).max() < 1e-3
 
 
 @pytest.mark.parametrize("formulation", ["rcr", "embedding"])
