@@ -10,9 +10,11 @@ wrong by far more than its error estimate says, and the switch at the next accep
 state comes after the damage.  The monitor therefore watches the blocks' conditioning
 (``block_conditioning``: the smallest ``min |R_ii| / max |R_ii|`` of the blocks' QR
 factors) at every accepted state and, under ``rk4``, at every stage
-(``stages_lowest``); docs/formulations.md (``rcr``, "Dead points of a partition") gives
-the measurements.  At a change of mobility every partition dies; the loops' mobility
-measure (``dense``'s) tells that case, where the run stops.
+(``stages_lowest``), and each pivot ``|R_ii| / max |R_ii|`` of every block at every
+accepted state (``_block_ends``: a block can die behind a lower one);
+docs/formulations.md (``rcr``, "Dead points of a partition") gives the measurements.  At
+a change of mobility every partition dies; the loops' mobility measure (``dense``'s)
+tells that case, where the run stops.
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ class PartitionMonitor:
         return y
 
     def _blocks_at(self, q: np.ndarray) -> float:
-        """The block conditioning at ``q``, and each block's as the last accepted state's
-        (:meth:`_searches` watches each block's fall from there)."""
+        """The block conditioning at ``q``, and each pivot's (``_block_ends``) as the last
+        accepted state's: :meth:`_searches` watches each pivot's fall from there."""
         cond = self._positions(q)
         self._block_ends[:] = np.nan
         dying_blocks(self.part.lx.blk_dstart, self.tau, self._block_ends, SWITCH_RTOL, DEAD_POINT_RANGE)

@@ -40,9 +40,9 @@ def close_post(desc, proto, y, out):
     (Newton not converged), or re-choose the partition (a block conditioning under the
     threshold ``search[0]``, or a step whose stages or end, ``lowest[0]`` since the last
     step's end (:func:`.rcr_kernels.lowest_so_far`, reset here), fell by more than
-    ``SWITCH_FALL`` below the last step's end, or a block, the worst or not, would reach
-    zero within ``reach`` steps like this one (:func:`.rcr_kernels.dying_blocks`, each
-    block's conditioning at the last step's end in ``ends``), or ``singular[0]``: Python's
+    ``SWITCH_FALL`` below the last step's end, or a pivot of any block would reach zero
+    within ``reach`` steps like this one (:func:`.rcr_kernels.dying_blocks`, each pivot's
+    value at the last step's end in ``ends``), or ``singular[0]``: Python's
     monitor is tracking a near-singular pass) -- it sets ``tick[TICK_FAILED]`` and the row
     loop leaves the interval to Python.  ``search``: [the partition monitor's threshold,
     SWITCH_RTOL, the conditioning at the last step's end], as
