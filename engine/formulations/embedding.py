@@ -261,7 +261,7 @@ def _positions(desc, proto, q):
     _drive_rows(drive, jr_q0)
     K.position_rows(mk, ca, lx, nb, nv_j, q, K.Poses(x, R, P, S, S6), V0, K.CutRows(GA, GB, g0, phi), Kval, pos)
     K.joint_space_rows(jr_k, jr_row, jr_q, jr_val, jr_q0, q, phi, Kval)
-    return K.lowest_so_far(lowest, K.block_qr(lx, colscale, Kval, Qf, tau))
+    return K.lowest_so_far(lowest, lx.blk_dstart, tau, K.block_qr(lx, colscale, Kval, Qf, tau))
 
 
 class EmbeddingFormulation(RCRFormulation):

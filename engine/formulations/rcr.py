@@ -155,8 +155,9 @@ class RCRFormulation(PartitionMonitor, Formulation):
         self._falling = False  # the conditioning fell by more than SWITCH_FALL in the last step (_searches)
         self._step_began = 0.0  # the conditioning where the rk4 step being taken in parts began (_rk4_guarded)
         #: the lowest block conditioning the positions kernel has returned since it was last
-        #: reset to inf (K.lowest_so_far): what a step's stages saw
-        self.stages_lowest = np.array([np.inf])
+        #: reset to inf, then each pivot's lowest (K.lowest_so_far): what a step's stages saw
+        self.stages_lowest = np.full(m.nv + 2, np.inf)
+        self._reach_scale = 1.0  # parts of the whole rk4 step in the one being closed (_rk4_guarded)
         self._sing_samples: list = []  # (t, mobility measure) while near a singular configuration
         #: each pivot's |R_kk| over its block's largest at the last accepted state (NaN: none
         #: since the partition's adoption; K.dying_blocks)

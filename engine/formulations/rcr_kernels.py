@@ -309,17 +309,37 @@ def positions_and_blocks(desc, proto, q):
     (mk, ca, lx, nb, nv_j, x, R, P, S, S6, V0, GA, GB, g0, phi, colscale, Kval, Qf, tau, pos,
      lowest) = unpack(desc, proto)
     position_rows(mk, ca, lx, nb, nv_j, q, Poses(x, R, P, S, S6), V0, CutRows(GA, GB, g0, phi), Kval, pos)
-    return lowest_so_far(lowest, block_qr(lx, colscale, Kval, Qf, tau))
+    return lowest_so_far(lowest, lx.blk_dstart, tau, block_qr(lx, colscale, Kval, Qf, tau))
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def lowest_so_far(lowest, cond):
+def lowest_so_far(lowest, dstart, tau, cond):
     """``cond``, kept in ``lowest[0]`` where it is the lowest since that was last reset
-    (``inf``): what the right-hand side's stages saw between two closed states, for
+    (``inf``), and each pivot's ``|R_kk|`` over its block's largest in ``lowest[1 + k]``
+    likewise: what the right-hand side's stages saw between two closed states, for
     :func:`.rcr_rows.close_post` and :meth:`.rcr_monitor.PartitionMonitor._rk4_guarded`."""
     if cond < lowest[0]:
         lowest[0] = cond
+    half = tau.shape[0] // 2
+    for b in range(dstart.shape[0] - 1):
+        rmax = _block_max(dstart, tau, b, half)
+        for k in range(dstart[b], min(dstart[b + 1], lowest.shape[0] - 1)):
+            c = abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
+            if c < lowest[1 + k]:
+                lowest[1 + k] = c
     return cond
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def pivots_fell(dstart, lowest, ends, rtol, fall):
+    """Whether a pivot's lowest value over a step's stages (``lowest[1 + k]``,
+    :func:`lowest_so_far`) is under ``rtol`` and more than ``fall`` times below its value
+    at the step's start (``ends[k]``, :func:`dying_blocks`)."""
+    for k in range(min(dstart[dstart.shape[0] - 1], ends.shape[0], lowest.shape[0] - 1)):
+        low = lowest[1 + k]
+        if low < rtol and fall * low < ends[k]:
+            return True
+    return False
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -22,7 +22,7 @@ from ..kinematics import classical_into, normalize_quaternions
 from .base import TICK_FAILED
 from .dense_linalg import svd_work, thin_svd
 from .rcr_articulated import body_terms
-from .rcr_kernels import block_conditioning, close_velocities, dying_blocks, newton_step
+from .rcr_kernels import block_conditioning, close_velocities, dying_blocks, newton_step, pivots_fell
 from .rcr_partition import SWITCH_FALL
 from .rk4_kernel import call_by_table_bool, call_positions_by_table, call_void
 from .stabilise import projector_project, projector_residual
@@ -40,11 +40,12 @@ def close_post(desc, proto, y, out):
     (Newton not converged), or re-choose the partition (a block conditioning under the
     threshold ``search[0]``, or a step whose stages or end, ``lowest[0]`` since the last
     step's end (:func:`.rcr_kernels.lowest_so_far`, reset here), fell by more than
-    ``SWITCH_FALL`` below the last step's end, or a pivot of any block would reach zero
-    within ``reach`` steps like this one (:func:`.rcr_kernels.dying_blocks`, each pivot's
-    value at the last step's end in ``ends``), or ``singular[0]``: Python's
-    monitor is tracking a near-singular pass) -- it sets ``tick[TICK_FAILED]`` and the row
-    loop leaves the interval to Python.  ``search``: [the partition monitor's threshold,
+    ``SWITCH_FALL`` below the last step's end, or any pivot's lowest over them,
+    ``lowest[1 + k]``, as far below its value there (``ends``,
+    :func:`.rcr_kernels.pivots_fell`), or a pivot of any block would reach zero within
+    ``reach`` steps like this one (:func:`.rcr_kernels.dying_blocks`, which updates
+    ``ends``), or ``singular[0]``: Python's monitor is tracking a near-singular pass) --
+    it sets ``tick[TICK_FAILED]`` and the row loop leaves the interval to Python.  ``search``: [the partition monitor's threshold,
     SWITCH_RTOL, the conditioning at the last step's end], as
     :meth:`.rcr_monitor.PartitionMonitor._searches` keeps it."""
     (mk, nq, positions, lx, nb, nv_j, phi, blocks, work, nu, w, tol, max_iter, search, lowest, singular,
@@ -62,8 +63,9 @@ def close_post(desc, proto, y, out):
         # the step's stages and closure (``lowest``), or its end, fell by more than SWITCH_FALL:
         # a dead point of the partition near or inside the step, which Python takes in parts
         low = lowest[0]
-        lowest[0] = np.inf
-        falling = low < search[1] and SWITCH_FALL * low < search[2]
+        falling = (low < search[1] and SWITCH_FALL * low < search[2]) or pivots_fell(
+            lx.blk_dstart, lowest, ends, search[1], SWITCH_FALL)
+        lowest[:] = np.inf
         search[2] = cond
         # or a pivot of any block would reach zero within ``reach`` steps like this one
         falling = dying_blocks(lx.blk_dstart, blocks.tau, ends, search[1], reach) or falling

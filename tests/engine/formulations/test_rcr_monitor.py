@@ -105,7 +105,8 @@ def test_a_block_dying_behind_a_lower_one_is_left_before_its_dead_point():
     the monitor read, never fell.  The run ended 1 s 9.0e-2 m from a converged dense run,
     with exit 0 (dense's own rk4 error: 3.9e-8 m).  Each pivot is now watched: the falling
     one, heading for zero within DEAD_POINT_RANGE steps, makes the partition worth nothing,
-    and it is left for the one the search offers: 1.7e-4 m."""
+    and it is left for the one the search offers: 1.7e-4 m; with the steps before it taken
+    in parts where a pivot fell within one (the next test), 3.5e-5 m."""
     from ..test_differential import mechanism
 
     model = build_model(mechanism(40013, 16, 4))
@@ -113,7 +114,26 @@ def test_a_block_dying_behind_a_lower_one_is_left_before_its_dead_point():
                                                  t_end=1.0))
     pos, sim = _positions_through(model, Settings(formulation="embedding", t_end=1.0))
     assert 0.63 <= _switch_times(sim)[0] <= 0.64
-    assert np.abs(pos - ref).max() < 1e-3
+    assert np.abs(pos - ref).max() < 1e-4
+
+
+def test_an_rk4_step_whose_stages_see_any_pivot_fall_is_taken_in_parts():
+    """The differential tests' mechanism(40152, 12, 3) under rcr at rk4's dt = 0.01: a pivot
+    falls towards a dead point of its block within the step to 0.82 s while the block's
+    smallest pivot, what the stages' lowest conditioning read, stays put.  The step was
+    taken whole, and the run ended 1 s 1.0e-3 m from a converged dense run (dense's own rk4
+    error: 4.7e-6 m).  Each pivot's lowest over the stages is now kept too, and a step in
+    which one fell by more than SWITCH_FALL below its start is taken in parts (the two
+    steps of the prediction counted in whole steps): the switch comes inside the step, at
+    0.8125 s, and the run ends 3.6e-5 m off."""
+    from ..test_differential import mechanism
+
+    model = build_model(mechanism(40152, 12, 3))
+    ref, _ = _positions_through(model, Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10,
+                                                 t_end=1.0))
+    pos, sim = _positions_through(model, Settings(formulation="rcr", t_end=1.0))
+    assert 0.81 < _switch_times(sim)[0] < 0.82
+    assert np.abs(pos - ref).max() < 1e-4
 
 
 @pytest.mark.parametrize("formulation", ["rcr", "embedding"])
