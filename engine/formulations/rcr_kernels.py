@@ -220,21 +220,27 @@ def _block_max(dstart, tau, b, half):
     return rmax
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _pivot(tau, half, k, rmax):
+    """Dependent speed ``k``'s pivot ``|R_kk|`` over its block's largest, ``rmax``."""
+    return abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def dying_blocks(dstart, tau, ends, rtol, reach):
     """The partition monitor's watch of each pivot at an accepted state: each dependent
     speed's ``|R_kk|`` over its block's largest now, against ``ends``, its value at the last
     accepted state (NaN: unknown).  A block dies where one of its pivots reaches zero,
-    which its smallest pivot (:func:`_one_block`) hides while another stays lower (a
-    ladder of loops: one block held at 0.0025 while another fell from 0.05 to a dead point
-    between two accepted states).  Returns whether a pivot under ``rtol`` would reach zero
+    which its smallest pivot (:func:`_one_block`) hides while another block stays lower
+    (``mechanism(40013, 16, 4)`` under embedding: one block held at 0.0025 while the other
+    fell from 0.05 to a dead point).  Returns whether a pivot under ``rtol`` would reach zero
     within ``reach`` steps like the last; ``ends`` gets the values now."""
     dying = False
     half = tau.shape[0] // 2
     for b in range(dstart.shape[0] - 1):
         rmax = _block_max(dstart, tau, b, half)
         for k in range(dstart[b], min(dstart[b + 1], ends.shape[0])):
-            c = abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
+            c = _pivot(tau, half, k, rmax)
             drop = ends[k] - c
             ends[k] = c
             if c < rtol and drop > 0.0 and c < reach * drop:
@@ -324,7 +330,7 @@ def lowest_so_far(lowest, dstart, tau, cond):
     for b in range(dstart.shape[0] - 1):
         rmax = _block_max(dstart, tau, b, half)
         for k in range(dstart[b], min(dstart[b + 1], lowest.shape[0] - 1)):
-            c = abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
+            c = _pivot(tau, half, k, rmax)
             if c < lowest[1 + k]:
                 lowest[1 + k] = c
     return cond
