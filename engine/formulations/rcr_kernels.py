@@ -166,20 +166,33 @@ def block_qr(lx, colscale, Kval, Qf, tau):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _one_block(dstart, tau, b):
-    """Block ``b``'s ``min |R_ii| / max |R_ii|`` from the R diagonals :func:`block_qr`
-    left in the second half of ``tau``; 1.0 for a block without dependent speeds."""
-    half = tau.shape[0] // 2
-    d0, nd = dstart[b], dstart[b + 1] - dstart[b]
-    if nd == 0:
-        return 1.0
+def _block_max(dstart, tau, b, half):
+    """Block ``b``'s largest ``|R_ii|`` (the R diagonals :func:`block_qr` left in the second
+    half of ``tau``, from ``half``)."""
     rmax = 0.0
-    rmin = np.inf
-    for k in range(nd):
-        ak = abs(tau[half + d0 + k])
-        rmax = max(rmax, ak)
-        rmin = min(rmin, ak)
-    return rmin / rmax if rmax > 0.0 else 0.0
+    for k in range(dstart[b], dstart[b + 1]):
+        rmax = max(rmax, abs(tau[half + k]))
+    return rmax
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _pivot(tau, half, k, rmax):
+    """Dependent speed ``k``'s pivot ``|R_kk|`` over its block's largest, ``rmax``."""
+    return abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline='always')
+def _one_block(dstart, tau, b):
+    """Block ``b``'s ``min |R_ii| / max |R_ii|``: its smallest :func:`_pivot`; 1.0 for a
+    block without dependent speeds."""
+    half = tau.shape[0] // 2
+    if dstart[b + 1] == dstart[b]:
+        return 1.0
+    rmax = _block_max(dstart, tau, b, half)
+    worst = np.inf
+    for k in range(dstart[b], dstart[b + 1]):
+        worst = min(worst, _pivot(tau, half, k, rmax))
+    return worst
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -209,21 +222,6 @@ def dead_point_bound(dstart, tau, conds, last, dt, rtol, reach, fraction):
             if drop > 0.0 and (c < rtol or c < reach * drop):
                 bound = min(bound, fraction * c / (drop / dt))
     return bound
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _block_max(dstart, tau, b, half):
-    """Block ``b``'s largest ``|R_ii|`` (the R diagonals :func:`block_qr` left in ``tau``)."""
-    rmax = 0.0
-    for k in range(dstart[b], dstart[b + 1]):
-        rmax = max(rmax, abs(tau[half + k]))
-    return rmax
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline='always')
-def _pivot(tau, half, k, rmax):
-    """Dependent speed ``k``'s pivot ``|R_kk|`` over its block's largest, ``rmax``."""
-    return abs(tau[half + k]) / rmax if rmax > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
