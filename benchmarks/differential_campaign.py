@@ -17,7 +17,12 @@ silent.
 
 Seed ``s`` has ``bodies[0] + s % (bodies[1] - bodies[0] + 1)`` bodies and ``s // 4 % 4``
 loops (the tests' long campaign: seeds 0-299, 4-7 bodies), or with ``--loops``
-``loops[0] + s % (loops[1] - loops[0] + 1)``.
+``loops[0] + s % (loops[1] - loops[0] + 1)``.  With ``--cut-types`` (say
+``prismatic,cylindrical,fixed``) seed ``s`` is instead the tests' :func:`~tests.engine.
+test_differential.cut_mechanism` of the ``s % k``-th of those ``k`` types: every loop closed,
+and cut, by a joint of that type (at least one loop).
+
+    python benchmarks/differential_campaign.py --seeds 3000-3399 --bodies 3-12 --loops 1-3 --cut-types prismatic,cylindrical,fixed
 """
 
 from __future__ import annotations
@@ -40,11 +45,13 @@ def _span(text: str) -> tuple[int, int]:
     return int(a), int(b or a)
 
 
-def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: collections.Counter) -> None:
+def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: collections.Counter,
+            cut_type: str | None = None) -> None:
     """One mechanism: each of ``forms`` against dense (the tests' :func:`compare_with_dense`);
     prints what is neither an agreement, nor a stop whose rows agree before it, nor the
-    refusal of a gear."""
-    model = build_model(diff.mechanism(seed, n_bodies, loops))
+    refusal of a gear.  ``cut_type``: the tests' :func:`cut_mechanism` of that type."""
+    model = build_model(diff.mechanism(seed, n_bodies, loops) if cut_type is None
+                        else diff.cut_mechanism(seed, n_bodies, loops, cut_type))
     near_pass = None  # dense's report of its filter at a near pass, looked up once
     for form, what, dev, err, why in diff.compare_with_dense(model, counts, forms):
         if what == "refused" and not diff.refuses_a_gear(model, why):
@@ -81,7 +88,10 @@ def main(argv=None) -> int:
     p.add_argument("--formulations", default="dca,hdca,rcr,embedding", help="compared with dense [dca,hdca,rcr,embedding]")
     p.add_argument("--integrator", default="dop853", choices=("dop853", "rk45"),
                    help="both sides' error-controlled integrator, at 1e-10 [dop853]")
+    p.add_argument("--cut-types", default=None,
+                   help="loops closed and cut by joints of these types, in turn (module docstring)")
     a = p.parse_args(argv)
+    cut_types = a.cut_types.split(",") if a.cut_types else None
     diff.INTEGRATOR = a.integrator
     s0, s1 = _span(a.seeds)
     b0, b1 = _span(a.bodies)
@@ -92,8 +102,12 @@ def main(argv=None) -> int:
     for seed in range(s0, s1 + 1):
         n_bodies = b0 + seed % (b1 - b0 + 1)
         loops = seed // 4 % 4 if a.loops is None else l0 + seed % (l1 - l0 + 1)
-        compare(seed, n_bodies, loops, forms, counts)
-        print(f"seed {seed}: {n_bodies} bodies, {loops} loops", flush=True)
+        cut_type = cut_types[seed % len(cut_types)] if cut_types else None
+        if cut_type is not None:
+            loops = max(loops, 1)
+        compare(seed, n_bodies, loops, forms, counts, cut_type)
+        print(f"seed {seed}: {n_bodies} bodies, {loops} loops" + (f", cut at {cut_type} joints" if cut_type else ""),
+              flush=True)
     print(f"{s1 - s0 + 1} mechanisms, {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return 0

@@ -2,8 +2,8 @@
 exit 0 with a different motion.
 
 The mechanisms cover what unseen ones brought: branched trees carrying loops, spatial
-loops closed by spherical, universal and revolute joints, prismatic and cylindrical
-joints, springs with dampers, joint torques, initial joint rates, cut joints the file
+loops closed by spherical, universal and revolute joints (and, in :data:`CUT_CASES`, by
+prismatic, cylindrical and fixed ones), prismatic and cylindrical joints, springs with dampers, joint torques, initial joint rates, cut joints the file
 chooses, and gears where a formulation honours them.  Both sides run dop853 at 1e-10
 for one second (an error-controlled comparison measures the formulations, not the
 integrator; index3, second order, at dt = 1e-4, and where that step's truncation error
@@ -44,6 +44,12 @@ CASES = ([(seed, 4 + seed % 4, seed // 4 % 4) for seed in range(300)] if fuzzing
 #: (seed, bodies, loops) of mechanisms built with a gear (:func:`geared_mechanism`)
 GEAR_CASES = ([(1000 + k, 3 + k % 4, k % 3) for k in range(20)] if fuzzing.LONG
               else [(1000, 3, 0), (1001, 4, 1), (1002, 5, 2)])
+#: the loop-closing joint types the mechanisms of CASES do not close loops with
+CUT_TYPES = ("prismatic", "cylindrical", "fixed")
+#: (seed, bodies, loops, the loop-closing joints' type) of :func:`cut_mechanism`
+#: (--fuzz-long: sixty, one to three loops)
+CUT_CASES = ([(2000 + k, 3 + k % 8, 1 + k % 3, CUT_TYPES[k % 3]) for k in range(60)] if fuzzing.LONG
+             else [(2000 + k, 4 + k % 3, 1 + k // 3, CUT_TYPES[k % 3]) for k in range(6)])
 TOLERANCE = 1e-6
 T_END = 1.0
 #: index3's step (its trapezoidal rule is second order; see _second_order)
@@ -82,6 +88,23 @@ def mechanism(seed: int, n_bodies: int, loops: int, gear: bool | None = None, jo
                 couplings = (CouplingSpec("gear", a.name, b.name, float(1.5 + seed % 3)),)
                 break
     return spec_from_dict(spec_to_dict(dataclasses.replace(spec, joints=tuple(joints), couplings=couplings)))
+
+
+def cut_types(model) -> list[str]:
+    """The types of ``model``'s cut joints (the model chooses which joint of a loop to cut)."""
+    types = {j.name: j.type for j in model.spec.joints}
+    return [types[model.joint_names[j]] for j in range(model.nb, model.nj)]
+
+
+def cut_mechanism(seed: int, n_bodies: int, loops: int, cut_type: str):
+    """A random mechanism whose ``loops`` loops are closed by ``cut_type`` joints and cut
+    there: the first of the seeds ``seed``, ``seed + 100``, ... whose model cuts only
+    ``cut_type`` joints."""
+    for s in range(seed, seed + 5000, 100):
+        spec = gen.random_mechanism(s, n_bodies=n_bodies, loops=loops, loop_joint_types=(cut_type,))
+        if set(cut_types(build_model(spec))) == {cut_type}:
+            return spec
+    raise AssertionError(f"no mechanism cut at {cut_type} joints only from seed {seed}")
 
 
 def geared_mechanism(seed: int, n_bodies: int, loops: int):
@@ -219,6 +242,17 @@ def test_geared_mechanisms_agree_with_dense_or_stop(seed, n_bodies, loops, fuzz_
     fuzz_counts["geared"] += 1
     _differential(model, fuzz_counts, seed)
     assert fuzz_counts["runs"] >= 1  # embedding honours the gear: a comparison took place
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,n_bodies,loops,cut_type", CUT_CASES)
+def test_loops_closed_by_prismatic_cylindrical_and_fixed_joints_agree_with_dense_or_stop(
+        seed, n_bodies, loops, cut_type, fuzz_counts):
+    model = build_model(cut_mechanism(seed, n_bodies, loops, cut_type))
+    assert cut_types(model) == [cut_type] * loops
+    runs = fuzz_counts["runs"]
+    _differential(model, fuzz_counts, seed)
+    assert fuzz_counts["runs"] > runs  # no gear here: every formulation ran
 
 
 def test_the_differential_test_catches_a_wrong_formulation(monkeypatch):
