@@ -49,11 +49,18 @@ def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: coll
             cut_type: str | None = None) -> None:
     """One mechanism: each of ``forms`` against dense (the tests' :func:`compare_with_dense`);
     prints what is neither an agreement, nor a stop whose rows agree before it, nor the
-    refusal of a gear.  ``cut_type``: the tests' :func:`cut_mechanism` of that type."""
+    refusal of a gear, and where ``dense`` stopped but a formulation ran to the end (counted
+    as "dense stopped, another ran": a stop of the reference is worth a look -- a driver or
+    gear row ``dense`` dropped was found so).  ``cut_type``: the tests' :func:`cut_mechanism`
+    of that type."""
     model = build_model(diff.mechanism(seed, n_bodies, loops) if cut_type is None
                         else diff.cut_mechanism(seed, n_bodies, loops, cut_type))
     near_pass = None  # dense's report of its filter at a near pass, looked up once
     for form, what, dev, err, why in diff.compare_with_dense(model, counts, forms):
+        if what == "exit 3" and err is None:  # the stop was dense's
+            counts["dense stopped, another ran"] += 1
+            print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): dense stopped where {form} ran to the end",
+                  flush=True)
         if what == "refused" and not diff.refuses_a_gear(model, why):
             print(f"  seed {seed} ({n_bodies} bodies, {loops} loops): {form} refused it: {why}", flush=True)
         elif what not in ("agree", "exit 3", "refused", "refused its settings"):

@@ -147,15 +147,19 @@ class DenseFormulation(Formulation):
         of 2.26 in fourbar-geared), which would make s_min/s_max -- the monitor's singularity
         measure and the width of the least squares' filter -- a matter of units.  Scaling a row does
         not change the constrained solution; each gear row is scaled at t = 0 to the
-        largest singular value of the whitened loop rows (1 without loops)."""
+        largest singular value of the whitened loop rows -- 1 without loops, and where every
+        loop row is round-off (a loop joint redundant with the tree: a second weld between
+        two welded bodies), whose scale would put the gears and drivers under the round-off
+        floor, and the filter would drop them."""
         self.work.geometry[0] = 0.0  # the scales are part of K
         self.gear_scale[:] = 1.0
         self.driver_scale[:] = 1.0
         self._cut_phi_K(q, v)
-        Kt = self._whitened_K(self._cholesky())
+        L = self._cholesky()
+        Kt = self._whitened_K(L)
         nc, ng = self.ncut_rows, self.model.ng
         ref = float(linalg.singular_values(Kt[:nc])[0]) if nc else 1.0
-        if not ref > 0.0:
+        if not ref > self._floor(L):
             ref = 1.0
         scale = ref / np.linalg.norm(Kt[nc:], axis=1)  # the drivers' rows likewise
         self.gear_scale[:] = scale[:ng]
