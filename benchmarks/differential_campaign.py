@@ -20,7 +20,8 @@ loops (the tests' long campaign: seeds 0-299, 4-7 bodies), or with ``--loops``
 ``loops[0] + s % (loops[1] - loops[0] + 1)``.  With ``--cut-types`` (say
 ``prismatic,cylindrical,fixed``) seed ``s`` is instead the tests' :func:`~tests.engine.
 test_differential.cut_mechanism` of the ``s % k``-th of those ``k`` types: every loop closed,
-and cut, by a joint of that type (at least one loop).
+and cut, by a joint of that type (at least one loop); with ``--planar``, the planar
+linkage :func:`~engine.generators.random_planar_mechanism` (at least one loop).
 
     python benchmarks/differential_campaign.py --seeds 3000-3399 --bodies 3-12 --loops 1-3 --cut-types prismatic,cylindrical,fixed
 """
@@ -36,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from linkwork.engine.generators import random_planar_mechanism  # noqa: E402
 from linkwork.engine.model import build_model  # noqa: E402
 from tests.engine import test_differential as diff  # noqa: E402
 
@@ -46,15 +48,20 @@ def _span(text: str) -> tuple[int, int]:
 
 
 def compare(seed: int, n_bodies: int, loops: int, forms: list[str], counts: collections.Counter,
-            cut_type: str | None = None) -> None:
+            cut_type: str | None = None, planar: bool = False) -> None:
     """One mechanism: each of ``forms`` against dense (the tests' :func:`compare_with_dense`);
     prints what is neither an agreement, nor a stop whose rows agree before it, nor the
     refusal of a gear, and where ``dense`` stopped but a formulation ran to the end (counted
     as "dense stopped, another ran": a stop of the reference is worth a look -- a driver or
     gear row ``dense`` dropped was found so).  ``cut_type``: the tests' :func:`cut_mechanism`
-    of that type."""
-    model = build_model(diff.mechanism(seed, n_bodies, loops) if cut_type is None
-                        else diff.cut_mechanism(seed, n_bodies, loops, cut_type))
+    of that type; ``planar``: the planar linkage of the seed."""
+    if planar:
+        spec = random_planar_mechanism(seed, n_bodies, loops)
+    elif cut_type is not None:
+        spec = diff.cut_mechanism(seed, n_bodies, loops, cut_type)
+    else:
+        spec = diff.mechanism(seed, n_bodies, loops)
+    model = build_model(spec)
     near_pass = None  # dense's report of its filter at a near pass, looked up once
     for form, what, dev, err, why in diff.compare_with_dense(model, counts, forms):
         if what == "exit 3" and err is None:  # the stop was dense's
@@ -97,7 +104,9 @@ def main(argv=None) -> int:
                    help="both sides' error-controlled integrator, at 1e-10 [dop853]")
     p.add_argument("--cut-types", default=None,
                    help="loops closed and cut by joints of these types, in turn (module docstring)")
+    p.add_argument("--planar", action="store_true", help="planar linkages (module docstring)")
     a = p.parse_args(argv)
+    planar = a.planar
     cut_types = a.cut_types.split(",") if a.cut_types else None
     diff.INTEGRATOR = a.integrator
     s0, s1 = _span(a.seeds)
@@ -110,11 +119,11 @@ def main(argv=None) -> int:
         n_bodies = b0 + seed % (b1 - b0 + 1)
         loops = seed // 4 % 4 if a.loops is None else l0 + seed % (l1 - l0 + 1)
         cut_type = cut_types[seed % len(cut_types)] if cut_types else None
-        if cut_type is not None:
+        if cut_type is not None or planar:
             loops = max(loops, 1)
-        compare(seed, n_bodies, loops, forms, counts, cut_type)
-        print(f"seed {seed}: {n_bodies} bodies, {loops} loops" + (f", cut at {cut_type} joints" if cut_type else ""),
-              flush=True)
+        compare(seed, n_bodies, loops, forms, counts, cut_type, planar)
+        print(f"seed {seed}: {n_bodies} bodies, {loops} loops" + (f", cut at {cut_type} joints" if cut_type else "")
+              + (", planar" if planar else ""), flush=True)
     print(f"{s1 - s0 + 1} mechanisms, {time.perf_counter() - t0:.0f} s: "
           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return 0

@@ -16,7 +16,7 @@ The modules, one family each:
 - :mod:`.joint_types`: the slider-crank and the joint zoo;
 - :mod:`.driven`: drivers (the slider-crank turned by a motor);
 - :mod:`.rotating`: planar loops whose plane turns;
-- :mod:`.randomised`: :func:`random_mechanism`;
+- :mod:`.randomised`: :func:`random_mechanism`, :func:`random_planar_mechanism`;
 - :mod:`.catalogue`: :func:`paper_cases`, :func:`demo_cases` and :func:`write_examples`
   (``python -m linkwork.engine.generators [DIR]`` writes the examples).
 """
@@ -30,13 +30,13 @@ from .geared import geared_arm, geared_fourbar, geared_pendulum
 from .joint_types import joint_zoo, slider_crank
 from .loops import closed_loop, double_loop, fivebar, fourbar, ladder
 from .parts import G, UNIT_INERTIA, finish, joint_spec, quat_from_rotation, rod_body, rod_inertia, vec
-from .randomised import random_mechanism
+from .randomised import random_mechanism, random_planar_mechanism
 from .rotating import spinning_arm_fourbar, turntable_fourbar
 
 __all__ = [
     "ADAPTIVE", "G", "UNIT_INERTIA",
     "chain", "closed_loop", "demo_cases", "double_loop", "driven_slider_crank", "finish", "fivebar", "fourbar",
     "geared_arm", "geared_fourbar", "geared_pendulum", "joint_spec", "joint_zoo", "ladder", "paper000_chain",
-    "paper_cases", "quat_from_rotation", "random_mechanism", "rod_body", "rod_inertia", "slider_crank",
-    "spatial_double_pendulum", "spinning_arm_fourbar", "turntable_fourbar", "vec", "write_examples",
+    "paper_cases", "quat_from_rotation", "random_mechanism", "random_planar_mechanism", "rod_body", "rod_inertia",
+    "slider_crank", "spatial_double_pendulum", "spinning_arm_fourbar", "turntable_fourbar", "vec", "write_examples",
 ]

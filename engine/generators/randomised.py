@@ -1,4 +1,5 @@
-"""Random mechanisms: a random tree with random loop-closing joints, forces and rates."""
+"""Random mechanisms: a random tree with random loop-closing joints, forces and rates
+(:func:`random_mechanism`), and its planar kind (:func:`random_planar_mechanism`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,18 @@ from .parts import finish, joint_spec, vec
 def _random_quat(rng):
     q = rng.normal(size=4)
     return q / np.linalg.norm(q)
+
+
+def _random_mass(rng):
+    """A mass and a central inertia tensor that an actual mass distribution has."""
+    m = float(rng.uniform(0.3, 2.0))
+    A = rng.normal(size=(3, 3))
+    Ib = A @ A.T * 0.05 + np.eye(3) * 0.02
+    # keep the triangle inequality: use an actual mass distribution
+    w = np.linalg.eigvalsh(Ib)
+    if w[0] + w[1] < w[2]:
+        Ib = Ib + np.eye(3) * (w[2] - w[0] - w[1])
+    return m, tuple(vec(r) for r in Ib)
 
 
 def random_mechanism(seed: int, n_bodies: int = 6, loops: int = 0,
@@ -36,17 +49,11 @@ def random_mechanism(seed: int, n_bodies: int = 6, loops: int = 0,
         anchor = base + rng.normal(scale=0.4, size=3)
         x = anchor + rng.normal(scale=0.4, size=3)
         q = _random_quat(rng)
-        m = float(rng.uniform(0.3, 2.0))
-        A = rng.normal(size=(3, 3))
-        Ib = A @ A.T * 0.05 + np.eye(3) * 0.02
-        # keep the triangle inequality: use an actual mass distribution
-        w = np.linalg.eigvalsh(Ib)
-        if w[0] + w[1] < w[2]:
-            Ib = Ib + np.eye(3) * (w[2] - w[0] - w[1])
+        m, inertia = _random_mass(rng)
         name = f"b{i}"
         names.append(name)
         pos.append(x)
-        bodies.append(BodySpec(name, m, tuple(vec(r) for r in Ib), vec(x), tuple(float(c) for c in q),
+        bodies.append(BodySpec(name, m, inertia, vec(x), tuple(float(c) for c in q),
                                velocity=vec(rng.normal(scale=0.3, size=3)) if rates else (0.0, 0.0, 0.0),
                                angular_velocity=vec(rng.normal(scale=0.3, size=3)) if rates else
                                (0.0, 0.0, 0.0)))
@@ -105,4 +112,56 @@ def random_mechanism(seed: int, n_bodies: int = 6, loops: int = 0,
         bodies=tuple(bodies), joints=tuple(joints), forces=tuple(fl),
         gravity=vec(rng.normal(scale=5.0, size=3)), name=f"random mechanism {seed}",
         description=f"Random tree of {n_bodies} bodies with {loops} loop-closing joints (seed {seed}).",
+    ))
+
+
+def random_planar_mechanism(seed: int, n_bodies: int = 6, loops: int = 1, prismatic: float = 0.2) -> MechanismSpec:
+    """A random planar linkage: a tree of ``n_bodies`` in the plane z = 0 on revolute joints
+    about z and, with probability ``prismatic`` each, prismatic joints along the plane,
+    ``loops`` loop-closing joints of the same two kinds between random bodies (ground
+    included), a point-to-point spring with a damper, gravity in the plane, and random
+    in-plane rates.  Modelled in 3-D, each loop has three closure rows too many: the
+    redundant rows a planar mechanism brings (docs/derivations.md, "Redundant rows").
+    Bodies have full inertia tensors, so their out-of-plane products of inertia load the
+    joints without moving the plane."""
+    rng = np.random.default_rng(seed)
+    z = np.array([0.0, 0.0, 1.0])
+
+    def in_plane(scale):
+        return np.r_[rng.normal(scale=scale, size=2), 0.0]
+
+    def kind():
+        return ("prismatic", in_plane(1.0)) if rng.random() < prismatic else ("revolute", z)
+
+    bodies, joints, pos, names = [], [], [], []
+    for i in range(n_bodies):
+        parent = -1 if i == 0 or rng.random() < 0.1 else int(rng.integers(0, i))
+        anchor = (np.zeros(3) if parent < 0 else pos[parent]) + in_plane(0.4)
+        x = anchor + in_plane(0.4)
+        half = float(rng.uniform(-np.pi, np.pi)) / 2
+        m, inertia = _random_mass(rng)
+        name = f"b{i}"
+        names.append(name)
+        pos.append(x)
+        bodies.append(BodySpec(name, m, inertia, vec(x), (float(np.cos(half)), 0.0, 0.0, float(np.sin(half))),
+                               velocity=vec(in_plane(0.3)), angular_velocity=(0.0, 0.0, float(rng.normal(scale=0.5)))))
+        jt, axis = kind()
+        joints.append(joint_spec(f"j{i}", jt, GROUND if parent < 0 else names[parent], name, anchor, axis=axis,
+                                 rate=(float(rng.normal(scale=0.8)),)))
+    for k in range(loops):
+        i, j = rng.choice(n_bodies + 1, size=2, replace=False) - 1
+        pa = np.zeros(3) if i < 0 else pos[i]
+        pb = np.zeros(3) if j < 0 else pos[j]
+        anchor = 0.5 * (pa + pb) + in_plane(0.2)
+        jt, axis = kind()
+        joints.append(joint_spec(f"c{k}", jt, GROUND if i < 0 else names[i], GROUND if j < 0 else names[j], anchor,
+                                 axis=axis))
+    b1, b2 = rng.choice(n_bodies, size=2, replace=False)
+    spring = ForceSpec("spring", body1=names[b1], point1=vec(pos[b1]), body2=names[b2],
+                       point2=vec(pos[b2] + np.array([0.1, 0.1, 0.0])), stiffness=float(rng.uniform(1, 20)),
+                       damping=float(rng.uniform(0, 1)), rest_length=0.3)
+    return finish(MechanismSpec(
+        bodies=tuple(bodies), joints=tuple(joints), forces=(spring,), gravity=vec(in_plane(5.0)),
+        name=f"random planar mechanism {seed}",
+        description=f"Random planar tree of {n_bodies} bodies with {loops} loop-closing joints (seed {seed}).",
     ))

@@ -3,7 +3,9 @@ exit 0 with a different motion.
 
 The mechanisms cover what unseen ones brought: branched trees carrying loops, spatial
 loops closed by spherical, universal and revolute joints (and, in :data:`CUT_CASES`, by
-prismatic, cylindrical and fixed ones), prismatic and cylindrical joints, springs with dampers, joint torques, initial joint rates, cut joints the file
+prismatic, cylindrical and fixed ones), planar linkages (:data:`PLANAR_CASES`: revolute
+joints about one axis and prismatic ones along the plane, three redundant closure rows
+per loop), prismatic and cylindrical joints, springs with dampers, joint torques, initial joint rates, cut joints the file
 chooses, and gears where a formulation honours them.  Both sides run dop853 at 1e-10
 for one second (an error-controlled comparison measures the formulations, not the
 integrator; index3, second order, at dt = 1e-4, and where that step's truncation error
@@ -50,6 +52,10 @@ CUT_TYPES = ("prismatic", "cylindrical", "fixed")
 #: (--fuzz-long: sixty, one to three loops)
 CUT_CASES = ([(2000 + k, 3 + k % 8, 1 + k % 3, CUT_TYPES[k % 3]) for k in range(60)] if fuzzing.LONG
              else [(2000 + k, 4 + k % 3, 1 + k // 3, CUT_TYPES[k % 3]) for k in range(6)])
+#: (seed, bodies, loops) of :func:`~engine.generators.random_planar_mechanism`
+#: (--fuzz-long: sixty)
+PLANAR_CASES = ([(3000 + k, 3 + k % 8, 1 + k % 3) for k in range(60)] if fuzzing.LONG
+                else [(3000 + k, 4 + k % 3, 1 + k // 3) for k in range(6)])
 TOLERANCE = 1e-6
 T_END = 1.0
 #: index3's step (its trapezoidal rule is second order; see _second_order)
@@ -253,6 +259,16 @@ def test_loops_closed_by_prismatic_cylindrical_and_fixed_joints_agree_with_dense
     runs = fuzz_counts["runs"]
     _differential(model, fuzz_counts, seed)
     assert fuzz_counts["runs"] > runs  # no gear here: every formulation ran
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,n_bodies,loops", PLANAR_CASES)
+def test_planar_linkages_agree_with_dense_or_stop(seed, n_bodies, loops, fuzz_counts):
+    model = build_model(gen.random_planar_mechanism(seed, n_bodies, loops))
+    assert model.ncut == loops
+    runs = fuzz_counts["runs"]
+    _differential(model, fuzz_counts, seed)
+    assert fuzz_counts["runs"] > runs
 
 
 def test_the_differential_test_catches_a_wrong_formulation(monkeypatch):
