@@ -36,7 +36,7 @@ from .formulations.erk_kernel import (
 )
 from .formulations.dense_data import NEAR as WATCH_NEAR
 from .integrators import _largest
-from .monitor import ACTIVE, plain_row
+from .monitor_kernels import ACTIVE, plain_row
 
 
 @intrinsic
@@ -232,7 +232,7 @@ def rk4_rows(calls, ra, run, y, stages, rows):
        ``stages[0]``, which the next interval's first step takes as its k1 -- or nothing,
        where the post-step left that evaluation made (``TICK_FRESH``);
     3. the recorder's row kernel ``r`` (:func:`engine.results._row`) from ``ra``;
-    4. the monitor's verdict (:func:`engine.monitor.plain_row`), where ``mon[ACTIVE]``.
+    4. the monitor's verdict (:func:`engine.monitor_kernels.plain_row`), where ``mon[ACTIVE]``.
 
     Stops before the first interval where any of these has something to say, with ``y``,
     the recorder's continuity and the formulation's own state as they were.  Returns

@@ -55,7 +55,7 @@ from .formulations.rk4_kernel import NO_POST
 from .formulations.erk_kernel import NSLOTS, STATE, solver_constants
 from .integrators import RowBlock, output_times, rk4_attempts, stepper_attempts
 from .kinematics import kin_arrays
-from .monitor import MONITOR_SLOTS
+from .monitor_kernels import MONITOR_SLOTS
 from .row_kernels import DenseArrays, RowArrays, RowCalls, RowRun, StepArrays, erk_dense_rows, erk_rows, rk4_rows
 
 
