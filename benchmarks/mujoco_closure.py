@@ -47,6 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from linkwork.engine.studies.whole_run import MujocoEntry
+
 #: the small examples of the whole-run benchmark's MuJoCo line
 EXAMPLES = ("parallelogram-fourbar", "fourbar-crank-rocker", "loop-4", "loop-8", "double-loop-8",
             "ladder-4", "ladder-8", "ladder-16", "chain-8-revolute", "chain-5-spherical-spatial",
@@ -55,42 +57,20 @@ EXAMPLES = ("parallelogram-fourbar", "fourbar-crank-rocker", "loop-4", "loop-8",
 STIFF_SOLIMP = (0.9999, 0.9999, 0.001, 0.5, 2.0)
 
 
-class Mujoco:
-    """MuJoCo RK4 on one example at one step, with default or the stiffest constraints."""
+class Mujoco(MujocoEntry):
+    """MuJoCo RK4 on one example at one step (the whole-run benchmark's entry), with default
+    or the stiffest constraints."""
 
     def __init__(self, model, V0: np.ndarray, dt: float, t_end: float, stiff: bool):
-        from linkwork.engine.studies.mujoco_model import build
-
-        self.dt, self.stiff = dt, stiff
-        self.n = max(1, int(round(t_end / dt)))
-        self.mech = build(model, dt)
+        super().__init__(model, V0, dt, t_end)
+        self.stiff = stiff
         m = self.mech.mj
         if stiff and m.neq:
             m.eq_solref[:] = (2.0 * dt, 1.0)
             m.eq_solimp[:] = STIFF_SOLIMP
-        self.V0 = V0
-        self.best = math.inf
-        self.name = f"mujoco dt={dt:g} {'stiff' if stiff else 'default'}"
 
-    def _fresh(self):
-        from linkwork.engine.studies.mujoco_model import initial_data
-
-        return initial_data(self.mech, self.V0)[0]
-
-    def round(self) -> float:
-        import mujoco
-
-        m, d = self.mech.mj, self._fresh()
-        step, n = mujoco.mj_step, self.n
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step(m, d)
-        wall = time.perf_counter() - t0
-        self.best = min(self.best, wall)
-        return wall
-
-    def result(self) -> dict:
-        """The best round and an untimed run's closure error after every step."""
+    def accuracy(self) -> dict:
+        """The best round, and an untimed run's closure error and energy drift after every step."""
         import mujoco
 
         from linkwork.engine.studies.mujoco_model import closure_error, diverged
@@ -147,7 +127,7 @@ def measure(path: Path, t_end: float, factors: list[float], rounds: int) -> dict
         print(f"  {path.name}: round {r + 1}/{rounds}", file=sys.stderr, flush=True)
     result = lw.finish()
     result["energy_drift"] = energy_drift(model, lw.settings)
-    return {"example": path.name[: -len(".mech.json")], "linkwork": result, "mujoco": [p.result() for p in peers]}
+    return {"example": path.name[: -len(".mech.json")], "linkwork": result, "mujoco": [p.accuracy() for p in peers]}
 
 
 def cheapest(ex: dict, closure: float | None, drift: float | None) -> dict | None:

@@ -61,13 +61,12 @@ def conservative(model: Model) -> bool:
     torques (they do work that ``energy.total`` does not count), no drivers (their work is
     ``energy.driver_work``), no time-varying forces (the format has none).  Ideal joints and
     gears do no work."""
-    if model.nd:
+    if not passive(model):
         return False
     if model.f_type.shape[0] == 0:
         return True
-    torque = (model.f_type == F_JOINT_TORQUE) & np.any(model.f_params != 0.0, axis=1)
     damped = (model.f_type != F_JOINT_TORQUE) & (model.f_params[:, 1] != 0.0)
-    return not bool(torque.any() or damped.any())
+    return not bool(damped.any())
 
 
 def passive(model: Model) -> bool:
