@@ -84,10 +84,12 @@ def test_refused_file_exit_2(tmp_path):
 
 def _diverging(tmp_path):
     """A spring far too stiff for rk4 at dt = 0.01: the state grows until the integrator's
-    own divergence check stops it, several rows in.  Damped, so not conservative: undamped,
-    the pipeline's monitor would stop it at the first step already, on its energy jump."""
+    own divergence check stops it, several rows in.  Damped and driven by a joint torque,
+    so neither conservative nor passive: otherwise the pipeline's monitor would stop it at
+    the first step already, on its energy's jump or rise."""
     d = spec_to_dict(gen.chain(1, "revolute"))
-    d["forces"] = [{"type": "joint-spring", "joint": "J1", "stiffness": 1e9, "damping": 1.0, "rest": 0.5}]
+    d["forces"] = [{"type": "joint-spring", "joint": "J1", "stiffness": 1e9, "damping": 1.0, "rest": 0.5},
+                   {"type": "joint-torque", "joint": "J1", "value": 0.1}]
     p = tmp_path / "stiff.mech.json"
     p.write_text(json.dumps(d))
     return p
