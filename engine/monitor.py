@@ -117,9 +117,9 @@ class Monitor:
         #: jumps opens the loop.  Steppers (index3) solve the position constraints each step.
         self.integrates_velocities = getattr(formulation, "kind", "ode") == "ode"
         #: energy.total may only fall (dampers only): judged against its start, one way.  Not
-        #: for index3, whose sub-stepped intervals end further from the converged motion than
-        #: its plain steps on damped random mechanisms (docs/derivations.md, "What the
-        #: pipeline's monitor reads")
+        #: for index3, whose runs with intervals redone in sub-steps ended further from the
+        #: converged motion than its plain steps on damped random mechanisms
+        #: (docs/derivations.md, "What the pipeline's monitor reads")
         self.dissipative = passive(model) and not self.conservative and self.integrates_velocities
         self._ivp = columns.index("violation.position")
         self._ivv = columns.index("violation.velocity")
