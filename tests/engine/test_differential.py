@@ -5,8 +5,9 @@ The mechanisms cover what unseen ones brought: branched trees carrying loops, sp
 loops closed by spherical, universal and revolute joints (and, in :data:`CUT_CASES`, by
 prismatic, cylindrical and fixed ones), planar linkages (:data:`PLANAR_CASES`: revolute
 joints about one axis and prismatic ones along the plane, three redundant closure rows
-per loop), prismatic and cylindrical joints, springs with dampers, joint torques, initial joint rates, cut joints the file
-chooses, and gears where a formulation honours them.  Both sides run dop853 at 1e-10
+per loop), prismatic and cylindrical joints, springs with dampers, joint torques,
+initial joint rates, cut joints the file chooses, and gears where a formulation honours
+them.  Both sides run dop853 at 1e-10
 for one second (an error-controlled comparison measures the formulations, not the
 integrator; index3, second order, at dt = 1e-4, and where that step's truncation error
 exceeds the tolerance, again at dt / 2: the error must fall to a quarter and the
