@@ -3,7 +3,7 @@
 Each mechanism is small and is not one of the bundled examples: a damped slider on an
 incline held by a spring, a rotor on a revolute joint with a joint-spring, a damper and
 a torque, a cylindrical joint under a torque and a force, a heavy symmetric top in steady
-precession on a spherical joint, and Bennett's overconstrained spatial four-bar (three
+precession on a spherical joint, a conical pendulum on a universal joint, and Bennett's overconstrained spatial four-bar (three
 constraint rows redundant in every configuration).  The ODE formulations run with an
 error-controlled integrator at tight tolerances and must reproduce the closed form (or,
 for Bennett's linkage, ``dense`` at tighter tolerances) to near round-off; ``index3``'s
@@ -165,6 +165,43 @@ def _top_exact(t):
     return p["length"] * axis, w
 
 
+CONE = dict(m=0.8, I_com=0.04, I_axis=0.01, length=0.5, tilt=np.pi - 0.6)
+
+
+def _cone_rate():
+    """The conical pendulum's rate: with no spin about its own axis the precession condition
+    becomes m g l = W^2 cos(tilt) (I3 - I1)."""
+    p = CONE
+    i1 = p["I_com"] + p["m"] * p["length"] ** 2
+    return np.sqrt(p["m"] * G * p["length"] / (np.cos(p["tilt"]) * (p["I_axis"] - i1)))
+
+
+def _cone():
+    """A rod hanging from a universal joint (first axis vertical, second horizontal in the
+    child), turning about the vertical as a conical pendulum: the joint's reaction carries
+    the torque about the axis across the two."""
+    p = CONE
+    axis = np.array([np.sin(p["tilt"]), np.cos(p["tilt"]), 0.0])
+    w = np.array([0.0, _cone_rate(), 0.0])
+    com = p["length"] * axis
+    q = [np.cos(-p["tilt"] / 2), 0.0, 0.0, np.sin(-p["tilt"] / 2)]
+    return _mechanism(
+        [_body("K", p["m"], (p["I_com"], p["I_axis"], p["I_com"]), com, orientation=q,
+               velocity=np.cross(w, com), angular_velocity=w)],
+        [{"name": "U", "type": "universal", "parent": "ground", "child": "K", "anchor": [0.0, 0.0, 0.0],
+          "axes": [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]}])
+
+
+def _cone_error(c):
+    p, t = CONE, c["t"]
+    phi = _cone_rate() * t
+    s, co = np.sin(p["tilt"]), np.cos(p["tilt"])
+    com = p["length"] * np.stack([s * np.cos(phi), np.full_like(t, co), -s * np.sin(phi)], axis=1)
+    w = np.zeros((len(t), 3))
+    w[:, 1] = _cone_rate()
+    return max(np.abs(_cols(c, "K", "xyz") - com).max(), np.abs(_cols(c, "K", ("wx", "wy", "wz")) - w).max())
+
+
 def _quaternion_turning(u, v):
     """The unit quaternion of the shortest rotation taking unit vector ``u`` onto ``v``."""
     u, v = np.asarray(u, float), np.asarray(v, float)
@@ -207,6 +244,7 @@ CASES = {
     "rotor": (_rotor, _rotor_error, 3.0),
     "cylinder": (_cylinder, _cylinder_error, 2.0),
     "top": (_top, _top_error, 1.0),
+    "cone": (_cone, _cone_error, 2.0),
 }
 
 
