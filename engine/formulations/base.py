@@ -108,7 +108,8 @@ class StateKernel:
         return entry(self.desc, self.proto, *state)
 
 
-def check_consistent(t: float, residual: float, scale: float, remedy: str = "") -> None:
+def check_consistent(t: float, residual: float, scale: float, remedy: str = "",
+                     rtol: float | None = None) -> None:
     """Refuse to return a silently wrong answer at an output instant.
 
     ``residual`` is the largest acceleration-level closure residual left by the
@@ -116,8 +117,11 @@ def check_consistent(t: float, residual: float, scale: float, remedy: str = "") 
     equations leave round-off; a mechanism locked or sitting at a singular
     configuration with velocities that leave it leaves a finite residual, and so does a
     solve that dropped a row it needed (``remedy``: what the formulation says of that).
+    ``rtol``: the limit relative to ``scale`` (the formulation's ``residual_rtol``;
+    ``config.SINGULAR_RESIDUAL_RTOL`` if None).
     """
-    if not np.isfinite(residual) or residual > config.SINGULAR_RESIDUAL_RTOL * max(scale, 1.0):
+    rtol = config.SINGULAR_RESIDUAL_RTOL if rtol is None else rtol
+    if not np.isfinite(residual) or residual > rtol * max(scale, 1.0):
         raise SingularSystemError(
             t, f"the loop-closure equations cannot be satisfied (acceleration residual {residual:.3g}); "
                f"the mechanism is locked or at a singular configuration{remedy}")

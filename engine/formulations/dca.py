@@ -268,7 +268,7 @@ class DCAFormulation(TreeFormulation):
         rw = self._row_watch()
         check = StateKernel(tree_check, (
             self.vdot, lay.ix.row_adr, lay.ix.rows, m.pred, m.succ, self.x, self.P, self.A, lay.G[0], lay.G[1],
-            lay.g0, lay.lam, self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj),
+            lay.g0, lay.lam, self.V, acc, reactions, float(self.residual_rtol), np.int64(m.nj),
             self.cut_spring, self.jq, self.jq_ref, rw.watching, rw.conditioning, health))
         arrays = (self.x, self.R, self.V, acc, self.jq, self.P, reactions)
         post = StateKernel(tree_post, (
@@ -288,7 +288,7 @@ class DCAFormulation(TreeFormulation):
         m = self.model
         q, v = y[: m.nq], y[m.nq:]
         self._solve(t, y)
-        check_consistent(t, *self.closure_residual(), self.residual_remedy)
+        check_consistent(t, *self.closure_residual(), self.residual_remedy, self.residual_rtol)
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]
         reactions = self._reactions()

@@ -482,7 +482,7 @@ class HDCAFormulation(TreeFormulation):
                  float(dense_solve.PROJECT_VELOCITIES | dense_solve.PROJECT_ROWS_DONE))))
         tail = StateKernel(tree_check, (
             self.vdot, ix.row_adr, ix.rows, m.pred, m.succ, self.x, self.P, self.A, tw.G[0], tw.G[1], tw.g0, tw.lam,
-            self.V, acc, reactions, float(config.SINGULAR_RESIDUAL_RTOL), np.int64(m.nj), self.cut_spring, self.jq,
+            self.V, acc, reactions, float(self.residual_rtol), np.int64(m.nj), self.cut_spring, self.jq,
             self.jq_ref, True, rw.conditioning, health))
         check = StateKernel(loop_output_check, (self._acceleration_calls(), self.v, self.pdot,
                                                 (tail.native(), tail.desc)))
@@ -516,7 +516,7 @@ class HDCAFormulation(TreeFormulation):
         self._acceleration_pass()
         if m.ncut:
             check_consistent(t, *residual((lay.ix.row_adr, lay.ix.rows), m.pred, m.succ, self.x, self.P, self.A,
-                                           lay.G[0], lay.G[1], lay.g0, m.nj), self.residual_remedy)
+                                           lay.G[0], lay.G[1], lay.g0, m.nj), self.residual_remedy, self.residual_rtol)
         reactions = self._reactions()
         return Evaluation(t=t, x=self.x.copy(), R=self.R.copy(), V=self.V.copy(),
                           acc=classical_accelerations(self.V, self.A), P=self.P.copy(), reactions=reactions,

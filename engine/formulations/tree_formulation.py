@@ -90,6 +90,9 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
     residual_remedy = (", or a merge of the assembly tree dropped a closure row there that is nearly, not exactly, "
                        "dependent (docs/formulations.md, hdca, \"merge rows nearly, not exactly, dependent\"); the "
                        "dense and rcr formulations do not merge")
+    #: the output check's limit (:func:`.base.check_consistent`): no filter, so round-off
+    #: away from a dropped row (config.TREE_RESIDUAL_RTOL)
+    residual_rtol = config.TREE_RESIDUAL_RTOL
     #: assemble the tree's articulated-body regions by the recursion in inertia form
     #: (:mod:`.tree.regions`, docs/derivations.md "The articulated-body regions"); False: merge by merge
     articulated_regions = True

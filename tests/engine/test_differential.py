@@ -303,26 +303,36 @@ def test_the_differential_test_catches_a_wrong_formulation(monkeypatch):
     assert counts["silent disagreements"] == 1 and counts["runs"] == 1
 
 
-def test_a_closure_row_a_merge_dropped_is_refused_at_an_output_instant():
+def test_dca_agrees_with_dense_or_refuses_where_a_merge_drops_a_closure_row():
     """mechanism(49144, 18, 5): one merge of dca's assembly has rows nearly, not exactly,
     dependent (dca's loop conditioning 1.2e-6 to 2.5e-6; dense's closure measure 0.10),
-    and its pivot dips under config.PIVOT_RTOL now and then, dropping a row the
-    mechanism needs.  At dense's state at 0.04 s dca's accelerations are 2e-4 m/s^2
-    off and leave an acceleration residual of 3.8e-6 of the equations' scale, which the
-    output check let through at 1e-5 (rk45 at 1e-10: dca ended 1 s 4.6e-5 m off dense,
-    exit 0); it is refused now.  At the file's state the same check passes (round-off)."""
+    and its pivot dips under config.PIVOT_RTOL now and then -- where, round-off decides
+    (this machine: at 0.046 s of the grid below) -- dropping a row the mechanism needs:
+    accelerations 2.3e-6 off, residual 3.6e-7 of the equations' scale, which the general
+    limit (1e-6) let through.  At every state of dense's motion dca's output either agrees
+    with dense's accelerations or is refused naming the dropped row, whichever instant
+    the dip falls on."""
     from linkwork.engine.errors import SingularSystemError
 
     model = build_model(mechanism(49144, 18, 5))
-    dca = Simulation(model, Settings(formulation="dca", t_end=0.1)).formulation
-    y0 = dca.initial_state()
-    dca.evaluate(0.0, y0)
     reference = Simulation(model, Settings(formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12,
-                                           t_end=0.04))
-    t, y = list(reference.states())[-1]
-    assert t == pytest.approx(0.04)
-    with pytest.raises(SingularSystemError, match="acceleration residual .* a merge of the assembly tree dropped"):
-        dca.evaluate(t, y)
+                                           t_end=0.1, dt=0.002))
+    dense = reference.formulation
+    dca = Simulation(model, Settings(formulation="dca", t_end=0.1)).formulation
+    states = list(reference.states())
+    assert len(states) == 51
+    refused, worst = 0, 0.0
+    for t, y in states:
+        want = dense.evaluate(t, y).acc
+        try:
+            got = dca.evaluate(t, y).acc
+        except SingularSystemError as e:
+            assert "a merge of the assembly tree dropped" in str(e), e
+            refused += 1
+            continue
+        worst = max(worst, float(np.abs(got - want).max() / max(1.0, np.abs(want).max())))
+    assert worst < 1e-8, (worst, refused)
+    assert refused < 5
 
 
 def test_a_near_pass_is_exact_in_dca_and_hdca_and_reported_by_dense():
