@@ -20,17 +20,16 @@ PIVOT_RTOL = 1e-11
 #: A solve whose acceleration-level constraint residual exceeds this (relative
 #: to the acceleration scale of the mechanism) is declared singular instead of
 #: being returned silently.  Round-off leaves 1e-11 relative away from singular
-#: configurations; a closure row that a merge of dca's or hdca's assembly dropped as
-#: dependent although it is not (its pivot under PIVOT_RTOL; the mechanism itself far
-#: from singular) leaves a few 1e-6: mechanism(49144, 18, 5), 3.8e-6 where dense's
-#: closure measure is 0.10, which 1e-5 let through (dca ended 1 s 4.6e-5 m off dense).
+#: configurations; where a merge of dca's or hdca's assembly dropped a row that is not
+#: redundant there, or a subassembly is nearly singular while the mechanism is not
+#: (mechanism(49144, 18, 5): its compliance's round-off leaves 3.8e-6), more.
 SINGULAR_RESIDUAL_RTOL = 1e-6
 
-#: The same limit for ``dca`` and ``hdca``, whose merges may drop such a row: they have
-#: no filter near singular configurations (dense has, and its filter leaves 1.2e-7 where
-#: mechanism(859, 8, 2) passes within 2.3e-4 of one), so away from a dropped row their
-#: residual is round-off.  mechanism(49144, 18, 5) at t = 0.046 s of dense's motion: a
-#: dropped row leaves 3.6e-7 and accelerations 2.3e-6 off, under the general limit.
+#: The same limit for ``dca`` and ``hdca``: they have no filter near singular
+#: configurations (dense has, and its filter leaves 1.2e-7 where mechanism(859, 8, 2)
+#: passes within 2.3e-4 of one), so away from the cases above their residual is
+#: round-off.  A row dropped where it was needed left 3.6e-7, accelerations 2.3e-6 off,
+#: under the general limit.
 TREE_RESIDUAL_RTOL = 1e-8
 
 #: Unit quaternions in a mechanism file must have |q| within this of 1.
@@ -171,20 +170,17 @@ STALL_STEPS = 1000
 #: shorter than CRAWL_RATIO of the output interval, end the run with exit 3 as a collapse does;
 #: so does a block of CRAWL_STEPS accepted steps (blocks counted from the run's start) that
 #: advanced less than CRAWL_STEPS * CRAWL_RATIO output intervals, where short steps are broken
-#: now and then by a longer one, which starts the count in a row again (``hdca`` on
-#: ``mechanism(4058, 6, 2)`` with rk45 at 1e-8: steps about 1e-6 s, either side of the ratio,
-#: minutes per simulated second; with the blocks, exit 3 at 0.059 s after 16 s.  On
-#: ``mechanism(31208, 13, 3)`` with dop853 at 1e-10: steps of 2e-8 s with one of up to 4e-4 s
-#: every few dozen, 3e-4 s of motion per second of wall time; exit 3 at 0.0027 s after 8 s).
-#: A right-hand side that is rough at the tolerances' scale -- ``hdca`` where a merge's rows
-#: are only just independent (docs/formulations.md, "hdca") -- holds the steps where their
-#: error estimate is round-off: on the differential tests' ``mechanism(4058, 6, 2)`` with rk45
-#: at 1e-10, steps of 1.5e-8 s (1.5e-6 of dt = 0.01) that never collapse further, 8e-5 s of
-#: motion per second of wall time: a 1 s run would take hours; with the guard, exit 3 at
-#: 2.1e-4 s after 5 s.  The limit: at most one output interval of such steps.  Every bundled
-#: example under every ODE formulation with dop853 at 1e-10 and rk45 at 1e-8 over 2 s: at
-#: most 211 steps in a row under 1e-4 of dt (dca, dop853, the parallelogram four-bar at its
-#: folds; benchmarks/results/step_collapse.md).
+#: now and then by a longer one, which starts the count in a row again.  A right-hand side
+#: that is rough at the tolerances' scale holds the steps where their error estimate is
+#: round-off (``hdca`` with a merge's rank bound from a pivot test that keeps a redundant
+#: row, as the tests make it on ``mechanism(4058, 6, 2)``: its momentum rates change by
+#: 1e-3 to 1e-1 for a 1e-14 change of the state; rk45 at 1e-10 then takes steps of 1.5e-8 s,
+#: 1.5e-6 of dt = 0.01, that never collapse further -- a 1 s run would take hours; with the
+#: guard, exit 3 within the first output interval; rk45 at 1e-8 steps about 1e-6 s, either
+#: side of the ratio, and the blocks end it).  The limit: at most one output interval of such
+#: steps.  Every bundled example under every ODE formulation with dop853 at 1e-10 and rk45 at
+#: 1e-8 over 2 s: at most 211 steps in a row under 1e-4 of dt (dca, dop853, the
+#: parallelogram four-bar at its folds; benchmarks/results/step_collapse.md).
 CRAWL_RATIO = 1e-4
 CRAWL_STEPS = 10_000
 

@@ -106,6 +106,41 @@ def absolute_counts(model: Model) -> tuple[int, int, int, int]:
     return 7 * n, m + n, 7 * n - rank, m + n - rank
 
 
+def merge_redundancy(model: Model, tree: AssemblyTree) -> np.ndarray:
+    """(n_merges,) how many of each merge's interface rows depend on the rows merged below
+    it, at the file's configuration (where every loop closes): a subassembly's redundant
+    rows are its joints' rows less the rank of their absolute Jacobian on its bodies'
+    columns (a joint to ground has no ground columns), and a merge's are those of the
+    subassembly it makes less its two children's.  The rank bound of ``dca``'s and
+    ``hdca``'s merges (docs/derivations.md, "Redundant rows"): the ranks of the merges'
+    ``G Phi G^T`` add up to the subassemblies' ranks, but those matrices carry the
+    round-off of the compliances below them, which a pivot test cannot tell from a
+    row that is nearly, not exactly, dependent.  Subassemblies without a cut joint are
+    trees: no SVD, nothing redundant."""
+    nb, nm = tree.nb, tree.n_merges
+    out = np.zeros(nm, dtype=np.int64)
+    if not model.ncut:
+        return out
+    x, R, _, _ = _frame_at_zero(model)
+    jac = constraint_jacobian(model, x, R)[0]
+    bodies: list = [[b] for b in range(nb)] + [None] * nm
+    joints: list = [[] for _ in range(nb)] + [None] * nm
+    red = np.zeros(nb + nm, dtype=np.int64)
+    for m in range(nm):  # merges level by level: a merge's children are made before it
+        left, right = tree.left[m], tree.right[m]
+        node = nb + m
+        own = [int(j) for j in tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]]
+        bodies[node] = bodies[left] + (bodies[right] if right >= 0 else [])
+        joints[node] = joints[left] + (joints[right] if right >= 0 else []) + own
+        if not any(j >= model.nb for j in joints[node]):
+            continue
+        rows = np.concatenate([np.arange(model.c_adr[j], model.c_adr[j] + model.nc_j[j]) for j in joints[node]])
+        cols = (6 * np.array(bodies[node])[:, None] + np.arange(6)).ravel()
+        red[node] = len(rows) - _rank(jac[np.ix_(rows, cols)])
+        out[m] = red[node] - red[left] - (red[right] if right >= 0 else 0)
+    return out
+
+
 # ------------------------------------------------------------------------- loops
 
 

@@ -319,8 +319,8 @@ class HDCAFormulation(TreeFormulation):
     summary = ("Paper 001's Hamiltonian DCA: joint coordinates and canonical momenta, loops closed at the "
                "velocity level, so velocity constraints hold to round-off and positions drift only slowly.")
 
-    rough_remedy = ("hdca's momentum rates are not smooth where a merge's loop rows are only just independent "
-                    "(docs/formulations.md, hdca, \"merge rows nearly, not exactly, dependent\"): dca or dense "
+    rough_remedy = ("hdca's momentum rates are not smooth where a subassembly of its assembly tree is nearly "
+                    "singular (docs/formulations.md, hdca, \"nearly singular subassemblies\"): dca or dense "
                     "(--formulation), or hdca with rk4, run such a mechanism. A stiff one needs an implicit "
                     "integrator (--integrator radau or bdf) or looser tolerances (--rtol, --atol).")
 

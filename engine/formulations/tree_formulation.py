@@ -16,6 +16,7 @@ from ..forces import force_arrays, spring_joints
 from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
+from ..topology import merge_redundancy
 from . import dense_data, dense_solve, tree
 from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, Formulation, StateKernel
 from .rk4_kernel import (
@@ -87,9 +88,9 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
     quaternion renormalisation and the projection onto the loops (:mod:`.stabilise`)."""
 
     #: what :func:`.base.check_consistent` adds to its refusal
-    residual_remedy = (", or a merge of the assembly tree dropped a closure row there that is nearly, not exactly, "
-                       "dependent (docs/formulations.md, hdca, \"merge rows nearly, not exactly, dependent\"); the "
-                       "dense and rcr formulations do not merge")
+    residual_remedy = (", or a subassembly of the assembly tree is nearly singular there although the mechanism "
+                       "is not (docs/formulations.md, hdca, \"nearly singular subassemblies\"); the dense, rcr and "
+                       "embedding formulations do not merge")
     #: the output check's limit (:func:`.base.check_consistent`): no filter, so round-off
     #: away from a dropped row (config.TREE_RESIDUAL_RTOL)
     residual_rtol = config.TREE_RESIDUAL_RTOL
@@ -210,15 +211,16 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
     _stabilise = LoopProjection._project_velocity_state
 
     def _decide_ranks(self) -> None:
-        """Bound each loop-closing merge's rank by the one it has at the file's configuration,
-        where the loops close (:meth:`tree.TreeLayout.cap_ranks`): whether a closure
-        row is redundant is then the mechanism's property, not one state's.  Called by the
-        subclasses once their kernel exists."""
+        """Bound each loop-closing merge's rank by its rows less those that are redundant
+        where the loops close (:meth:`tree.TreeLayout.cap_ranks`,
+        :func:`topology.merge_redundancy`): whether a closure row is redundant is then the
+        mechanism's property, counted on its Jacobian, not one state's pivots.  Called by
+        the subclasses once their kernel exists."""
         m = self.model
         if not m.ncut:
             return
         self._solve(0.0, np.concatenate([m.q_zero(), np.zeros(m.nv)]), check=False)
-        self.lay.cap_ranks()
+        self.lay.cap_ranks(merge_redundancy(m, self.lay.tree))
 
     def _row_watch(self) -> RowWatch:
         """What the row loop's post-steps (:func:`tree_post`, :func:`momentum_post`) and

@@ -93,8 +93,9 @@ class TreeWork(NamedTuple):
     #: factor of lower rank, its null space and the Cholesky factor of that space's Gram matrix (null_factor)
     Kf: np.ndarray
     Kp: np.ndarray  # (sum nr,) its pivot order, matrix pass
-    #: (2 nm,) its rank, matrix pass; then each merge's rank bound: the rank of its closure
-    #: rows where the loops close (:meth:`TreeLayout.cap_ranks`), its row count until then.
+    #: (2 nm,) its rank, matrix pass; then each merge's rank bound: its rows less those that
+    #: depend on the rows merged below it where the loops close (:meth:`TreeLayout.cap_ranks`),
+    #: its row count until then.
     #: The pivoting keeps at most that many pivots, so redundant rows stay dropped off the closure too.
     Kr: np.ndarray
     Ks: np.ndarray  # (sum nr^2,) scratch for the factorisation
@@ -133,15 +134,18 @@ class TreeLayout:
     #: Set by the formulation when it knows its rows' structure; False is always safe.
     unit_first: np.ndarray
 
-    def cap_ranks(self) -> None:
-        """Bound each merge's rank, from now on, by the rank its last matrix pass found: called
-        once, after a pass at a configuration where every loop closes (the file's).  Redundant
-        closure rows are dependent there to round-off (a planar loop's three out-of-plane rows);
-        off the closure -- a Runge-Kutta stage, a drifted position -- they become independent
-        by ~d, and a pivot test alone would then keep one as a constraint that is not the
-        mechanism's (docs/derivations.md, "Redundant rows")."""
+    def cap_ranks(self, redundant: np.ndarray) -> None:
+        """Bound each merge's rank, from now on, by its interface rows less ``redundant``
+        (:func:`topology.merge_redundancy`: the rows that depend on the rows merged below
+        it where the loops close).  Redundant closure rows are dependent there (a planar
+        loop's three out-of-plane rows); off the closure -- a Runge-Kutta stage, a drifted
+        position -- they become independent by ~d, and a pivot test alone would then keep
+        one as a constraint that is not the mechanism's (docs/derivations.md, "Redundant
+        rows").  Merges inside articulated-body regions are not factorised: their bound is
+        the rank their last matrix pass found."""
         nm = self.Kr.shape[0] // 2
-        self.Kr[nm:] = self.Kr[:nm]
+        own = self.reg[0] == -1
+        self.Kr[nm:] = np.where(own, self.ix.m_nr - redundant, self.Kr[:nm])
 
     @property
     def n_regions(self) -> int:
