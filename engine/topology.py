@@ -25,6 +25,7 @@ The assembly tree the tree formulations solve over is :mod:`.assembly`'s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -106,21 +107,32 @@ def absolute_counts(model: Model) -> tuple[int, int, int, int]:
     return 7 * n, m + n, 7 * n - rank, m + n - rank
 
 
-def merge_redundancy(model: Model, tree: AssemblyTree) -> np.ndarray:
-    """(n_merges,) how many of each merge's interface rows depend on the rows merged below
-    it, at the file's configuration (where every loop closes): a subassembly's redundant
-    rows are its joints' rows less the rank of their absolute Jacobian on its bodies'
-    columns (a joint to ground has no ground columns), and a merge's are those of the
-    subassembly it makes less its two children's.  The rank bound of ``dca``'s and
-    ``hdca``'s merges (docs/derivations.md, "Redundant rows"): the ranks of the merges'
-    ``G Phi G^T`` add up to the subassemblies' ranks, but those matrices carry the
-    round-off of the compliances below them, which a pivot test cannot tell from a
-    row that is nearly, not exactly, dependent.  Subassemblies without a cut joint are
-    trees: no SVD, nothing redundant."""
+class Subassemblies(NamedTuple):
+    """What :func:`subassemblies` counts per merge of an assembly tree."""
+
+    #: (n_merges,) the merge's interface rows that depend on the rows merged below it
+    redundant: np.ndarray
+    #: (n_merges,) the smallest singular value of the Jacobian of the subassembly the merge
+    #: makes, over its largest, among those above the rank tolerance: its distance from a
+    #: singular configuration of its own (1 for a subassembly without a cut joint, a tree)
+    conditioning: np.ndarray
+
+
+def subassemblies(model: Model, tree: AssemblyTree) -> Subassemblies:
+    """Each merge's redundant rows and its subassembly's conditioning, at the file's
+    configuration (where every loop closes).  A subassembly's redundant rows are its
+    joints' rows less the rank of their absolute Jacobian on its bodies' columns (a joint
+    to ground has no ground columns; singular values over ``config.RANK_RTOL`` of the
+    largest), and a merge's are those of the subassembly it makes less its two
+    children's.  The rank bound of ``dca``'s and ``hdca``'s merges (docs/derivations.md,
+    "Redundant rows"): the ranks of the merges' ``G Phi G^T`` add up to the
+    subassemblies' ranks, but those matrices carry the round-off of the compliances below
+    them, which a pivot test cannot tell from a row that is nearly, not exactly,
+    dependent.  Subassemblies without a cut joint are trees: no SVD, nothing redundant."""
     nb, nm = tree.nb, tree.n_merges
-    out = np.zeros(nm, dtype=np.int64)
+    red_m, cond = np.zeros(nm, dtype=np.int64), np.ones(nm)
     if not model.ncut:
-        return out
+        return Subassemblies(red_m, cond)
     x, R, _, _ = _frame_at_zero(model)
     jac = constraint_jacobian(model, x, R)[0]
     bodies: list = [[b] for b in range(nb)] + [None] * nm
@@ -136,9 +148,12 @@ def merge_redundancy(model: Model, tree: AssemblyTree) -> np.ndarray:
             continue
         rows = np.concatenate([np.arange(model.c_adr[j], model.c_adr[j] + model.nc_j[j]) for j in joints[node]])
         cols = (6 * np.array(bodies[node])[:, None] + np.arange(6)).ravel()
-        red[node] = len(rows) - _rank(jac[np.ix_(rows, cols)])
-        out[m] = red[node] - red[left] - (red[right] if right >= 0 else 0)
-    return out
+        sv = np.linalg.svd(jac[np.ix_(rows, cols)], compute_uv=False)
+        kept = sv[sv > config.RANK_RTOL * sv[0]] if sv[0] > 0.0 else sv[:0]
+        red[node] = len(rows) - len(kept)
+        red_m[m] = red[node] - red[left] - (red[right] if right >= 0 else 0)
+        cond[m] = kept[-1] / kept[0] if len(kept) else 1.0
+    return Subassemblies(red_m, cond)
 
 
 # ------------------------------------------------------------------------- loops

@@ -9,14 +9,14 @@ import numpy as np
 from numba import njit
 
 from .. import config
-from ..assembly import cheaper_tree
+from ..assembly import cheaper_tree, serial_assembly_tree
 from ..constraints import con_arrays
 from ..errors import SingularSystemError
 from ..forces import force_arrays, spring_joints
 from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
-from ..topology import merge_redundancy
+from ..topology import subassemblies
 from . import dense_data, dense_solve, tree
 from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, Formulation, StateKernel
 from .rk4_kernel import (
@@ -112,7 +112,7 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
         self.fa = force_arrays(m)
         self.threads = self.plan.threads
         lay_threads = self.plan.layout
-        self.tree = cheaper_tree(m, m.nc_j, lay_threads, ground_last=self.grounded_regions)
+        self.tree, self._redundant = self._assembly_tree(lay_threads)
         self.lay = tree.build_layout(m, self.tree, 6, m.nc_j, lay_threads, regions=self.articulated_regions,
                                           grounded=self.grounded_regions)
         self.lay.sel[:] = unit_rows(m, self.lay.ix.row_adr)
@@ -210,17 +210,39 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
     #: the projection of the state (q, v); hdca's state (q, p*) takes its own
     _stabilise = LoopProjection._project_velocity_state
 
+    def _assembly_tree(self, threads: int) -> tuple:
+        """(the assembly tree, each merge's redundant rows or None without loops):
+        :func:`cheaper_tree`'s, unless a subassembly of it is nearly singular, further
+        than ``config.SUBASSEMBLY_RTOL`` from a singular configuration of its own by the
+        singular values of its Jacobian (:func:`topology.subassemblies`), and the
+        tips-first tree's subassemblies are ten times further from theirs: its
+        compliance would carry round-off of order eps / s^2 into the merge above it
+        (docs/formulations.md, hdca, "nearly singular subassemblies")."""
+        m = self.model
+        chosen = cheaper_tree(m, m.nc_j, threads, ground_last=self.grounded_regions)
+        if not m.ncut:
+            return chosen, None
+        sub = subassemblies(m, chosen)
+        worst = float(sub.conditioning.min())
+        if worst >= config.SUBASSEMBLY_RTOL:
+            return chosen, sub.redundant
+        tips_first = serial_assembly_tree(m, self.grounded_regions)
+        alt = subassemblies(m, tips_first)
+        if float(alt.conditioning.min()) >= 10.0 * worst:
+            return tips_first, alt.redundant
+        return chosen, sub.redundant
+
     def _decide_ranks(self) -> None:
         """Bound each loop-closing merge's rank by its rows less those that are redundant
         where the loops close (:meth:`tree.TreeLayout.cap_ranks`,
-        :func:`topology.merge_redundancy`): whether a closure row is redundant is then the
+        :func:`topology.subassemblies`): whether a closure row is redundant is then the
         mechanism's property, counted on its Jacobian, not one state's pivots.  Called by
         the subclasses once their kernel exists."""
         m = self.model
         if not m.ncut:
             return
         self._solve(0.0, np.concatenate([m.q_zero(), np.zeros(m.nv)]), check=False)
-        self.lay.cap_ranks(merge_redundancy(m, self.lay.tree))
+        self.lay.cap_ranks(self._redundant)
 
     def _row_watch(self) -> RowWatch:
         """What the row loop's post-steps (:func:`tree_post`, :func:`momentum_post`) and

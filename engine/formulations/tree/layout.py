@@ -136,7 +136,7 @@ class TreeLayout:
 
     def cap_ranks(self, redundant: np.ndarray) -> None:
         """Bound each merge's rank, from now on, by its interface rows less ``redundant``
-        (:func:`topology.merge_redundancy`: the rows that depend on the rows merged below
+        (:func:`topology.subassemblies`: the rows that depend on the rows merged below
         it where the loops close).  Redundant closure rows are dependent there (a planar
         loop's three out-of-plane rows); off the closure -- a Runge-Kutta stage, a drifted
         position -- they become independent by ~d, and a pivot test alone would then keep
