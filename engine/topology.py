@@ -33,7 +33,8 @@ from . import config
 from .constraints import constraint_jacobian, coupling_rows, coupling_twist_rows, driver_twist_rows
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .assembly import (AssemblyTree, articulated_regions, build_assembly_tree, cheaper_tree, index3_tree,
-                       merge_operations, parallel_operations, stiff_elements, subtree_partition)
+                       merge_operations, parallel_operations, serial_assembly_tree, stiff_elements,
+                       subtree_partition)
 from .model import TYPE_NAME, Model
 from .threads import run_threads
 
@@ -156,6 +157,26 @@ def subassemblies(model: Model, tree: AssemblyTree) -> Subassemblies:
     return Subassemblies(red_m, cond)
 
 
+def well_conditioned_tree(model: Model, chosen: AssemblyTree, ground_last: bool = False):
+    """(the tree ``dca`` and ``hdca`` assemble over, its :func:`subassemblies` or None
+    without loops): ``chosen`` (:func:`cheaper_tree`'s), unless a subassembly of it is
+    nearer than ``config.SUBASSEMBLY_RTOL`` to a singular configuration of its own and the
+    tips-first tree's (:func:`serial_assembly_tree`, ``ground_last`` as there) are ten
+    times further: its compliance would carry round-off of order eps / s^2 into the merge
+    above it (docs/formulations.md, hdca, "nearly singular subassemblies")."""
+    if not model.ncut:
+        return chosen, None
+    sub = subassemblies(model, chosen)
+    worst = float(sub.conditioning.min())
+    if worst >= config.SUBASSEMBLY_RTOL:
+        return chosen, sub
+    tips_first = serial_assembly_tree(model, ground_last)
+    alt = subassemblies(model, tips_first)
+    if float(alt.conditioning.min()) >= 10.0 * worst:
+        return tips_first, alt
+    return chosen, sub
+
+
 # ------------------------------------------------------------------------- loops
 
 
@@ -210,11 +231,16 @@ class Topology:
             partition = tree.partition or subtree_partition(tree)
             return sum(len(r) for r in articulated_regions(model, tree, partition, grounded)[1])
 
-        serial = cheaper_tree(model, model.nc_j, threads=1, balanced=self.assembly)
-        dca_serial = cheaper_tree(model, model.nc_j, threads=1, balanced=self.assembly, ground_last=True)
+        def tree(threads, ground_last=False):
+            return well_conditioned_tree(model, cheaper_tree(model, model.nc_j, threads=threads,
+                                                             balanced=self.assembly, ground_last=ground_last),
+                                         ground_last)[0]
+
+        serial = tree(1)
+        dca_serial = tree(1, ground_last=True)
         # below PARALLEL_MIN_BODIES a run has one thread whatever the settings
         parallel = run_threads(model.nb, 2) > 1
-        two = cheaper_tree(model, model.nc_j, threads=2, balanced=self.assembly) if parallel else serial
+        two = tree(2) if parallel else serial
         ends = stiff_elements(model)[1]  # with these rows index3 keeps the balanced tree
         i3 = self.assembly if len(ends) else index3_tree(model, ends, 1, self.assembly)
         i3_tips = i3 is not self.assembly

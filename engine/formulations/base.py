@@ -108,8 +108,7 @@ class StateKernel:
         return entry(self.desc, self.proto, *state)
 
 
-def check_consistent(t: float, residual: float, scale: float, remedy: str = "",
-                     rtol: float | None = None) -> None:
+def check_consistent(t: float, residual: float, scale: float, remedy: str, rtol: float) -> None:
     """Refuse to return a silently wrong answer at an output instant.
 
     ``residual`` is the largest acceleration-level closure residual left by the
@@ -117,10 +116,8 @@ def check_consistent(t: float, residual: float, scale: float, remedy: str = "",
     equations leave round-off; a mechanism locked or sitting at a singular
     configuration with velocities that leave it leaves a finite residual, and so does a
     solve that dropped a row it needed (``remedy``: what the formulation says of that).
-    ``rtol``: the limit relative to ``scale`` (the formulation's ``residual_rtol``;
-    ``config.SINGULAR_RESIDUAL_RTOL`` if None).
+    ``rtol``: the limit relative to ``scale`` (the formulation's ``residual_rtol``).
     """
-    rtol = config.SINGULAR_RESIDUAL_RTOL if rtol is None else rtol
     if not np.isfinite(residual) or residual > rtol * max(scale, 1.0):
         raise SingularSystemError(
             t, f"the loop-closure equations cannot be satisfied (acceleration residual {residual:.3g}); "
@@ -274,6 +271,12 @@ class Formulation(ABC):
     #: (engine.integrators.Refinement).  index3 with the paper's penalised projections
     #: says no: there a smaller step weakens the penalty (what counts is alpha dt^2 / 4)
     refines_with_step: bool = True
+
+    #: the output check's limit on the closure's acceleration residual, relative to the
+    #: equations' largest term (:func:`check_consistent`)
+    residual_rtol: float = config.SINGULAR_RESIDUAL_RTOL
+    #: what :func:`check_consistent` adds to its refusal: what else may leave a residual
+    residual_remedy: str = ""
 
     #: what to try when the monitor stops a run near a singular configuration of the loops
     singular_remedy = ("the dense formulation crosses singular configurations (--formulation dense; "

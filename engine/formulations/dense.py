@@ -429,7 +429,7 @@ class DenseFormulation(Formulation):
             return None
         health = np.zeros(2)
         check = StateKernel(solve.output_check, (
-            w.stats, w.watch, float(config.SINGULAR_RESIDUAL_RTOL), self.ncr > 0, self.cut_spring, w.jq, w.jq_ref,
+            w.stats, w.watch, float(self.residual_rtol), self.ncr > 0, self.cut_spring, w.jq, w.jq_ref,
             health))
         return RowKernels(self._k, None, check, (w.x, w.R, w.V, w.acc_out, w.jq, w.P, w.react), health,
                           w.clock, (solve.RK4, solve.EVALUATE), lambda: int(w.stats[data.RHS_COUNT]),
@@ -445,7 +445,7 @@ class DenseFormulation(Formulation):
             self.lam[:] = self._cache[2]
         self._call(solve.EVALUATE, y, clock=(t, 1.0 if cached else 0.0))
         if self.ncr:
-            check_consistent(t, self.residual, self.residual_scale)
+            check_consistent(t, self.residual, self.residual_scale, self.residual_remedy, self.residual_rtol)
         # update the branch reference of cut-joint spring angles
         for j in self.cut_spring:
             self.jq_ref[j] = self.jq[j]

@@ -528,7 +528,7 @@ class RCRFormulation(PartitionMonitor, Formulation):
         check = StateKernel(loop_check, (
             (mult.native(), mult.desc), reactions, self.vdot, self.v, self.a, self.x, self.V, A, acc, lam,
             (np.int64(m.nb), m.pred, m.succ, lx.row_adr, m.nc_j, self.GA, self.GB, self.g0),
-            float(config.SINGULAR_RESIDUAL_RTOL), self.cut_spring, self.jq, self.jq_ref, lx, self.tau, health))
+            float(self.residual_rtol), self.cut_spring, self.jq, self.jq_ref, lx, self.tau, health))
         binding = self._binding
 
         def before():
@@ -563,7 +563,7 @@ class RCRFormulation(PartitionMonitor, Formulation):
         A = np.empty_like(self.a)  # about the origin -> about each COM: lin += alpha x c
         com_accelerations(self.a, self.x, A)
         if self.ncr:
-            check_consistent(t, *self._closure_residual())
+            check_consistent(t, *self._closure_residual(), self.residual_remedy, self.residual_rtol)
         reactions = self._reactions(A)
         extra = {"vdot": self.vdot.copy(), "q": q.copy(), "v": self.v.copy()}
         if self._superpose:

@@ -9,14 +9,14 @@ import numpy as np
 from numba import njit
 
 from .. import config
-from ..assembly import cheaper_tree, serial_assembly_tree
+from ..assembly import cheaper_tree
 from ..constraints import con_arrays
 from ..errors import SingularSystemError
 from ..forces import force_arrays, spring_joints
 from ..kinematics import classical_into, kin_arrays, normalize_quaternions
 from ..model import FIXED, Model, PRISMATIC, REVOLUTE, SPHERICAL, UNIVERSAL
 from ..threads import DCA_CHAIN_SERIAL_BELOW
-from ..topology import subassemblies
+from ..topology import well_conditioned_tree
 from . import dense_data, dense_solve, tree
 from .base import TICK_FAILED, TICK_FRESH, TICK_I, TICK_N, TICK_T0, TICK_T1, Formulation, StateKernel
 from .rk4_kernel import (
@@ -91,8 +91,8 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
     residual_remedy = (", or a subassembly of the assembly tree is nearly singular there although the mechanism "
                        "is not (docs/formulations.md, hdca, \"nearly singular subassemblies\"); the dense, rcr and "
                        "embedding formulations do not merge")
-    #: the output check's limit (:func:`.base.check_consistent`): no filter, so round-off
-    #: away from a dropped row (config.TREE_RESIDUAL_RTOL)
+    #: the output check's limit (:func:`.base.check_consistent`): no filter near singular
+    #: configurations, so round-off elsewhere (config.TREE_RESIDUAL_RTOL)
     residual_rtol = config.TREE_RESIDUAL_RTOL
     #: assemble the tree's articulated-body regions by the recursion in inertia form
     #: (:mod:`.tree.regions`, docs/derivations.md "The articulated-body regions"); False: merge by merge
@@ -212,25 +212,12 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
 
     def _assembly_tree(self, threads: int) -> tuple:
         """(the assembly tree, each merge's redundant rows or None without loops):
-        :func:`cheaper_tree`'s, unless a subassembly of it is nearly singular, further
-        than ``config.SUBASSEMBLY_RTOL`` from a singular configuration of its own by the
-        singular values of its Jacobian (:func:`topology.subassemblies`), and the
-        tips-first tree's subassemblies are ten times further from theirs: its
-        compliance would carry round-off of order eps / s^2 into the merge above it
-        (docs/formulations.md, hdca, "nearly singular subassemblies")."""
+        :func:`cheaper_tree`'s, or where one of its subassemblies is nearly singular the
+        tips-first tree (:func:`topology.well_conditioned_tree`)."""
         m = self.model
-        chosen = cheaper_tree(m, m.nc_j, threads, ground_last=self.grounded_regions)
-        if not m.ncut:
-            return chosen, None
-        sub = subassemblies(m, chosen)
-        worst = float(sub.conditioning.min())
-        if worst >= config.SUBASSEMBLY_RTOL:
-            return chosen, sub.redundant
-        tips_first = serial_assembly_tree(m, self.grounded_regions)
-        alt = subassemblies(m, tips_first)
-        if float(alt.conditioning.min()) >= 10.0 * worst:
-            return tips_first, alt.redundant
-        return chosen, sub.redundant
+        chosen, sub = well_conditioned_tree(m, cheaper_tree(m, m.nc_j, threads, ground_last=self.grounded_regions),
+                                            self.grounded_regions)
+        return chosen, None if sub is None else sub.redundant
 
     def _decide_ranks(self) -> None:
         """Bound each loop-closing merge's rank by its rows less those that are redundant
