@@ -27,7 +27,10 @@ def test_whole_run_prints_the_table_and_writes_json_and_markdown(tmp_path, capsy
     row = table[1].split()
     assert row[:4] == ["fourbar-crank-rocker", "dense", "rk4", "0.01"]
     assert row[6] == "40"  # 10 rk4 steps of 4 right-hand sides
-    assert float(row[8]) >= 1.0  # a run costs at least its right-hand sides
+    # the overhead is filled; its value is a ratio of two timings taken apart (the run, one
+    # right-hand side) on a shared machine, which benchmarks judge, not tests: 40
+    # right-hand sides of a noisy run measured 0.65 of their separately timed cost once
+    assert float(row[8]) > 0.0
     assert float(row[9]) < 1e-6  # dense projects onto the loop
     files = sorted(p.name for p in tmp_path.iterdir())
     assert len(files) == 2 and files[0].endswith(".json") and files[1].endswith(".md")
