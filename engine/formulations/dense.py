@@ -57,6 +57,10 @@ class DenseFormulation(Formulation):
     honours_drivers = True
     summary = ("The O(n^3) textbook method: slow, independent of the divide-and-conquer "
                "machinery; the reference the other formulations are checked against.")
+    #: what :func:`.base.check_consistent` adds to its refusal
+    residual_remedy = (", or the filter that crosses singular configurations acted where the loops only pass near one "
+                       "(their conditioning near 1e-4; docs/derivations.md, \"What the widened filter costs a near "
+                       "pass\"): dca and hdca, which have no filter, run such a pass exactly")
 
     def __init__(self, model: Model, settings, plan=None, projector: bool = False):
         """With ``projector``, the formulation another one projects its state with

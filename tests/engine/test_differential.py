@@ -375,6 +375,22 @@ def test_a_nearly_singular_subassembly_is_assembled_otherwise_or_refused(monkeyp
         assert err is not None and "nearly singular" in str(err), form
 
 
+def test_where_dense_refuses_a_near_pass_its_message_names_the_formulations_that_run_it():
+    """mechanism(80144, 16, 4) stays near a singular configuration of its loops (dense's
+    measure down to 1.2e-4, where its filter for crossings is widened to about the
+    measure itself): the filtered solve leaves a closure residual the output check refuses,
+    and the refusal says where the loops only pass near one, dca and hdca run it exactly.
+    They do: without a filter they run the whole second and agree with each other."""
+    model = build_model(mechanism(80144, 16, 4))
+    ref, ref_err = _run(model, "dense")
+    assert ref_err is not None and "dca and hdca, which have no filter" in str(ref_err)
+    dca, dca_err = _run(model, "dca")
+    hdca, hdca_err = _run(model, "hdca")
+    assert dca_err is None and hdca_err is None
+    assert np.abs(dca - hdca).max() < 1e-6
+    assert np.abs(dca[:len(ref)] - ref).max() < 1e-6  # and with dense before its stop
+
+
 def test_a_near_pass_is_exact_in_dca_and_hdca_and_reported_by_dense():
     """Seed 859's loops pass within 2.3e-4 of a singular configuration and cross none
     (docs/derivations.md, "What the widened filter costs a near pass"; its whole study:
