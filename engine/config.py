@@ -22,7 +22,8 @@ PIVOT_RTOL = 1e-11
 #: being returned silently.  Round-off leaves 1e-11 relative away from singular
 #: configurations; where a merge of dca's or hdca's assembly dropped a row that is not
 #: redundant there, or a subassembly is nearly singular while the mechanism is not
-#: (mechanism(49144, 18, 5): its compliance's round-off leaves 3.8e-6), more.
+#: (mechanism(49144, 18, 5) on its balanced tree: its compliance's round-off leaves 4e-4),
+#: more.
 SINGULAR_RESIDUAL_RTOL = 1e-6
 
 #: The same limit for ``dca`` and ``hdca``: they have no filter near singular

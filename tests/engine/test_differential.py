@@ -308,9 +308,10 @@ def test_the_merges_drop_as_many_rows_as_the_mechanism_has_redundant(seed, n_bod
     """Each merge's rank bound is its rows less those redundant where the loops close,
     counted on the subassemblies' Jacobians (topology.subassemblies): over the merges
     they add up to the mechanism's redundant closure equations, counted on its loop
-    Jacobian in tree coordinates.  On these four a pivot test at the file's configuration
-    kept one or two redundant rows (their pivots 1e-11 to 4e-9 of the largest: round-off
-    of the compliances below)."""
+    Jacobian in tree coordinates.  On these four (49144 on its balanced tree) a pivot test
+    at the file's configuration kept one or two redundant rows (their pivots 1.1e-11 to
+    2.3e-11 of the largest, 3e-5 above a nearly singular subassembly: round-off of the
+    compliances below)."""
     from linkwork.engine.topology import analyze, subassemblies
 
     model = build_model(mechanism(seed, n_bodies, loops))
