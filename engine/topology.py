@@ -30,7 +30,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import config
-from .constraints import constraint_jacobian, coupling_rows, coupling_twist_rows, driver_twist_rows
+from .constraints import (all_constraints, con_arrays, constraint_jacobian, coupling_rows, coupling_twist_rows,
+                          driver_twist_rows)
 from .kinematics import fk_positions, kin_arrays, motion_subspace
 from .assembly import (AssemblyTree, articulated_regions, build_assembly_tree, cheaper_tree, index3_tree,
                        merge_operations, parallel_operations, serial_assembly_tree, stiff_elements,
@@ -121,40 +122,72 @@ class Subassemblies(NamedTuple):
 
 def subassemblies(model: Model, tree: AssemblyTree) -> Subassemblies:
     """Each merge's redundant rows and its subassembly's conditioning, at the file's
-    configuration (where every loop closes).  A subassembly's redundant rows are its
-    joints' rows less the rank of their absolute Jacobian on its bodies' columns (a joint
-    to ground has no ground columns; singular values over ``config.RANK_RTOL`` of the
-    largest), and a merge's are those of the subassembly it makes less its two
-    children's.  The rank bound of ``dca``'s and ``hdca``'s merges (docs/derivations.md,
-    "Redundant rows"): the ranks of the merges' ``G Phi G^T`` add up to the
-    subassemblies' ranks, but those matrices carry the round-off of the compliances below
-    them, which a pivot test cannot tell from a row that is nearly, not exactly,
-    dependent.  Subassemblies without a cut joint are trees: no SVD, nothing redundant."""
+    configuration (where every loop closes).
+
+    A merge's interface rows act on the motions its two children still have: with ``N``
+    an orthonormal basis of those (the null space of the children's joint rows on their
+    bodies' twists; 6 x 6 identity for a body), the rows' Jacobian there is ``A = G N``.
+    Its rank -- singular values over ``config.RANK_RTOL`` of the largest -- is the rank
+    of the merge's ``G Phi G^T`` (the same rows on the same motions, weighted by a
+    positive definite compliance), its rows less that rank are the merge's redundant
+    rows, and ``N V_0`` (``V_0`` the right singular vectors of the zero singular values)
+    is the merged subassembly's own basis.  The ranks of the merges add up to the rank of
+    the mechanism's joint rows, so the redundant rows to the mechanism's redundant closure
+    equations.  The rank bound of ``dca``'s and ``hdca``'s merges (docs/derivations.md,
+    "Redundant rows"): the merges' ``G Phi G^T`` carry the round-off of the compliances
+    below them, which a pivot test cannot tell from a row that is nearly, not exactly,
+    dependent.  A merge's conditioning is the smallest kept singular value of ``A`` over
+    its largest, and a subassembly's the least of its merges': its distance from a
+    singular configuration of its own."""
     nb, nm = tree.nb, tree.n_merges
-    red_m, cond = np.zeros(nm, dtype=np.int64), np.ones(nm)
+    red, cond = np.zeros(nm, dtype=np.int64), np.ones(nm)
     if not model.ncut:
-        return Subassemblies(red_m, cond)
+        return Subassemblies(red, cond)
     x, R, _, _ = _frame_at_zero(model)
-    jac = constraint_jacobian(model, x, R)[0]
+    Ga, Gb = np.zeros((model.nc, 6)), np.zeros((model.nc, 6))
+    all_constraints(con_arrays(model), x, R, np.zeros((nb, 6)), np.zeros(model.nc), Ga, Gb, np.zeros(model.nc))
     bodies: list = [[b] for b in range(nb)] + [None] * nm
-    joints: list = [[] for _ in range(nb)] + [None] * nm
-    red = np.zeros(nb + nm, dtype=np.int64)
+    basis: list = [np.eye(6) for _ in range(nb)] + [None] * nm
+    worst = np.ones(nb + nm)
     for m in range(nm):  # merges level by level: a merge's children are made before it
         left, right = tree.left[m], tree.right[m]
         node = nb + m
-        own = [int(j) for j in tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]]
-        bodies[node] = bodies[left] + (bodies[right] if right >= 0 else [])
-        joints[node] = joints[left] + (joints[right] if right >= 0 else []) + own
-        if not any(j >= model.nb for j in joints[node]):
-            continue
-        rows = np.concatenate([np.arange(model.c_adr[j], model.c_adr[j] + model.nc_j[j]) for j in joints[node]])
-        cols = (6 * np.array(bodies[node])[:, None] + np.arange(6)).ravel()
-        sv = np.linalg.svd(jac[np.ix_(rows, cols)], compute_uv=False)
-        kept = sv[sv > config.RANK_RTOL * sv[0]] if sv[0] > 0.0 else sv[:0]
-        red[node] = len(rows) - len(kept)
-        red_m[m] = red[node] - red[left] - (red[right] if right >= 0 else 0)
-        cond[m] = kept[-1] / kept[0] if len(kept) else 1.0
-    return Subassemblies(red_m, cond)
+        parts = [left] if right < 0 else [left, right]
+        bodies[node] = [b for p in parts for b in bodies[p]]
+        at = {b: k for k, b in enumerate(bodies[node])}
+        N = basis[left] if right < 0 else _block_diagonal(basis[left], basis[right])
+        joints = tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]
+        A = np.zeros((int(model.nc_j[joints].sum()), N.shape[1]))
+        scale, r = 0.0, 0  # the largest row's norm on the bodies' twists: the rows' own scale
+        for j in joints:
+            rows = slice(model.c_adr[j], model.c_adr[j] + model.nc_j[j])
+            out = slice(r, r + model.nc_j[j])
+            A[out] += Gb[rows] @ N[6 * at[model.succ[j]]:6 * at[model.succ[j]] + 6]
+            lengths = (Gb[rows] ** 2).sum(axis=1)
+            if model.pred[j] >= 0:
+                A[out] += Ga[rows] @ N[6 * at[model.pred[j]]:6 * at[model.pred[j]] + 6]
+                lengths += (Ga[rows] ** 2).sum(axis=1)
+            scale = max(scale, float(np.sqrt(lengths.max(initial=0.0))))
+            r += model.nc_j[j]
+        if A.size:
+            _, sv, vt = np.linalg.svd(A, full_matrices=True)
+            rank = int(np.sum(sv > config.RANK_RTOL * scale))
+            basis[node] = N @ vt[rank:].T
+        else:  # no rows (a free joint), or nothing left to move
+            sv, rank, basis[node] = np.ones(1), 0, N
+        red[m] = A.shape[0] - rank
+        worst[node] = min(sv[rank - 1] / scale if rank else 1.0, worst[left], worst[right] if right >= 0 else 1.0)
+        cond[m] = worst[node]
+        for p in parts:  # each basis is merged once
+            basis[p] = None
+    return Subassemblies(red, cond)
+
+
+def _block_diagonal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.zeros((a.shape[0] + b.shape[0], a.shape[1] + b.shape[1]))
+    out[:a.shape[0], :a.shape[1]] = a
+    out[a.shape[0]:, a.shape[1]:] = b
+    return out
 
 
 def well_conditioned_tree(model: Model, chosen: AssemblyTree, ground_last: bool = False):

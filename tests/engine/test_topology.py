@@ -336,3 +336,48 @@ def test_info_says_which_tree_index3_assembles_on_one_thread(name, tips_first):
         assert (f.tree.node_nh[f.tree.nb:] <= 1).all()  # a chain: one handle per merge
         assert d["operations"] == merge_operations(f.tree, model.nc_j, 7)
         assert d["balanced_operations"] == merge_operations(balanced, model.nc_j, 7)
+
+
+def _subassembly_redundancy(model, tree):
+    """The reference of :func:`topology.subassemblies`' count: each subassembly's redundant
+    rows from an SVD of its joints' full absolute Jacobian on its bodies' columns, a merge's
+    those of its subassembly less its children's (slow: a dense SVD per merge)."""
+    from linkwork.engine import config
+    from linkwork.engine.constraints import constraint_jacobian
+    from linkwork.engine.topology import _frame_at_zero
+
+    x, R, _, _ = _frame_at_zero(model)
+    jac = constraint_jacobian(model, x, R)[0]
+    nb, nm = tree.nb, tree.n_merges
+    bodies, joints = [[b] for b in range(nb)] + [None] * nm, [[] for _ in range(nb)] + [None] * nm
+    red, out = np.zeros(nb + nm, dtype=np.int64), np.zeros(nm, dtype=np.int64)
+    for m in range(nm):
+        left, right, node = tree.left[m], tree.right[m], nb + m
+        parts = [left] if right < 0 else [left, right]
+        bodies[node] = [b for p in parts for b in bodies[p]]
+        joints[node] = [j for p in parts for j in joints[p]] + list(tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]])
+        rows = [r for j in joints[node] for r in range(model.c_adr[j], model.c_adr[j] + model.nc_j[j])]
+        cols = [6 * b + c for b in bodies[node] for c in range(6)]
+        sv = np.linalg.svd(jac[np.ix_(rows, cols)], compute_uv=False) if rows else np.zeros(0)
+        red[node] = len(rows) - int(np.sum(sv > config.RANK_RTOL * sv[0])) if len(sv) else 0
+        out[m] = red[node] - sum(red[p] for p in parts)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40000, 40060))
+def test_each_merges_redundant_rows_are_those_of_the_full_jacobians(seed):
+    """topology.subassemblies counts each merge's redundant rows on the motions its parts
+    still have (an SVD of the interface rows alone); the full absolute Jacobians of the
+    subassemblies count the same, on the balanced and on the tips-first tree, and they
+    add up to the mechanism's redundant closure equations.  (A tolerance relative to the
+    interface rows' own largest singular value counted round-off as rank where every row
+    of a merge is redundant, as on seed 40038's tips-first tree.)"""
+    from linkwork.engine.assembly import serial_assembly_tree
+    from linkwork.engine.topology import subassemblies
+
+    model = build_model(gen.random_mechanism(seed, n_bodies=4 + seed % 17, loops=1 + seed % 5))
+    top = analyze(model)
+    for tree in (build_assembly_tree(model), serial_assembly_tree(model)):
+        counted = subassemblies(model, tree).redundant
+        assert np.array_equal(counted, _subassembly_redundancy(model, tree))
+        assert counted.sum() == top.loop_equations - top.loop_rank
