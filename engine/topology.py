@@ -157,6 +157,7 @@ def subassemblies(model: Model, tree: AssemblyTree) -> Subassemblies:
         at = {b: k for k, b in enumerate(bodies[node])}
         N = basis[left] if right < 0 else _block_diagonal(basis[left], basis[right])
         joints = tree.if_joint[tree.if_start[m]:tree.if_start[m + 1]]
+        joints = joints[joints < model.nj]  # index3's force elements' rows (joints nj..): compliant, never redundant
         A = np.zeros((int(model.nc_j[joints].sum()), N.shape[1]))
         scale, r = 0.0, 0  # the largest row's norm on the bodies' twists: the rows' own scale
         for j in joints:

@@ -47,6 +47,7 @@ from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses,
 from ..initial import initial_state
 from ..model import F_SPRING, Model
 from ..spatial import rot_to_quat
+from ..topology import subassemblies
 from ..assembly import index3_tree, stiff_elements
 from . import index3_kernels as K
 from . import index3_newton as N
@@ -179,6 +180,14 @@ class Index3Formulation(Formulation):
         # rows per element: a spring's three (along it and across it), a joint spring's one
         s_nrow = np.where(m.f_type[self.s_elem] == F_SPRING, 3, 1).astype(np.int64)
         self.lay = tree.build_layout(m, self.tree, 7, np.concatenate([m.nc_j, s_nrow]), self.plan.layout)
+        # the exact solves (eps = 0: the initial accelerations, the exact projections) keep at
+        # most each merge's rows less those redundant where the loops close, as dca's
+        # (docs/derivations.md, "Redundant rows"): a pivot test alone kept redundant rows whose
+        # round-off pivots passed it, and their multipliers moved the bodies (mechanism(80527, 8,
+        # 3): 1.1e-3 m off the other formulations after 1 s, at any step).  The penalised
+        # solves' K is definite: every row keeps its penalty.
+        if m.ncut:
+            self.lay.cap_ranks(subassemblies(m, self.tree).redundant)
         self.n_joint_rows = int(m.nc_j.sum())  # the elements' rows follow: s_row[k] is element k's first
         self.s_row = (self.n_joint_rows + np.concatenate([[0], np.cumsum(s_nrow)[:-1]])).astype(np.int64)
         self._closing = tree.closing_merges(self.lay, nb)  # where loops close (health)

@@ -338,6 +338,18 @@ def test_hdca_agrees_with_dense_where_a_pivot_test_kept_a_redundant_row(seed, n_
         assert what == "agree", (form, what, dev)
 
 
+def test_index3_agrees_with_dense_where_a_pivot_test_kept_redundant_rows():
+    """mechanism(80527, 8, 3): index3's exact solves (initial accelerations, exact
+    projections) bounded no merge's rank, and a pivot test kept two redundant rows whose
+    round-off pivots passed it: 1.1e-3 m off dense after 1 s at dt = 1e-4 (and 9.5e-4,
+    7.0e-4 m at 2e-4, 5e-5: no order).  Bounded by the mechanism's redundancy as dca's
+    merges are: 4.9e-7 m, the trapezoidal rule's own error (1.3e-7 m at dt / 2)."""
+    model = build_model(mechanism(80527, 8, 3))
+    ref, ref_err = _run(model, "dense")
+    what, dev = verdict(ref, ref_err, *_run(model, "index3"))
+    assert what == "agree", (what, dev)
+
+
 def test_a_nearly_singular_subassembly_is_assembled_otherwise_or_refused(monkeypatch):
     """mechanism(49144, 18, 5): the balanced assembly tree has a subassembly (8 bodies off
     ground, two loops inside) 2.8e-6 from a singular configuration of its own

@@ -134,7 +134,8 @@ def merge_matrices_one(m, ix, tw, eps, sgn, tol, nd):
     if eps != 0.0:
         for a in range(nr):
             Ks[kb + a * nr + a] -= sgn * eps
-    rank = pchol(Ks, Kf, Kp, kb, rb, nr, tol, Kr[Kr.shape[0] // 2 + m])
+    # the rank bound (TreeLayout.cap_ranks) is an exact solve's: a penalised K (eps) is definite
+    rank = pchol(Ks, Kf, Kp, kb, rb, nr, tol, Kr[Kr.shape[0] // 2 + m] if eps == 0.0 else nr)
     Kr[m] = rank
     if rank < nr:
         null_factor(Kf, kb, nr, rank)
@@ -396,7 +397,8 @@ def merge_matrices(m, ix, tw, eps, sgn, tol):
     if eps != 0.0:
         for a in range(nr):
             Ks[kb + a * nr + a] -= sgn * eps
-    rank = pchol(Ks, Kf, Kp, kb, rb, nr, tol, Kr[Kr.shape[0] // 2 + m])
+    # the rank bound (TreeLayout.cap_ranks) is an exact solve's: a penalised K (eps) is definite
+    rank = pchol(Ks, Kf, Kp, kb, rb, nr, tol, Kr[Kr.shape[0] // 2 + m] if eps == 0.0 else nr)
     Kr[m] = rank
     if rank < nr:
         null_factor(Kf, kb, nr, rank)
