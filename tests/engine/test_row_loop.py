@@ -522,7 +522,9 @@ def test_index3_rows_are_the_pipelines_bit_for_bit(name, dt, monkeypatch):
 @pytest.mark.parametrize("name, settings", [
     ("chain-6-universal-spatial", dict(newton_iters=1, penalty=1e3, monitor=False)),
     ("fivebar-redundant", dict(newton_iters=1, penalty=1e4, exact_projections=False, monitor=False)),
-    ("ladder-4", dict(newton_iters=1, penalty=1e2, monitor=False)),
+    # with exact projections, which bound the merges' ranks by the redundant rows, ladder-4
+    # converges at one iteration: the penalised ones leave its steps unconverged, then diverge
+    ("ladder-4", dict(newton_iters=1, penalty=1e2, exact_projections=False, monitor=False)),
     ("slider-crank", dict(tangent_hold=2, geometric_stiffness=True))])
 def test_index3_hands_unconverged_and_diverged_steps_to_python(name, settings, monkeypatch):
     """A step whose residual is left above the warning level, or that diverges, is Python's
