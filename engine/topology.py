@@ -114,9 +114,9 @@ class Subassemblies(NamedTuple):
 
     #: (n_merges,) the merge's interface rows that depend on the rows merged below it
     redundant: np.ndarray
-    #: (n_merges,) the smallest singular value of the Jacobian of the subassembly the merge
-    #: makes, over its largest, among those above the rank tolerance: its distance from a
-    #: singular configuration of its own (1 for a subassembly without a cut joint, a tree)
+    #: (n_merges,) the subassembly the merge makes: its distance from a singular
+    #: configuration of its own, the least over its merges of their rows' smallest kept
+    #: singular value on the motions their parts still have, over the rows' scale
     conditioning: np.ndarray
 
 
@@ -127,7 +127,9 @@ def subassemblies(model: Model, tree: AssemblyTree) -> Subassemblies:
     A merge's interface rows act on the motions its two children still have: with ``N``
     an orthonormal basis of those (the null space of the children's joint rows on their
     bodies' twists; 6 x 6 identity for a body), the rows' Jacobian there is ``A = G N``.
-    Its rank -- singular values over ``config.RANK_RTOL`` of the largest -- is the rank
+    Its rank -- singular values over ``config.RANK_RTOL`` of the rows' own scale, their
+    largest norm (relative to ``A``'s largest singular value, round-off would count as rank
+    where every row of a merge is redundant) -- is the rank
     of the merge's ``G Phi G^T`` (the same rows on the same motions, weighted by a
     positive definite compliance), its rows less that rank are the merge's redundant
     rows, and ``N V_0`` (``V_0`` the right singular vectors of the zero singular values)
@@ -137,7 +139,7 @@ def subassemblies(model: Model, tree: AssemblyTree) -> Subassemblies:
     "Redundant rows"): the merges' ``G Phi G^T`` carry the round-off of the compliances
     below them, which a pivot test cannot tell from a row that is nearly, not exactly,
     dependent.  A merge's conditioning is the smallest kept singular value of ``A`` over
-    its largest, and a subassembly's the least of its merges': its distance from a
+    the rows' scale, and a subassembly's the least of its merges': its distance from a
     singular configuration of its own."""
     nb, nm = tree.nb, tree.n_merges
     red, cond = np.zeros(nm, dtype=np.int64), np.ones(nm)

@@ -120,7 +120,6 @@ class DCAFormulation(TreeFormulation):
             self._driven, self._drive_status = superposed_kernel(self._kernel, self._time, self.effort,
                                                                  self._driven_v, self.vdot, m.d_motion)
             self.rhs = self._rhs_driven
-        self._decide_ranks()
 
     def _rhs_two_roles(self, t, y):
         """``rhs`` of a chain on two threads: the calls take ``_rhs_kernels`` in turn --

@@ -364,7 +364,6 @@ class HDCAFormulation(TreeFormulation):
         self.bw = BodyWork(self.x, self.R, self.P, self.S, self.V, self.c, self.Fext, self.rhs_body, self.Jinv_w,
                            self._scratch, self.A, self.vdot)
         self._kernel = StateKernel(_evaluate, self._workspace())
-        self._decide_ranks()
 
     # ----------------------------------------------------------------- state
     def initial_state(self) -> np.ndarray:

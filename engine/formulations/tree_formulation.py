@@ -112,9 +112,13 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
         self.fa = force_arrays(m)
         self.threads = self.plan.threads
         lay_threads = self.plan.layout
-        self.tree, self._redundant = self._assembly_tree(lay_threads)
+        self.tree, sub = well_conditioned_tree(m, cheaper_tree(m, m.nc_j, lay_threads,
+                                                               ground_last=self.grounded_regions),
+                                               self.grounded_regions)
         self.lay = tree.build_layout(m, self.tree, 6, m.nc_j, lay_threads, regions=self.articulated_regions,
                                           grounded=self.grounded_regions)
+        if sub is not None:  # loops: whether a closure row is redundant is the mechanism's, not one state's
+            self.lay.cap_ranks(sub.redundant)
         self.lay.sel[:] = unit_rows(m, self.lay.ix.row_adr)
         if self.lay.unit_first.size:
             self.lay.unit_first[:] = unit_rows_first(m)
@@ -209,27 +213,6 @@ class TreeFormulation(LoopProjection, tree.SingularityWatch, Formulation):
 
     #: the projection of the state (q, v); hdca's state (q, p*) takes its own
     _stabilise = LoopProjection._project_velocity_state
-
-    def _assembly_tree(self, threads: int) -> tuple:
-        """(the assembly tree, each merge's redundant rows or None without loops):
-        :func:`cheaper_tree`'s, or where one of its subassemblies is nearly singular the
-        tips-first tree (:func:`topology.well_conditioned_tree`)."""
-        m = self.model
-        chosen, sub = well_conditioned_tree(m, cheaper_tree(m, m.nc_j, threads, ground_last=self.grounded_regions),
-                                            self.grounded_regions)
-        return chosen, None if sub is None else sub.redundant
-
-    def _decide_ranks(self) -> None:
-        """Bound each loop-closing merge's rank by its rows less those that are redundant
-        where the loops close (:meth:`tree.TreeLayout.cap_ranks`,
-        :func:`topology.subassemblies`): whether a closure row is redundant is then the
-        mechanism's property, counted on its Jacobian, not one state's pivots.  Called by
-        the subclasses once their kernel exists."""
-        m = self.model
-        if not m.ncut:
-            return
-        self._solve(0.0, np.concatenate([m.q_zero(), np.zeros(m.nv)]), check=False)
-        self.lay.cap_ranks(self._redundant)
 
     def _row_watch(self) -> RowWatch:
         """What the row loop's post-steps (:func:`tree_post`, :func:`momentum_post`) and

@@ -141,11 +141,9 @@ class TreeLayout:
         loop's three out-of-plane rows); off the closure -- a Runge-Kutta stage, a drifted
         position -- they become independent by ~d, and a pivot test alone would then keep
         one as a constraint that is not the mechanism's (docs/derivations.md, "Redundant
-        rows").  Merges inside articulated-body regions are not factorised: their bound is
-        the rank their last matrix pass found."""
+        rows").  Called once, by the formulation, before any pass."""
         nm = self.Kr.shape[0] // 2
-        own = self.reg[0] == -1
-        self.Kr[nm:] = np.where(own, self.ix.m_nr - redundant, self.Kr[:nm])
+        self.Kr[nm:] = self.ix.m_nr - redundant
 
     @property
     def n_regions(self) -> int:
