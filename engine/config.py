@@ -182,8 +182,8 @@ STALL_STEPS = 1000
 #: advanced less than CRAWL_STEPS * CRAWL_RATIO output intervals, where short steps are broken
 #: now and then by a longer one, which starts the count in a row again.  A right-hand side
 #: that is rough at the tolerances' scale holds the steps where their error estimate is
-#: round-off (``hdca`` with a merge's rank bound from a pivot test that keeps a redundant
-#: row, as the tests make it on ``mechanism(4058, 6, 2)``: its momentum rates change by
+#: round-off (``hdca`` with a pivot test alone deciding its merges' ranks, which keeps a
+#: redundant row now and then, as the tests make it on ``mechanism(4058, 6, 2)``: its rates change by
 #: 1e-3 to 1e-1 for a 1e-14 change of the state; rk45 at 1e-10 then takes steps of 1.5e-8 s,
 #: 1.5e-6 of dt = 0.01, that never collapse further -- a 1 s run would take hours; with the
 #: guard, exit 3 within the first output interval; rk45 at 1e-8 steps about 1e-6 s, either
