@@ -98,7 +98,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", default="500-1499", help="first-last [500-1499]")
     p.add_argument("--bodies", default="4-12", help="fewest-most bodies [4-12]")
-    p.add_argument("--loops", default=None, help="fewest-most loops [the tests': seed // 4 % 4]")
+    p.add_argument("--loops", default=None, help="fewest-most loops [the tests': seed // 4 %% 4]")
     p.add_argument("--formulations", default="dca,hdca,rcr,embedding", help="compared with dense [dca,hdca,rcr,embedding]")
     p.add_argument("--integrator", default="dop853", choices=("dop853", "rk45"),
                    help="both sides' error-controlled integrator, at 1e-10 [dop853]")

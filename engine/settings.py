@@ -21,7 +21,9 @@ class Settings:
     t_end: float = config.DEFAULT_T_END
     rtol: float = config.DEFAULT_RTOL
     atol: float = config.DEFAULT_ATOL
-    penalty: float = config.DEFAULT_PENALTY
+    #: index3: the augmented Lagrangian's penalty factor alpha (None: :func:`default_penalty`
+    #: of the step)
+    penalty: float | None = None
     newton_iters: int = config.DEFAULT_NEWTON_ITERS
     newton_tol: float = config.DEFAULT_NEWTON_TOL
     threads: int | None = None
@@ -42,8 +44,26 @@ class Settings:
     #: its cost (``linkwork bench``'s monitor table, :mod:`.studies.monitor_cost`)
     monitor: bool = True
 
+    @property
+    def index3_penalty(self) -> float:
+        """The penalty factor index3 runs with: ``penalty``, or where that is None, the
+        step's :func:`default_penalty`."""
+        return default_penalty(self.dt) if self.penalty is None else float(self.penalty)
+
     def replace(self, **changes) -> "Settings":
         return replace(self, **changes)
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def default_penalty(dt: float) -> float:
+    """index3's penalty factor where a run names none: ``config.DEFAULT_PENALTY`` (paper
+    000's 1e9) at steps of ``config.DEFAULT_DT`` or longer, and at shorter steps the
+    penalty that keeps its effective penalty ``alpha dt^2 / 4`` (docs/index3.md, "Choosing
+    alpha"): ``DEFAULT_PENALTY (DEFAULT_DT / dt)^2``.  A fixed alpha weakens with dt^2 and
+    its Newton iterations then stop with the constraints unconverged along the loops'
+    weakest directions (mechanism(80566, 11, 2) of the differential tests at dt = 1e-4:
+    2.9e-6 m off dense after 1 s with 1e9, falling by 2.1 at half the step and failing at an
+    eighth; 2.1e-6 m with this penalty, falling by 4.0 at each halving)."""
+    return config.DEFAULT_PENALTY * max(1.0, (config.DEFAULT_DT / float(dt)) ** 2)

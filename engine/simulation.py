@@ -79,7 +79,8 @@ def resolve_settings(model: Model, settings: Settings) -> Settings:
     positive("--t-end", settings.t_end)
     positive("--rtol", settings.rtol)
     positive("--atol", settings.atol)
-    positive("--penalty", settings.penalty)
+    if settings.penalty is not None:
+        positive("--penalty", settings.penalty)
     positive("--newton-tol", settings.newton_tol)
     if settings.dt > settings.t_end:
         raise SettingsError(f"--dt ({settings.dt:g}) must not exceed --t-end ({settings.t_end:g})")

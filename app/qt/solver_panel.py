@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from linkwork.app.session import Session, Subscriptions
 from linkwork.app.session.solver import (
-    FIELD_LABELS, INTEGRATOR_TITLES, automatic_threads, cpu_count, is_adaptive, parameter_info,
+    FIELD_LABELS, INTEGRATOR_TITLES, automatic_threads, automatic_value, cpu_count, is_adaptive, parameter_info,
 )
 
 from .widgets import NumberEdit, fmt_number
@@ -267,6 +267,12 @@ class SolverPanel(QWidget):
                 if v is not None:
                     a.setValue(v[0])
                     b.setValue(v[1])
+            elif kind == "auto":
+                auto, edit = w._parts
+                with QSignalBlocker(auto):
+                    auto.setChecked(v is None)
+                edit.setEnabled(v is not None)
+                edit.setValue(automatic_value(s, name) if v is None else v)
             else:
                 w.setValue(v)
 
@@ -298,6 +304,18 @@ class SolverPanel(QWidget):
             a.valueEdited.connect(push)
             b.valueEdited.connect(push)
             w._parts = (on, a, b)
+            return w
+        if p.kind == "auto":  # an automatic value, shown while in use, or the user's own
+            w = QWidget()
+            hl = QHBoxLayout(w)
+            hl.setContentsMargins(0, 0, 0, 0)
+            auto = QCheckBox("automatic")
+            edit = NumberEdit(automatic_value(self.solver.settings, name), minimum=p.minimum)
+            hl.addWidget(auto)
+            hl.addWidget(edit)
+            auto.toggled.connect(lambda on: self.solver.update(**{name: None if on else edit.value()}))
+            edit.valueEdited.connect(lambda v: self.solver.update(**{name: float(v)}))
+            w._parts = (auto, edit)
             return w
         w = NumberEdit(getattr(self.solver.settings, name), integer=p.kind == "int", minimum=p.minimum)
         if p.kind == "int":

@@ -163,7 +163,7 @@ class Index3Formulation(Formulation):
         m = model
         nb = m.nb
         self.linear = linear
-        self.alpha = float(settings.penalty)
+        self.alpha = settings.index3_penalty
         self.iters = int(settings.newton_iters)
         self.tol = float(settings.newton_tol)
         self.hold = int(getattr(settings, "tangent_hold", 1))

@@ -350,6 +350,25 @@ def test_index3_agrees_with_dense_where_a_pivot_test_kept_redundant_rows():
     assert what == "agree", (what, dev)
 
 
+def test_index3_converges_at_second_order_through_a_near_singular_pass():
+    """mechanism(80566, 11, 2): its loops pass within 0.019 of a singular configuration at
+    t = 0.81 s, where the accelerations rise twelvefold for 20 ms.  With a penalty fixed at
+    1e9 the effective penalty alpha dt^2 / 4 fell to 2.5 at dt = 1e-4: the Newton
+    iterations closed the loops only to 3e-9 there (each iteration moved the multipliers by
+    3.4 N and converged at 0.997 an iteration), and index3 ended 2.9e-6 m off dense, falling
+    only by 2.1 at half the step and stopping at an eighth.  The default penalty of the step
+    (settings.default_penalty) keeps alpha dt^2 / 4 at the default step's: 2.1e-6 m, 5.2e-7 at
+    dt / 2 (the trapezoidal rule's error through the pass), and the two extrapolated agree
+    with dense to 7e-9 m."""
+    model = build_model(mechanism(80566, 11, 2))
+    ref, ref_err = _run(model, "dense")
+    pos, err = _run(model, "index3")
+    assert ref_err is None and err is None
+    counts = collections.Counter()
+    what, dev = _second_order(model, ref, pos, float(np.abs(pos - ref).max()), counts)
+    assert what == "agree" and counts["agree at second order"] == 1, (what, dev)
+
+
 def test_a_nearly_singular_subassembly_is_assembled_otherwise_or_refused(monkeypatch):
     """mechanism(49144, 18, 5): the balanced assembly tree has a subassembly (8 bodies off
     ground, two loops inside) 2.8e-6 from a singular configuration of its own

@@ -149,6 +149,28 @@ def test_solver_panel_shows_each_formulations_own_settings(make_window):
         assert panel.summary.text() == cls.summary
 
 
+def test_the_penalty_editor_shows_the_automatic_value_until_set(make_window):
+    """index3's penalty: "automatic" shows, greyed, the value the step calls for (and
+    follows the step); unticked, the value is the user's; ticked again, automatic."""
+    win = make_window(gl=False)
+    win.session.document.replace(g.fourbar())
+    solver = win.session.solver
+    solver.update(formulation="index3", dt=1e-3)
+    auto, edit = win.solver_panel._param_widgets["penalty"]._parts
+    assert auto.isChecked() and not edit.isEnabled() and edit.value() == pytest.approx(1e11)
+    solver.update(dt=0.01)
+    assert edit.value() == pytest.approx(1e9)
+    auto.setChecked(False)
+    assert edit.isEnabled() and solver.settings.penalty == pytest.approx(1e9)
+    edit.setValue(3e10)
+    edit.valueEdited.emit(3e10)
+    assert solver.settings.penalty == 3e10
+    solver.update(dt=1e-3)
+    assert edit.value() == 3e10
+    auto.setChecked(True)
+    assert solver.settings.penalty is None and edit.value() == pytest.approx(1e11)
+
+
 def test_add_a_gear_from_a_joint_and_edit_it(make_window):
     """Joint page -> "Add gear": the gear is listed and selected; its page edits driver,
     driven and ratio; the loader's refusal (ratio 0) is shown inline; undo removes it."""

@@ -74,7 +74,7 @@ def test_panel_wording_of_the_engines_messages():
 
 
 def test_parameter_editors_for_known_and_unknown_fields():
-    assert parameter_info("penalty").kind == "float"
+    assert parameter_info("penalty").kind == "auto"
     assert parameter_info("projection").kind == "tristate"
     assert parameter_info("geometric_stiffness").kind == "bool"
     assert parameter_info("baumgarte").kind == "pair"

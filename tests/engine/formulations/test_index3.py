@@ -62,6 +62,18 @@ def test_registered_with_trapezoidal_rule():
                                                  "geometric_stiffness", "exact_projections"}
 
 
+def test_the_default_penalty_keeps_the_default_steps_effective_penalty():
+    """Unnamed, the penalty is paper 000's 1e9 at the default step 0.01 s and above, and
+    below it whatever keeps alpha dt^2 / 4 (what the Newton iterations see) at its value
+    there; a named penalty is the run's at any step."""
+    assert Settings().index3_penalty == 1e9 and Settings(dt=0.05).index3_penalty == 1e9
+    for dt in (5e-3, 1e-3, 1e-4):
+        assert Settings(dt=dt).index3_penalty * dt**2 / 4 == pytest.approx(1e9 * 0.01**2 / 4, rel=1e-12)
+    assert Settings(dt=1e-4, penalty=1e9).index3_penalty == 1e9
+    model = load_model(example_path("parallelogram-fourbar"))
+    assert Simulation(model, Settings(formulation="index3", dt=1e-3)).formulation.alpha == pytest.approx(1e11)
+
+
 # ------------------------------------------------------------------ Jacobians
 
 
@@ -642,17 +654,17 @@ def test_unconverged_steps_warn_and_a_larger_penalty_converges():
     motion goes wrong by metres, while no step exceeds index3's own failure threshold.
     The pipeline's monitor stops that run (exit 3) once the residual passes 1e-6 and
     smaller steps do not help, rather than let it end normally with warnings, and its
-    message says what to change.  alpha = 1e11 converges, and so do the exact projections at
-    alpha = 1e9."""
+    message says what to change.  alpha = 1e11 converges (the default at this step,
+    default_penalty), and so do the exact projections at alpha = 1e9."""
     model = build_model(gen.random_mechanism(14, n_bodies=8, loops=1))
     ref = Simulation(model, Settings(formulation="dense", integrator="dop853", dt=1e-3, t_end=0.1, rtol=1e-12,
                                      atol=1e-12))
     ref_pos = _positions(*ref.run_all(), model)
-    exact = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1))
+    exact = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, penalty=1e9))
     exact_pos = _positions(*exact.run_all(), model)
     assert "unconverged_steps" not in exact.stats
     assert np.abs(exact_pos - ref_pos).max() < 1e-5
-    weak = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, exact_projections=False))
+    weak = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, penalty=1e9, exact_projections=False))
     with pytest.raises(SimulationError) as failed:
         weak.run_all()
     assert failed.value.t < 0.06
@@ -664,8 +676,8 @@ def test_unconverged_steps_warn_and_a_larger_penalty_converges():
     first = st["warnings"][0]
     assert "not converged" in first and "--penalty" in first and "--projections exact" in first
     assert float(first.split()[2]) < 0.06  # "t = 0.0xx s: ..."
-    strong = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, penalty=1e11,
-                                       exact_projections=False))
+    strong = Simulation(model, Settings(formulation="index3", dt=1e-3, t_end=0.1, exact_projections=False))
+    assert strong.formulation.alpha == 1e11
     strong_pos = _positions(*strong.run_all(), model)
     assert "warnings" not in strong.stats and "unconverged_steps" not in strong.stats
     assert np.abs(strong_pos - ref_pos).max() < 1e-5
@@ -763,10 +775,12 @@ def test_cli_run_writes_contract_columns(tmp_path):
 
 
 def test_cli_warns_of_unconverged_steps(tmp_path):
+    """A penalty too weak for the step (1e9 at dt = 1e-3; the step's default is 1e11):
+    test_unconverged_steps_warn_and_a_larger_penalty_converges, from the command line."""
     path = tmp_path / "near-singular.mech.json"
     save(gen.random_mechanism(14, n_bodies=8, loops=1), path)
     r = subprocess.run([sys.executable, "-m", "linkwork.engine.cli", "run", str(path), "--formulation", "index3",
-                        "--t-end", "0.1", "--dt", "0.001", "--projections", "penalised",
+                        "--t-end", "0.1", "--dt", "0.001", "--projections", "penalised", "--penalty", "1e9",
                         "--out", str(tmp_path / "x.csv")],
                        capture_output=True, text=True)
     # the pipeline's monitor stops the run once the unconverged residual passes 1e-6
