@@ -12,13 +12,19 @@ from PySide6.QtWidgets import (
 
 
 def fmt_number(x: float | None) -> str:
-    """Shortest text that reads back as the same float (repr), tidy for round values."""
+    """Shortest text that reads back as the same float (repr), tidy for round values: whole
+    numbers in full below a million, larger ones as ``1e11`` or ``2.5e13`` where that reads
+    back the same (a penalty factor fits its field)."""
     if x is None:
         return ""
     x = float(x)
     if x == 0.0:
         return "0"
     if x.is_integer() and abs(x) < 1e15:
+        if abs(x) >= 1e6:
+            short = f"{x:.6g}".replace("e+0", "e").replace("e+", "e")
+            if float(short) == x:
+                return short
         return str(int(x))
     r = repr(x)
     g = f"{x:.12g}"
