@@ -63,7 +63,8 @@ def default_penalty(dt: float) -> float:
     penalty that keeps its effective penalty ``alpha dt^2 / 4`` (docs/index3.md, "Choosing
     alpha"): ``DEFAULT_PENALTY (DEFAULT_DT / dt)^2``.  A fixed alpha weakens with dt^2 and
     its Newton iterations then stop with the constraints unconverged along the loops'
-    weakest directions (mechanism(80566, 11, 2) of the differential tests at dt = 1e-4:
-    2.9e-6 m off dense after 1 s with 1e9, falling by 2.1 at half the step and failing at an
-    eighth; 2.1e-6 m with this penalty, falling by 4.0 at each halving)."""
+    weakest directions (mechanism(859, 8, 2) of the differential tests, a loop passing
+    within 2.3e-4 of a singular configuration: 2.6e-6, 1.1e-6, 4.6e-7 m off the converged
+    motion after 1 s at dt = 1e-4, 5e-5, 2.5e-5 with 1e9; 1.6e-6, 3.0e-7, 6.7e-8 m with
+    this penalty)."""
     return config.DEFAULT_PENALTY * max(1.0, (config.DEFAULT_DT / float(dt)) ** 2)

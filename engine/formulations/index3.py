@@ -452,6 +452,10 @@ class Index3Formulation(Formulation):
             viol, t_v = self._tree_projections(q, qd, qdd)
         else:
             viol, t_v = self._python_projections(q, qd, qdd)
+        if self.exact:
+            # the multipliers of the projected accelerations (docs/index3.md, "Reactions")
+            nu = self.tree_work.lam if self.linear == "tree" else self._lam_solve
+            lam[:self.n_joint_rows] -= nu[:self.n_joint_rows]
         t2 = time.perf_counter()
         self.timing["newton"] += t1 - t0
         self.timing["projections"] += t2 - t1

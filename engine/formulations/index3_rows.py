@@ -143,6 +143,10 @@ def _step(dt, y, y_new, d):
                                   (d.projections, solve, q, qd, qdd, model, ix, body, rows, leaf, work, d.tree))
     if not ok:
         return False
+    if d.projections.exact:  # the multipliers of the projected accelerations, as Python's
+        nu = work.lam
+        for k in range(model.n_joint_rows):
+            lam[k] -= nu[k]
     stats[STEPS] += 1.0
     if viol > stats[MAX_VIOLATION]:
         stats[MAX_VIOLATION] = viol

@@ -353,13 +353,14 @@ def test_index3_agrees_with_dense_where_a_pivot_test_kept_redundant_rows():
 def test_index3_converges_at_second_order_through_a_near_singular_pass():
     """mechanism(80566, 11, 2): its loops pass within 0.019 of a singular configuration at
     t = 0.81 s, where the accelerations rise twelvefold for 20 ms.  With a penalty fixed at
-    1e9 the effective penalty alpha dt^2 / 4 fell to 2.5 at dt = 1e-4: the Newton
-    iterations closed the loops only to 3e-9 there (each iteration moved the multipliers by
-    3.4 N and converged at 0.997 an iteration), and index3 ended 2.9e-6 m off dense, falling
-    only by 2.1 at half the step and stopping at an eighth.  The default penalty of the step
-    (settings.default_penalty) keeps alpha dt^2 / 4 at the default step's: 2.1e-6 m, 5.2e-7 at
-    dt / 2 (the trapezoidal rule's error through the pass), and the two extrapolated agree
-    with dense to 7e-9 m."""
+    1e9 (alpha dt^2 / 4 = 2.5 at dt = 1e-4) and each step starting from the Newton's own
+    multipliers, the iterations closed the loops only to 3e-9 there (each moved the
+    multipliers by 3.4 N, converging at 0.997 an iteration), and index3 ended 2.9e-6 m off
+    dense, falling only by 2.1 at half the step and stopping at an eighth.  With the step's
+    default penalty (settings.default_penalty) and the multipliers of the projected
+    accelerations (docs/index3.md, "Reactions"): 2.1e-6 m, 5.2e-7 at dt / 2 (the
+    trapezoidal rule's error through the pass), the two extrapolated within 1e-8 m of
+    dense."""
     model = build_model(mechanism(80566, 11, 2))
     ref, ref_err = _run(model, "dense")
     pos, err = _run(model, "index3")
