@@ -24,10 +24,10 @@ from .rk4_kernel import call_void, native_address
 #: mass-weighted correction onto them exceeds this (metres, Euler-parameter units;
 #: docs/index3.md, "Position projection"), then factorise afresh at the corrected positions
 #: and look again: at most POSITION_ROUNDS matrix passes in all.  A smaller correction is
-#: not applied: the penalty's own offset along a weakly held direction (up to 3e-8 on the
-#: mechanisms measured there) is consistent with its multipliers, and removing it every
-#: step moved the motion by 1e-6 m in 1 s; the velocity projection's matrices stay those
-#: of the final positions.
+#: not applied (the velocity projection's matrices stay those of the final positions):
+#: with each step started from the multipliers of its projected accelerations, a smaller
+#: tolerance helps only a penalty weaker than the step's default (docs/index3.md,
+#: "Position projection").
 POSITION_TOL = 1e-7
 POSITION_ROUNDS = 3
 
