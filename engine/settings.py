@@ -67,4 +67,7 @@ def default_penalty(dt: float) -> float:
     within 2.3e-4 of a singular configuration: 2.6e-6, 1.1e-6, 4.6e-7 m off the converged
     motion after 1 s at dt = 1e-4, 5e-5, 2.5e-5 with 1e9; 1.6e-6, 3.0e-7, 6.7e-8 m with
     this penalty)."""
-    return config.DEFAULT_PENALTY * max(1.0, (config.DEFAULT_DT / float(dt)) ** 2)
+    dt = float(dt)
+    if not dt > 0.0:  # (a step resolve_settings refuses; the solver panel shows its penalty still)
+        return config.DEFAULT_PENALTY
+    return config.DEFAULT_PENALTY * max(1.0, (config.DEFAULT_DT / dt) ** 2)

@@ -70,6 +70,7 @@ def test_the_default_penalty_keeps_the_default_steps_effective_penalty():
     for dt in (5e-3, 1e-3, 1e-4):
         assert Settings(dt=dt).index3_penalty * dt**2 / 4 == pytest.approx(1e9 * 0.01**2 / 4, rel=1e-12)
     assert Settings(dt=1e-4, penalty=1e9).index3_penalty == 1e9
+    assert Settings(dt=0.0).index3_penalty == 1e9  # a step refused elsewhere: no division by zero
     model = load_model(example_path("parallelogram-fourbar"))
     assert Simulation(model, Settings(formulation="index3", dt=1e-3)).formulation.alpha == pytest.approx(1e11)
 
