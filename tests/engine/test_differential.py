@@ -65,16 +65,20 @@ INDEX3_DT = 1e-4
 GEARABLE = ("revolute", "prismatic", "revolute", "cylindrical", "spherical")
 
 
-def mechanism(seed: int, n_bodies: int, loops: int, gear: bool | None = None, joint_types=None):
-    """A random mechanism; with loops, seeds 4 and 28 (--fuzz-long: every even seed) have
-    a cut joint of their own choosing (the first tree joint on the loop whose cut leaves
-    every body connected), every fourth (or each with ``gear``) a gear between two
-    one-freedom tree joints that are chained or siblings, where there are such."""
+def mechanism(seed: int, n_bodies: int, loops: int, gear: bool | None = None, joint_types=None,
+              long: bool | None = None):
+    """A random mechanism; with loops, seeds 4 and 28 (``long``, by default --fuzz-long:
+    every even seed) have a cut joint of their own choosing (the first tree joint on the
+    loop whose cut leaves every body connected), every fourth (or each with ``gear``) a
+    gear between two one-freedom tree joints that are chained or siblings, where there are
+    such.  A mechanism named by its seed in a test or a document is the one built without
+    --fuzz-long (``long=False``), as benchmarks/differential_campaign.py builds it."""
+    long = fuzzing.LONG if long is None else long
     kw = {} if joint_types is None else {"joint_types": joint_types}
     spec = gen.random_mechanism(seed, n_bodies=n_bodies, loops=loops, **kw)
     model = build_model(spec)
     joints = list(spec.joints)
-    if loops and (seed % 2 == 0 if fuzzing.LONG else seed % 24 == 4) and model.nj > model.nb:
+    if loops and (seed % 2 == 0 if long else seed % 24 == 4) and model.nj > model.nb:
         on_loop = set(loop_bodies(model, model.nb)) - {-1}
         names = {model.body_names[b] for b in on_loop}
         for k, j in enumerate(joints[:n_bodies]):
@@ -344,7 +348,7 @@ def test_index3_agrees_with_dense_where_a_pivot_test_kept_redundant_rows():
     round-off pivots passed it: 1.1e-3 m off dense after 1 s at dt = 1e-4 (and 9.5e-4,
     7.0e-4 m at 2e-4, 5e-5: no order).  Bounded by the mechanism's redundancy as dca's
     merges are: 4.9e-7 m, the trapezoidal rule's own error (1.3e-7 m at dt / 2)."""
-    model = build_model(mechanism(80527, 8, 3))
+    model = build_model(mechanism(80527, 8, 3, long=False))
     ref, ref_err = _run(model, "dense")
     what, dev = verdict(ref, ref_err, *_run(model, "index3"))
     assert what == "agree", (what, dev)
@@ -361,7 +365,7 @@ def test_index3_converges_at_second_order_through_a_near_singular_pass():
     accelerations (docs/index3.md, "Reactions"): 2.1e-6 m, 5.2e-7 at dt / 2 (the
     trapezoidal rule's error through the pass), the two extrapolated within 1e-8 m of
     dense."""
-    model = build_model(mechanism(80566, 11, 2))
+    model = build_model(mechanism(80566, 11, 2, long=False))
     ref, ref_err = _run(model, "dense")
     pos, err = _run(model, "index3")
     assert ref_err is None and err is None
@@ -384,7 +388,7 @@ def test_a_nearly_singular_subassembly_is_assembled_otherwise_or_refused(monkeyp
     from linkwork.engine.assembly import build_assembly_tree
     from linkwork.engine.topology import subassemblies
 
-    model = build_model(mechanism(49144, 18, 5))
+    model = build_model(mechanism(49144, 18, 5, long=False))
     balanced = subassemblies(model, build_assembly_tree(model)).conditioning
     assert balanced.min() < 1e-5 < config.SUBASSEMBLY_RTOL
     ref, ref_err = _run(model, "dense")
@@ -414,7 +418,7 @@ def test_where_dense_refuses_a_near_pass_its_message_names_the_formulations_that
     measure itself): the filtered solve leaves a closure residual the output check refuses,
     and the refusal says where the loops only pass near one, dca and hdca run it exactly.
     They do: without a filter they run the whole second and agree with each other."""
-    model = build_model(mechanism(80144, 16, 4))
+    model = build_model(mechanism(80144, 16, 4, long=False))
     ref, ref_err = _run(model, "dense")
     assert ref_err is not None and "dca and hdca, which have no filter" in str(ref_err)
     dca, dca_err = _run(model, "dca")
@@ -434,7 +438,7 @@ def test_a_near_pass_is_exact_in_dca_and_hdca_and_reported_by_dense():
     ``(mu/s)^8`` of about 1e-3 -- in its statistics and its health line."""
     from linkwork.engine.monitor import summary
 
-    model = build_model(mechanism(859, 8, 2))
+    model = build_model(mechanism(859, 8, 2, long=False))
     tree = [_run(model, form) for form in ("dca", "hdca")]
     assert all(err is None for _, err in tree)
     assert np.abs(tree[0][0] - tree[1][0]).max() < 1e-8

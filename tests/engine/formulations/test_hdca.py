@@ -221,7 +221,7 @@ def test_where_the_rates_are_rough_an_adaptive_run_stops_instead_of_crawling(mon
     from ..test_differential import mechanism
 
     _rough(monkeypatch)
-    sim = Simulation(build_model(mechanism(4058, 6, 2)),
+    sim = Simulation(build_model(mechanism(4058, 6, 2, long=False)),
                      Settings(formulation="hdca", integrator="rk45", rtol=1e-10, atol=1e-10, t_end=0.01))
     with pytest.raises(SimulationError, match=f"steps collapsed .* shorter than {config.CRAWL_RATIO:g} of") as info:
         sim.run_all()
@@ -244,7 +244,7 @@ def test_where_short_steps_are_broken_by_longer_ones_the_compiled_rows_stop_the_
     from ..test_differential import mechanism
 
     _rough(monkeypatch)
-    sim = Simulation(build_model(mechanism(4058, 6, 2)),
+    sim = Simulation(build_model(mechanism(4058, 6, 2, long=False)),
                      Settings(formulation="hdca", integrator="rk45", rtol=1e-8, atol=1e-8, t_end=0.1))
     assert sim.row_loop() is not None
     out = {}

@@ -26,7 +26,7 @@ def _dead_point_mechanism():
     another block's, until 0.823 s."""
     from ..test_differential import mechanism
 
-    return build_model(mechanism(31390, 19, 5))
+    return build_model(mechanism(31390, 19, 5, long=False))
 
 
 @pytest.mark.parametrize("formulation", ["rcr", "embedding"])
@@ -51,7 +51,7 @@ def test_an_adaptive_step_watches_every_block_not_only_the_worst():
     follows each block, and one falling that fast however high it reads."""
     from ..test_differential import mechanism
 
-    model = build_model(mechanism(44213, 17, 6))
+    model = build_model(mechanism(44213, 17, 6, long=False))
     settings = Settings(integrator="dop853", rtol=1e-10, atol=1e-10, t_end=1.0)
     ref, _ = _positions_through(model, settings.replace(formulation="dense"))
     pos, sim = _positions_through(model, settings.replace(formulation="embedding"))
@@ -90,7 +90,7 @@ def test_a_conditioning_falling_fast_is_left_for_any_better_partition_before_its
     last, so it is now left there, a step earlier: 3.7e-6 m."""
     from ..test_differential import mechanism
 
-    model = build_model(mechanism(40116, 15, 2))
+    model = build_model(mechanism(40116, 15, 2, long=False))
     ref, _ = _positions_through(model, Settings(formulation="dense", integrator="dop853", rtol=1e-12, atol=1e-12,
                                                  t_end=1.0))
     pos, sim = _positions_through(model, Settings(formulation="rcr", t_end=1.0))
@@ -109,7 +109,7 @@ def test_a_block_dying_behind_a_lower_one_is_left_before_its_dead_point():
     in parts where a pivot fell within one (the next test), 3.5e-5 m."""
     from ..test_differential import mechanism
 
-    model = build_model(mechanism(40013, 16, 4))
+    model = build_model(mechanism(40013, 16, 4, long=False))
     ref, _ = _positions_through(model, Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10,
                                                  t_end=1.0))
     pos, sim = _positions_through(model, Settings(formulation="embedding", t_end=1.0))
@@ -128,7 +128,7 @@ def test_an_rk4_step_whose_stages_see_any_pivot_fall_is_taken_in_parts():
     0.8125 s, and the run ends 3.6e-5 m off."""
     from ..test_differential import mechanism
 
-    model = build_model(mechanism(40152, 12, 3))
+    model = build_model(mechanism(40152, 12, 3, long=False))
     ref, _ = _positions_through(model, Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10,
                                                  t_end=1.0))
     pos, sim = _positions_through(model, Settings(formulation="rcr", t_end=1.0))
