@@ -26,18 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from linkwork.engine.model import build_model  # noqa: E402
-from linkwork.engine.simulation import Settings, Simulation  # noqa: E402
 from tests.engine import test_differential as diff  # noqa: E402
-from tests.engine.conftest import run_to_end  # noqa: E402
-
-
-def positions(model, settings: Settings):
-    """(body positions every 0.01 s, the error or None, the simulation)."""
-    sim = Simulation(model, settings)
-    rows, err = run_to_end(sim)
-    if settings.formulation == "index3":
-        rows = rows[::int(round(0.01 / settings.dt))]
-    return diff.body_positions(model, sim.columns, rows), err, sim
 
 
 def main(argv=None) -> int:
@@ -49,16 +38,14 @@ def main(argv=None) -> int:
     seed, n_bodies, loops = (int(x) for x in a.mechanism.split(","))
     model = build_model(diff.mechanism(seed, n_bodies, loops))
     ref_form = "dense" if model.ng else "dca"
-    ref, err, _ = positions(model, Settings(formulation=ref_form, integrator="dop853", rtol=1e-13, atol=1e-13,
-                                            t_end=diff.T_END))
+    ref, err, _ = diff.run_positions(model, ref_form, tol=1e-13)  # diff.INTEGRATOR: dop853
     print(f"mechanism({seed}, {n_bodies}, {loops}): reference {ref_form} dop853 1e-13"
           + ("" if err is None else f" (stopped: {err})"))
     for pen in a.penalties.split(","):
         prev = None
         for dt in (float(x) for x in a.steps.split(",")):
             t0 = time.perf_counter()
-            s = Settings(formulation="index3", dt=dt, t_end=diff.T_END, penalty=None if pen == "default" else float(pen))
-            pos, err, sim = positions(model, s)
+            pos, err, sim = diff.run_positions(model, "index3", dt, penalty=None if pen == "default" else float(pen))
             wall = time.perf_counter() - t0
             line = f"  penalty {pen:>7} ({sim.formulation.alpha:.1e})  dt {dt:<8.3g}"
             if err is not None or len(pos) != len(ref):

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from linkwork.app.session import Session, Subscriptions
 from linkwork.app.session.solver import (
-    FIELD_LABELS, INTEGRATOR_TITLES, automatic_threads, automatic_value, cpu_count, is_adaptive, parameter_info,
+    FIELD_LABELS, INTEGRATOR_TITLES, automatic_threads, cpu_count, is_adaptive, parameter_info,
 )
 
 from .widgets import NumberEdit, fmt_number
@@ -251,7 +251,8 @@ class SolverPanel(QWidget):
                 self._param_widgets[name] = w
         for name, w in self._param_widgets.items():
             v = getattr(s, name)
-            kind = parameter_info(name).kind
+            info = parameter_info(name)
+            kind = info.kind
             if kind == "bool":
                 with QSignalBlocker(w):
                     w.setChecked(bool(v))
@@ -272,7 +273,7 @@ class SolverPanel(QWidget):
                 with QSignalBlocker(auto):
                     auto.setChecked(v is None)
                 edit.setEnabled(v is not None)
-                edit.setValue(automatic_value(s, name) if v is None else v)
+                edit.setValue(getattr(s, info.automatic) if v is None else v)
             else:
                 w.setValue(v)
 
@@ -310,7 +311,7 @@ class SolverPanel(QWidget):
             hl = QHBoxLayout(w)
             hl.setContentsMargins(0, 0, 0, 0)
             auto = QCheckBox("automatic")
-            edit = NumberEdit(automatic_value(self.solver.settings, name), minimum=p.minimum)
+            edit = NumberEdit(getattr(self.solver.settings, p.automatic), minimum=p.minimum)
             hl.addWidget(auto)
             hl.addWidget(edit)
             auto.toggled.connect(lambda on: self.solver.update(**{name: None if on else edit.value()}))

@@ -43,7 +43,8 @@ class ParameterInfo:
     """How a formulation-specific :class:`Settings` field is shown and edited.
 
     ``kind``: "float", "int", "bool", "tristate" (None/True/False), "pair"
-    (None or two floats), "auto" (None, shown as the value in use, or a float).
+    (None or two floats), "auto" (None, shown as the value in use -- the Settings
+    property named by ``automatic`` -- or a float).
     """
 
     name: str
@@ -51,13 +52,15 @@ class ParameterInfo:
     kind: str
     tooltip: str = ""
     minimum: float | None = None
+    automatic: str = ""
 
 
 #: nice labels for the fields the engine has today; unknown fields get a generic editor
 KNOWN_PARAMETERS = {
     "penalty": ParameterInfo("penalty", "Penalty α", "auto",
                              "Augmented-Lagrangian penalty factor of the index-3 formulation (automatic: "
-                             "1e9 at steps of 0.01 s or longer, 1e9 (0.01 / dt)² below, the same α dt²/4)", 0.0),
+                             "1e9 at steps of 0.01 s or longer, 1e9 (0.01 / dt)² below, the same α dt²/4)", 0.0,
+                             "index3_penalty"),
     "newton_iters": ParameterInfo("newton_iters", "Newton iterations", "int",
                                   "Maximum Newton-Raphson iterations per step", 1),
     "newton_tol": ParameterInfo("newton_tol", "Newton tolerance", "float",
@@ -123,12 +126,6 @@ def parameter_info(name: str) -> ParameterInfo:
     else:
         kind = "float"
     return ParameterInfo(name, label, kind)
-
-
-def automatic_value(settings: Settings, name: str) -> float:
-    """The value an "auto" parameter ``name`` (:class:`ParameterInfo`) takes where
-    ``settings`` leave it None."""
-    return {"penalty": lambda s: s.index3_penalty}[name](settings)
 
 
 def field_label(name: str) -> str:

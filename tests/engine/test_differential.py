@@ -140,12 +140,13 @@ def body_positions(model, columns, rows):
 INTEGRATOR = "dop853"
 
 
-def run_positions(model, form, dt=INDEX3_DT, tol=1e-10):
+def run_positions(model, form, dt=INDEX3_DT, tol=1e-10, penalty=None):
     """(body positions at the output instants, every 0.01 s; the error, if any; the
     simulation).  INTEGRATOR at rtol = atol = ``tol``; index3 has only its second-order
-    trapezoidal rule: it runs at ``dt`` and is read every 0.01 s."""
+    trapezoidal rule: it runs at ``dt`` (and ``penalty``: None, the step's default) and is
+    read every 0.01 s."""
     if form == "index3":
-        settings = Settings(formulation=form, dt=dt, t_end=T_END)
+        settings = Settings(formulation=form, dt=dt, t_end=T_END, penalty=penalty)
     else:
         settings = Settings(formulation=form, integrator=INTEGRATOR, rtol=tol, atol=tol, t_end=T_END)
     sim = Simulation(model, settings)
