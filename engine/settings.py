@@ -66,8 +66,21 @@ def default_penalty(dt: float) -> float:
     weakest directions (mechanism(859, 8, 2) of the differential tests, a loop passing
     within 2.3e-4 of a singular configuration: 2.6e-6, 1.1e-6, 4.6e-7 m off the converged
     motion after 1 s at dt = 1e-4, 5e-5, 2.5e-5 with 1e9; 1.6e-6, 3.0e-7, 6.7e-8 m with
-    this penalty)."""
+    this penalty).  The same rule holds at the sub-steps the monitor refines a step into
+    (:func:`penalty_at`)."""
     dt = float(dt)
     if not dt > 0.0:  # (a step resolve_settings refuses; the solver panel shows its penalty still)
         return config.DEFAULT_PENALTY
-    return config.DEFAULT_PENALTY * max(1.0, (config.DEFAULT_DT / dt) ** 2)
+    return penalty_at(config.DEFAULT_PENALTY, config.DEFAULT_DT, dt)
+
+
+def penalty_at(alpha: float, alpha_dt: float, dt: float) -> float:
+    """The penalty of a step ``dt``: ``alpha``, and at steps below ``alpha_dt`` the penalty
+    with the same effective penalty ``alpha dt^2 / 4`` as ``alpha`` at ``alpha_dt``:
+    ``alpha (alpha_dt / dt)^2``.  ``alpha_dt = 0``: ``alpha`` at every step (a penalty the
+    run names).  index3's Newton kernel compiles this function as it is, so the penalty
+    of a step is the same number in Python and in compiled code."""
+    if alpha_dt > dt:
+        r = alpha_dt / dt
+        return alpha * (r * r)
+    return alpha

@@ -46,6 +46,7 @@ from ..errors import SimulationError, SingularSystemError
 from ..forces import applied_forces, force_arrays, joint_coordinates_from_poses, spring_joints
 from ..initial import initial_state
 from ..model import F_SPRING, Model
+from ..settings import penalty_at
 from ..spatial import rot_to_quat
 from ..topology import subassemblies
 from ..assembly import index3_tree, stiff_elements
@@ -163,7 +164,11 @@ class Index3Formulation(Formulation):
         m = model
         nb = m.nb
         self.linear = linear
+        #: the penalty at the run's step; ``penalty_at`` gives a sub-step's, which for the
+        #: automatic penalty (none named) keeps the run's effective penalty alpha dt^2 / 4
         self.alpha = settings.index3_penalty
+        self._alpha_rule = ((config.DEFAULT_PENALTY, config.DEFAULT_DT) if settings.penalty is None
+                            else (self.alpha, 0.0))
         self.iters = int(settings.newton_iters)
         self.tol = float(settings.newton_tol)
         self.hold = int(getattr(settings, "tangent_hold", 1))
@@ -213,8 +218,8 @@ class Index3Formulation(Formulation):
         #: scale k of the exact solves' leaf blocks (M + k p p^T): the largest eigenvalue of the
         #: rotational blocks 4 G^T J G (any k > 0 gives the same solution; this keeps them balanced)
         self.k_exact = 4.0 * float(np.linalg.eigvalsh(m.inertia).max())
-        self.newton_settings = NewtonSettings(self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP, self.alpha,
-                                              config.PIVOT_RTOL)
+        self.newton_settings = NewtonSettings(self.iters, self.hold, self.tol, self.geo, GEO_FD_STEP,
+                                              *self._alpha_rule, config.PIVOT_RTOL)
         self.projection_settings = ProjectionSettings(self.exact, self.k_exact, self.alpha, config.PIVOT_RTOL)
         # the kernels of every step and output, without numba's dispatcher (_Specialised)
         self._newton_iterations = _Specialised(N.newton_iterations)
@@ -294,7 +299,7 @@ class Index3Formulation(Formulation):
     def _stiffness_rows(self, dt) -> None:
         """The force elements' tangent rows into the tree's G (index3_kernels.stiffness_rows)."""
         if self.s_elem.shape[0]:
-            K.stiffness_rows(self.model_arrays, dt, self.alpha, self.body, self.lay.G)
+            K.stiffness_rows(self.model_arrays, dt, self.penalty_at(dt), self.body, self.lay.G)
 
     def _solve(self, g0, eps, sgn, matrices):
         """x_i = D_i sum F + b_i,  G x + g0 = eps Lambda over the whole mechanism.
@@ -350,6 +355,10 @@ class Index3Formulation(Formulation):
         self.leaf.out[:] = sol[:n7].reshape(nb, 7)
         self._lam_solve[:] = sol[n7:]
 
+    def penalty_at(self, dt: float) -> float:
+        """The penalty of a step ``dt`` (the Newton kernel's :func:`.index3_newton.step_penalty`)."""
+        return penalty_at(*self._alpha_rule, dt)
+
     # ------------------------------------------------------------------ initial state
     def initial_state(self) -> np.ndarray:
         m = self.model
@@ -390,7 +399,7 @@ class Index3Formulation(Formulation):
     # ------------------------------------------------------------------ one step
     def step(self, t, y, dt):
         qb, qdb, qddb, lamb, mub = self._split(y)
-        a = self.alpha
+        a = self.penalty_at(dt)
         c4 = 0.25 * dt * dt
         t0 = time.perf_counter()
         # the new state is written in place into views of one float64 array (no copies, no
@@ -582,7 +591,7 @@ class Index3Formulation(Formulation):
                 f"{UNCONVERGED_VIOLATION:g}; last correction {dqn:.2g}): the constraints are not converged and "
                 f"the motion may be wrong. Raise the Newton iterations (--newton-iters; fast motion) or the "
                 f"penalty (--penalty; near-singular loops, the effective penalty alpha dt^2/4 is "
-                f"{self.alpha * dt * dt / 4:.3g})"
+                f"{self.penalty_at(dt) * dt * dt / 4:.3g})"
                 + ("" if self.exact else ", or use the exact projections (--projections exact)")
                 + " -- docs/index3.md")
         else:

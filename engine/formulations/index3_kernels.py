@@ -137,7 +137,8 @@ class NewtonSettings(NamedTuple):
     tol: float  # newton_tol: stop once |dq| < tol
     geo: bool  # geometric_stiffness: H_i in the leaf blocks
     h_geo: float  # the central-difference step of H_i
-    alpha: float  # the penalty alpha (joints and Euler-parameter normalisation)
+    alpha: float  # the penalty alpha (joints and Euler-parameter normalisation) at steps of alpha_dt or longer
+    alpha_dt: float  # below it, alpha (alpha_dt / dt)^2 (settings.penalty_at; 0: alpha at every step)
     pivot_tol: float  # relative pivot tolerance of the merges' factorisation (config.PIVOT_RTOL)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from numba import config, njit, prange
 
 from ..forces import applied_forces, joint_coordinates_from_poses
+from ..settings import penalty_at
 from ..threads import PARALLEL_MIN_BODIES
 from . import tree
 from .index3_kernels import body_kinematics, body_mass_forces, geometric_stiffness, joint_rows, stiffness_rows
@@ -295,6 +296,10 @@ def leaf_results(ix, leaf, Fh):
 # ------------------------------------------------------------------ Newton / projection right-hand sides
 
 
+#: the penalty of a step (settings.penalty_at, compiled as it is: the same number as Python's)
+step_penalty = njit(cache=True, nogil=True, _nrt=False, inline='always')(penalty_at)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def newton_rhs(q, res, alpha, rhs):
     """rhs_i = g_i + Psi_qi^T alpha Psi_i (eq. 22, Psi = (p^T p - 1) / 2)."""
@@ -455,8 +460,9 @@ def newton_iterations(settings, dt, q, mu, lam, model, ix, body, rows, leaf, wor
     the element forces are in ``Q``); each iteration solves eq. 22 with the updates of
     eq. 21.  Updates q, lam, mu in place (``leaf.base`` must be zero); ``calls``: the tree
     solve by address (:class:`TreeCalls`).  Returns (iterations, |dq|), iterations = -1 if a
-    body's M_cc is not positive definite."""
-    alpha = settings.alpha
+    body's M_cc is not positive definite.  The penalty is that of the step ``dt``
+    (:func:`step_penalty`: the automatic penalty follows the monitor's sub-steps)."""
+    alpha = step_penalty(settings.alpha, settings.alpha_dt, dt)
     c4 = 0.25 * dt * dt
     dqn = np.inf
     ok, out, dlam = leaf.ok, leaf.out, work.lam
