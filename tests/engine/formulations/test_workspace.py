@@ -115,3 +115,52 @@ def test_a_new_array_in_a_dead_ones_place_gets_its_own_address():
         del a
     assert len(seen) < 199  # ids were reused: the case this test is about happened
     assert len(workspace._ADDRESSES) <= known  # and the dead arrays' entries went with them
+
+
+_KERNELS = '''
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def inner(a):
+    for i in prange(a.shape[0]):
+        a[i] += 1.0
+
+
+@njit(cache=True)
+def outer(a):
+    inner(a)
+    return a.sum()
+'''
+
+_STEP = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import kernels
+{what}
+'''
+
+
+def test_a_kernel_cached_after_its_parallel_callee_loads_in_a_fresh_process(tmp_path):
+    """A kernel compiled in a process that loaded its parallel callee from the cache is
+    cached without numba's step that starts the threading layer; loaded first in a fresh
+    process it aborted the process ("LLVM ERROR: Symbol not found: allocate_sched").  The
+    compiled entries and addresses start the layer before they load a kernel."""
+    import subprocess
+    import sys
+
+    (tmp_path / "kernels.py").write_text(_KERNELS)
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(what):
+        code = _STEP.format(what=what)
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True)
+
+    assert run("kernels.inner(np.zeros(4))").returncode == 0  # the callee, cached on its own
+    assert run("kernels.outer(np.zeros(4))").returncode == 0  # the caller, with the callee from the cache
+    done = run("from linkwork.engine.formulations.workspace import compiled_entry\n"
+               "a = np.zeros(4)\n"
+               "assert compiled_entry(kernels.outer, (a,))(a) == 4.0")
+    assert done.returncode == 0, done.stderr[-500:]
