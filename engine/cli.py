@@ -105,7 +105,8 @@ def _run_parser() -> argparse.ArgumentParser:
     penalty = f"{config.DEFAULT_PENALTY:.0e}".replace("e+0", "e")  # 1e9
     p.add_argument("--penalty", type=float_arg, default=None, metavar="X",
                    help=f"index3 penalty factor alpha [{penalty} at --dt {config.DEFAULT_DT:g} or longer, "
-                        f"{penalty} ({config.DEFAULT_DT:g} / dt)^2 below: the same alpha dt^2 / 4, sub-steps included]")
+                        f"{penalty} ({config.DEFAULT_DT:g} / dt)^2 below: the same alpha dt^2 / 4, "
+                        "with exact projections at sub-steps too]")
     p.add_argument("--newton-iters", type=_int, default=config.DEFAULT_NEWTON_ITERS, metavar="N",
                    help="index3 Newton iterations [%(default)s]")
     p.add_argument("--newton-tol", type=float_arg, default=config.DEFAULT_NEWTON_TOL, metavar="X",

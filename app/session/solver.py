@@ -60,7 +60,7 @@ KNOWN_PARAMETERS = {
     "penalty": ParameterInfo("penalty", "Penalty α", "auto",
                              "Augmented-Lagrangian penalty factor of the index-3 formulation (automatic: "
                              "1e9 at steps of 0.01 s or longer, 1e9 (0.01 / dt)² below: the same α dt²/4 at every "
-                             "step, the monitor's sub-steps included)", 0.0,
+                             "step, with exact projections the monitor's sub-steps included)", 0.0,
                              "index3_penalty"),
     "newton_iters": ParameterInfo("newton_iters", "Newton iterations", "int",
                                   "Maximum Newton-Raphson iterations per step", 1),

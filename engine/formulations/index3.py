@@ -164,16 +164,18 @@ class Index3Formulation(Formulation):
         m = model
         nb = m.nb
         self.linear = linear
-        #: the penalty at the run's step; ``penalty_at`` gives a sub-step's, which for the
-        #: automatic penalty (none named) keeps the run's effective penalty alpha dt^2 / 4
-        self.alpha = settings.index3_penalty
-        self._alpha_rule = ((config.DEFAULT_PENALTY, config.DEFAULT_DT) if settings.penalty is None
-                            else (self.alpha, 0.0))
         self.iters = int(settings.newton_iters)
         self.tol = float(settings.newton_tol)
         self.hold = int(getattr(settings, "tangent_hold", 1))
         self.geo = bool(getattr(settings, "geometric_stiffness", False))
         self.exact = bool(getattr(settings, "exact_projections", True))
+        #: the penalty at the run's step; ``penalty_at`` gives a sub-step's, which for the
+        #: automatic penalty (none named) keeps the run's effective penalty alpha dt^2 / 4.
+        #: The penalised projections solve with the Newton's last matrices and the run's
+        #: alpha (ProjectionSettings): there the Newton keeps the run's alpha at every step.
+        self.alpha = settings.index3_penalty
+        self._alpha_rule = ((config.DEFAULT_PENALTY, config.DEFAULT_DT) if settings.penalty is None and self.exact
+                            else (self.alpha, 0.0))
         self.refines_with_step = self.exact  # penalised: a finer step weakens the penalty
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)

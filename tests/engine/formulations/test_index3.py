@@ -78,13 +78,16 @@ def test_the_default_penalty_keeps_the_default_steps_effective_penalty():
 
 def test_the_sub_steps_penalty_follows_the_same_rule():
     """The monitor's sub-steps of an unnamed penalty's run keep its effective penalty too;
-    a named penalty stays as named."""
+    a named penalty stays as named, and so does the run's penalty with the penalised
+    projections, which solve with the Newton's matrices and the run's penalty."""
     model = load_model(example_path("parallelogram-fourbar"))
     auto = Simulation(model, Settings(formulation="index3")).formulation
     named = Simulation(model, Settings(formulation="index3", penalty=1e9)).formulation
+    penalised = Simulation(model, Settings(formulation="index3", dt=1e-3, exact_projections=False)).formulation
     for h in (0.01, 0.01 / 8, 0.01 / 32):
         assert auto.penalty_at(h) == default_penalty(h)
         assert named.penalty_at(h) == 1e9
+        assert penalised.penalty_at(h / 10) == penalised.alpha == default_penalty(1e-3)
     assert auto.penalty_at(0.01 / 32) * (0.01 / 32) ** 2 / 4 == pytest.approx(2.5e4, rel=1e-12)
 
 
