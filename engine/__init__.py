@@ -125,8 +125,12 @@ def start_parallel_backend() -> None:
     without the hook, and a later process that loads it before anything else has
     started the threading layer calls a null pointer and crashes.  Measured: an
     ``hdca`` run segfaulted on its first evaluation with a cache filled by the
-    two-worker test suite.  Starting the layer up front is harmless and idempotent;
-    every formulation does it on construction."""
+    two-worker test suite, and a pickled ``index3`` formulation aborted its first step in
+    a fresh process ("LLVM ERROR: Symbol not found: allocate_sched").  Starting the layer
+    up front is harmless and idempotent; every formulation does it on construction, and
+    every compiled entry point or address before it compiles or loads a kernel
+    (``formulations.workspace``: a formulation unpickled in another process was not
+    constructed)."""
     import numba
 
     numba.get_num_threads()

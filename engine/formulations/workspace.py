@@ -31,6 +31,8 @@ from numba.core import cgutils, config
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
+from .. import start_parallel_backend
+
 #: the most dimensions of a workspace array
 MAX_NDIM = 4
 #: a row of the table: address, shape (MAX_NDIM), strides (MAX_NDIM); a scalar: its bits in column 0
@@ -87,21 +89,6 @@ def typeof_cached(v):
     return t
 
 
-def _threading_layer() -> None:
-    """Start numba's threading layer (once; about 15 ms) before a kernel is loaded from the
-    cache.  A kernel's parallel regions need the layer's symbols when its machine code is
-    linked; numba starts it when it loads a parallel kernel, but a kernel that calls one
-    and was compiled after it, in the same process, is cached without that step, and
-    loaded first in another process it aborts the process ("LLVM ERROR: Symbol not found:
-    allocate_sched"; a pickled ``index3`` formulation's first step in a fresh process
-    loads its tree solve so).  A :class:`~engine.simulation.Simulation` starts the layer
-    when it sets the thread count; this covers a formulation used without one."""
-    if not config.DISABLE_JIT:
-        import numba
-
-        numba.get_num_threads()
-
-
 def _overload(dispatcher, args: tuple):
     """``dispatcher``'s compiled overload for the types of ``args``, compiled if need be;
     found again by the arguments' cheap keys (:func:`_type_key`), not by hashing their
@@ -114,7 +101,7 @@ def _overload(dispatcher, args: tuple):
             return cres
     sig = tuple(typeof_cached(a) for a in args)
     if sig not in dispatcher.overloads:
-        _threading_layer()
+        start_parallel_backend()  # a formulation unpickled in another process was not constructed
         dispatcher.compile(sig)
     cres = dispatcher.overloads[sig]
     if known:

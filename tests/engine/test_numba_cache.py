@@ -175,7 +175,9 @@ def test_formulations_start_the_threading_layer_before_cached_parallel_kernels(t
     """The cache is filled by two processes: the first compiles the parallel kernel,
     the second loads it and compiles its caller, which numba then caches without the
     hook that starts the threading layer.  A third process loading the caller first
-    crashed (rc -11) unless a formulation had been constructed."""
+    crashed (rc -11, or abort: "Symbol not found: allocate_sched") unless a formulation
+    had been constructed, or the caller was loaded by its compiled entry point (as a
+    formulation unpickled in another process, which was not constructed, loads it)."""
     (tmp_path / "nested.py").write_text(_NESTED)
     call = "import numpy as np, nested; print(nested.outer(np.zeros(8)))"
     assert _run("import numpy as np, nested; nested.inner(np.zeros(8))", tmp_path).returncode == 0
@@ -186,6 +188,12 @@ def test_formulations_start_the_threading_layer_before_cached_parallel_kernels(t
     fixed = _run(_FORMULATION + "\n" + call, tmp_path)
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert fixed.stdout.strip() == "8.0"
+    entry = _run("import numpy as np, nested\n"
+                 "from linkwork.engine.formulations.workspace import compiled_entry\n"
+                 "a = np.zeros(8)\n"
+                 "print(compiled_entry(nested.outer, (a,))(a))", tmp_path)
+    assert entry.returncode == 0, entry.stderr[-2000:]
+    assert entry.stdout.strip() == "8.0"
 
 
 def test_every_kernel_states_whether_it_uses_reference_counting():
