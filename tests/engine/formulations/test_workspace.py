@@ -115,4 +115,3 @@ def test_a_new_array_in_a_dead_ones_place_gets_its_own_address():
         del a
     assert len(seen) < 199  # ids were reused: the case this test is about happened
     assert len(workspace._ADDRESSES) <= known  # and the dead arrays' entries went with them
-
