@@ -95,8 +95,8 @@ def test_the_sub_steps_penalty_follows_the_same_rule():
 def test_refined_runs_converge_their_constraints(name):
     """Where the monitor refines the step (these two to 8 and 32 sub-steps at the default
     step), the Newton iterations close the constraints to round-off: with the run's
-    penalty kept at the sub-steps, whose effective penalty is 64 to 1024 times weaker, they
-    stopped 1.2e-8 and 2.2e-8 off (docs/index3.md, "The default follows the step")."""
+    penalty kept at the sub-steps, whose effective penalty is then 64 to 1024 times
+    weaker, they stop 1.2e-8 and 2.2e-8 off (docs/index3.md, "The default follows the step")."""
     sim = Simulation(load_model(example_path(name)), Settings(formulation="index3", t_end=10.0))
     _, err = run_to_end(sim)
     assert err is None
