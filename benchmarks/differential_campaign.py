@@ -1,7 +1,7 @@
 """The differential comparison of ``tests/engine/test_differential.py`` on seeds the tests
 do not run: every formulation named against ``dense`` (both dop853 at rtol = atol =
-1e-10, or rk45 with ``--integrator rk45``, 1 s; ``index3`` at dt = 1e-4 with its
-second-order check), each mechanism built by the test's own
+1e-10, or the error-controlled integrator ``--integrator`` names, 1 s; ``index3`` at
+dt = 1e-4 with its second-order check), each mechanism built by the test's own
 :func:`~tests.engine.test_differential.mechanism`.
 
 Prints one line per mechanism and every case that is neither an agreement nor an exit-3
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     p.add_argument("--bodies", default="4-12", help="fewest-most bodies [4-12]")
     p.add_argument("--loops", default=None, help="fewest-most loops [the tests': seed // 4 %% 4]")
     p.add_argument("--formulations", default="dca,hdca,rcr,embedding", help="compared with dense [dca,hdca,rcr,embedding]")
-    p.add_argument("--integrator", default="dop853", choices=("dop853", "rk45"),
+    p.add_argument("--integrator", default="dop853", choices=("dop853", "rk45", "rk23", "lsoda", "radau", "bdf"),
                    help="both sides' error-controlled integrator, at 1e-10 [dop853]")
     p.add_argument("--cut-types", default=None,
                    help="loops closed and cut by joints of these types, in turn (module docstring)")

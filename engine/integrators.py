@@ -165,6 +165,7 @@ class StepCollapse(SimulationError):
                  reason: str | None = None):
         self.h = float(h)
         self.steps = int(steps)
+        self.method = method
         ratio = config.STALL_RATIO if ratio is None else ratio
         super().__init__(t, reason or f"{method}'s steps collapsed to {h:.2g} s ({steps} accepted steps in a row "
                                       f"shorter than {ratio:g} of the output interval {dt:g} s)")

@@ -134,6 +134,18 @@ def test_a_collapse_away_from_any_loop_suggests_an_implicit_integrator():
     assert "stiff" in err.reason and "radau" in err.reason and "loop" not in err.reason
 
 
+def test_a_collapse_under_an_implicit_integrator_suggests_the_other_one():
+    """A bdf run whose steps collapsed is pointed at radau, not at bdf again (and the
+    other way round); an explicit one at both."""
+    sim = Simulation(load_model(examples_dir() / "chain-5-spherical-spatial.mech.json"),
+                     Settings(formulation="dca", integrator="bdf"))
+    sim.prepare()
+    for method, named in (("bdf", "--integrator radau)"), ("radau", "--integrator bdf)"),
+                          ("rk45", "--integrator radau or bdf)")):
+        err = sim.monitor.collapsed(StepCollapse(0.5, method, 1e-9, 1000, 0.01), sim.recorder)
+        assert named in err.reason, (method, err.reason)
+
+
 def test_a_collapse_of_hdca_away_from_any_singular_configuration_names_its_rough_rows():
     """hdca's momentum rates are rough where a subassembly of its assembly tree is nearly
     singular: its message names that, and what runs such a mechanism, besides an implicit
