@@ -11,6 +11,11 @@ from dataclasses import dataclass, fields, replace
 from . import config
 
 
+#: index3's penalty where a run names none, as :func:`penalty_at`'s ``(alpha, alpha_dt)``:
+#: paper 000's 1e9 at the default step and above, the same alpha dt^2 / 4 below
+AUTOMATIC_PENALTY = (config.DEFAULT_PENALTY, config.DEFAULT_DT)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Solver settings (docs/file-format.md, "Command line"; defaults in brackets there)."""
@@ -45,6 +50,13 @@ class Settings:
     monitor: bool = True
 
     @property
+    def index3_penalty_rule(self) -> tuple[float, float]:
+        """``(alpha, alpha_dt)`` of :func:`penalty_at` for this run's steps: the automatic
+        rule (:data:`AUTOMATIC_PENALTY`) where no penalty is named, else the named one at
+        every step."""
+        return AUTOMATIC_PENALTY if self.penalty is None else (float(self.penalty), 0.0)
+
+    @property
     def index3_penalty(self) -> float:
         """The penalty factor index3 runs with: ``penalty``, or where that is None, the
         step's :func:`default_penalty`."""
@@ -71,7 +83,7 @@ def default_penalty(dt: float) -> float:
     dt = float(dt)
     if not dt > 0.0:  # (a step resolve_settings refuses; the solver panel shows its penalty still)
         return config.DEFAULT_PENALTY
-    return penalty_at(config.DEFAULT_PENALTY, config.DEFAULT_DT, dt)
+    return penalty_at(*AUTOMATIC_PENALTY, dt)
 
 
 def penalty_at(alpha: float, alpha_dt: float, dt: float) -> float:

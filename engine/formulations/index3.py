@@ -174,8 +174,7 @@ class Index3Formulation(Formulation):
         #: The penalised projections solve with the Newton's last matrices and the run's
         #: alpha (ProjectionSettings): there the Newton keeps the run's alpha at every step.
         self.alpha = settings.index3_penalty
-        self._alpha_rule = ((config.DEFAULT_PENALTY, config.DEFAULT_DT) if settings.penalty is None and self.exact
-                            else (self.alpha, 0.0))
+        self._alpha_rule = settings.index3_penalty_rule if self.exact else (self.alpha, 0.0)
         self.refines_with_step = self.exact  # penalised: a finer step weakens the penalty
         self.ca = con_arrays(m)
         self.fa = force_arrays(m)
