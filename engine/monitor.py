@@ -430,7 +430,7 @@ class Monitor:
         else:
             msg = (f"{exc.reason}: the accelerations change faster than the solver can follow (a stiff "
                    f"mechanism, or a right-hand side that is not smooth){self._closest()}. "
-                   f"{_other_implicit(self.form.rough_remedy, exc.method)}")
+                   f"{self.form.rough_remedy.format(implicit=_other_implicit(exc.method))}")
         return SimulationError(exc.t, msg.rstrip())
 
     def _mobility_now(self) -> float | None:
@@ -534,8 +534,7 @@ def summary(stats: dict, short: bool = False) -> str:
     return ", ".join(parts)
 
 
-def _other_implicit(remedy: str, method: str) -> str:
-    """``remedy`` without the integrator the run already used among the implicit ones it
-    suggests (a bdf run whose steps collapsed is pointed at radau, not at bdf again)."""
-    others = [m for m in ("radau", "bdf") if m != method]
-    return remedy.replace("--integrator radau or bdf", "--integrator " + " or ".join(others))
+def _other_implicit(method: str) -> str:
+    """The implicit integrators a collapse of ``method`` is pointed at: radau and bdf, less
+    the one the run used (a bdf run whose steps collapsed is pointed at radau)."""
+    return "--integrator " + " or ".join(m for m in ("radau", "bdf") if m != method)

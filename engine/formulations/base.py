@@ -282,8 +282,9 @@ class Formulation(ABC):
     singular_remedy = ("the dense formulation crosses singular configurations (--formulation dense; "
                        "docs/formulations.md, \"Singular configurations\").")
     #: what to try when an error-controlled run's steps collapse or crawl away from any
-    #: singular configuration of the loops
-    rough_remedy = "Try an implicit integrator (--integrator radau or bdf) or looser tolerances (--rtol, --atol)."
+    #: singular configuration of the loops (``{implicit}``: the implicit integrators other
+    #: than the run's, Monitor.collapsed)
+    rough_remedy = "Try an implicit integrator ({implicit}) or looser tolerances (--rtol, --atol)."
 
     #: whether the formulation is crossing a singular configuration of its loops now (set
     #: by :meth:`watch_singular`): the adaptive integrators then project after every step

@@ -322,7 +322,7 @@ class HDCAFormulation(TreeFormulation):
     rough_remedy = ("hdca's momentum rates are not smooth where a subassembly of its assembly tree is nearly "
                     "singular (docs/formulations.md, hdca, \"nearly singular subassemblies\"): dca or dense "
                     "(--formulation), or hdca with rk4, run such a mechanism. A stiff one needs an implicit "
-                    "integrator (--integrator radau or bdf) or looser tolerances (--rtol, --atol).")
+                    "integrator ({implicit}) or looser tolerances (--rtol, --atol).")
 
     _stabilise = TreeFormulation._project_momentum_state
 
