@@ -95,6 +95,24 @@ def test_a_step_that_meets_a_non_finite_right_hand_side_raises_the_formulations_
         CompiledRK("rk45", form.rates_kernel(), 0.0, y, 1.0, 1e-8, 1e-8).step()
 
 
+@pytest.mark.parametrize("flag", ["0", "1"])
+def test_an_error_estimate_that_underflows_accepts_the_step(flag, monkeypatch):
+    """A locked mechanism (DOF 0, 3 redundant closure rows) under ``dense``: its
+    velocities, round-off after the initial projection, decay to 1e-157, and dop853's
+    sum of squared fifth-order error terms underflows to 0 while the third-order one
+    does not.  The compiled step divided 0 by 0 there (a ZeroDivisionError, the run
+    stopped at t = 0.09 s); the estimate is at most |h| sqrt(e5 / n), so the step is
+    accepted, as scipy's (whose BLAS norm does not underflow) accepts its tiny estimate."""
+    from ..test_differential import mechanism
+
+    monkeypatch.setenv("LINKWORK_COMPILED_STEPS", flag)
+    model = build_model(mechanism(94525, 4, 1, long=False))
+    settings = Settings(formulation="dense", integrator="dop853", rtol=1e-10, atol=1e-10, t_end=0.5)
+    rows = Simulation(model, settings).run_all()[1]
+    assert rows[-1, 0] == pytest.approx(0.5)
+    assert np.all(np.isfinite(rows))
+
+
 @pytest.mark.parametrize("name, example, integrator", [
     ("dense", "fourbar-crank-rocker", "rk45"), ("dca", "loop-4", "dop853"), ("dca", "spatial-double-pendulum", "rk45"),
     ("hdca", "chain-5-spherical-spatial", "dop853"), ("dense", "ladder-2", "rk45")])
